@@ -1,0 +1,19 @@
+"""Where tasks' data comes from: bundled samples (default), a directory or zip, or the HF hub."""
+
+from __future__ import annotations
+
+from rueval.data.local import DataSource, Split, bundled_samples, open_directory_or_zip
+
+
+def open_data(spec: str | None) -> DataSource:
+    """`None` -> the bundled samples; "hf" -> the hub; otherwise a directory or zip archive."""
+    if spec is None:
+        return bundled_samples()
+    if spec == "hf":
+        from rueval.data.hub import HubSource  # huggingface_hub is imported only when asked for
+
+        return HubSource()
+    return open_directory_or_zip(spec)
+
+
+__all__ = ["DataSource", "Split", "open_data"]

@@ -1,0 +1,51 @@
+"""The Hugging Face hub copies of RSG and TAPE, read as files through huggingface_hub.
+
+The datasets' loading scripts do not run on current `datasets`, so the files are fetched
+with `snapshot_download` (kept in the HF cache, so later runs, and HF_HUB_OFFLINE=1 runs,
+read them from disk) and walked like a local directory: RussianNLP/russian_super_glue keeps
+one zip per task under data/, RussianNLP/tape keeps dummy/{raw,episodes}/<task>/*.jsonl.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from huggingface_hub import snapshot_download
+
+from rueval.data.local import DataSource, Node
+from rueval.errors import RuevalError
+from rueval.tasks import Task
+
+REPOS = {
+    "rsg": ("RussianNLP/russian_super_glue", ["data/*.zip"]),
+    "tape": ("RussianNLP/tape", ["dummy/raw/*", "dummy/episodes/*"]),
+}
+
+
+def download(repo_id: str, patterns: list[str]) -> Path:
+    """The local snapshot of a dataset repo; a separate function so tests can point it at a folder."""
+    return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=patterns))
+
+
+class HubSource(DataSource):
+    """Downloads a benchmark's repo the first time one of its tasks is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__([], "hf")
+        self._roots: dict[str, list[Node]] = {}
+
+    def roots(self, task: Task) -> Sequence[Node]:
+        if task.benchmark not in self._roots:
+            repo_id, patterns = REPOS[task.benchmark]
+            try:
+                path = download(repo_id, patterns)
+            except Exception as e:  # network, auth and cache errors all mean the same to the user
+                raise RuevalError(
+                    f"--data hf: could not get {repo_id} from the Hugging Face hub ({type(e).__name__}: {e}); "
+                    "download it where there is network, or pass --data DIR with a local copy"
+                ) from None
+            archives: list[Node] = [zipfile.Path(z) for z in sorted(path.rglob("*.zip"))]
+            self._roots[task.benchmark] = [*archives, path]
+        return self._roots[task.benchmark]

@@ -1,0 +1,1 @@
+"""Results files and their presentation."""

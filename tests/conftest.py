@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rueval.cli import app
+from rueval.data.local import SAMPLES_DIR
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A writable copy of the bundled samples, which are in the official layout."""
+    target = tmp_path / "data"
+    shutil.copytree(SAMPLES_DIR, target)
+    return target
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,135 @@
+import json
+import shutil
+import zipfile
+from collections import Counter
+
+import pytest
+
+from rueval.data.local import SAMPLES_DIR
+from rueval.solvers.trivial import TrivialSolver
+from rueval.tasks import TASKS
+
+from conftest import read_jsonl
+
+
+def test_tasks_lists_all_sixteen(cli):
+    result = cli("tasks")
+    assert result.exit_code == 0
+    for name in ("lidirus", "rucos", "per_ethics", "macro_f1"):
+        assert name in result.stdout
+
+
+def test_run_without_arguments_scores_every_task_offline(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli("run")
+    assert result.exit_code == 0, result.stderr
+    out = tmp_path / "runs" / "majority"
+    summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert list(summary["tasks"]) == list(TASKS)
+    assert summary["model"] == "majority" and summary["data"] == "bundled samples"
+    assert summary["rsg_total"] == pytest.approx(sum(summary["tasks"][t.name]["score"] for t in TASKS.values() if t.benchmark == "rsg") / 9)
+    for name, task_result in summary["tasks"].items():
+        assert name in result.stdout
+        assert task_result["n"] == len(read_jsonl(out / "predictions" / f"{name}.jsonl"))
+        assert len(task_result["data"]["sha256"]) == 64 and task_result["wall_time_s"] >= 0
+        assert all(-100 <= v <= 100 for v in task_result["metrics"].values())
+    assert summary["tasks"]["rcb"]["split"] == "val" and summary["tasks"]["winograd"]["split"] == "test"
+    assert summary["tasks"]["lidirus"]["data"]["train_file"].endswith("TERRa/train.jsonl")
+    assert summary["tasks"]["lidirus"]["breakdown"]  # MCC per feature tag
+    assert "RSG total" in result.stdout
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_predictions_file_pairs_each_prediction_with_its_gold(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("run", "-t", "rcb", "-o", out).exit_code == 0
+    rows = read_jsonl(out / "predictions" / "rcb.jsonl")
+    gold = [r["label"] for r in read_jsonl(SAMPLES_DIR / "RCB" / "val.jsonl")]
+    majority = Counter(r["label"] for r in read_jsonl(SAMPLES_DIR / "RCB" / "train.jsonl")).most_common(1)[0][0]
+    assert [r["gold"] for r in rows] == gold
+    assert {r["prediction"] for r in rows} == {majority}
+    accuracy = json.loads((out / "results.json").read_text())["tasks"]["rcb"]["metrics"]["accuracy"]
+    assert accuracy == pytest.approx(100 * gold.count(majority) / len(gold))
+
+
+def test_limit_and_seed_are_recorded(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("run", "-t", "terra,winograd", "-m", "random", "--seed", "5", "--limit", "7", "-o", out).exit_code == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["seed"] == 5 and summary["limit"] == 7
+    assert [r["n"] for r in summary["tasks"].values()] == [7, 7]
+
+
+def test_rerun_reuses_finished_tasks_and_recomputes_changed_data(cli, tmp_path, data_dir, monkeypatch):
+    out = tmp_path / "out"
+    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out).exit_code == 0
+    first = json.loads((out / "results.json").read_text())
+    predicted = []
+    original = TrivialSolver.predict
+
+    def counting_predict(self, task, examples):
+        predicted.append(task.name)
+        return original(self, task, examples)
+
+    monkeypatch.setattr(TrivialSolver, "predict", counting_predict)
+    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out).exit_code == 0
+    assert predicted == []  # nothing recomputed
+    second = json.loads((out / "results.json").read_text())
+    assert second["tasks"] == first["tasks"]
+
+    val = data_dir / "PARus" / "val.jsonl"
+    val.write_text("".join(val.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
+    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out).exit_code == 0
+    assert predicted == ["parus"]
+    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out, "--seed", "3").exit_code == 0
+    assert predicted == ["parus", "terra", "parus"]
+
+
+def test_official_layout_with_only_train_and_test(cli, tmp_path):
+    """A directory holding just train.jsonl and a labelled test.jsonl per task (LiDiRus included)."""
+    data = tmp_path / "data"
+    for folder in ("PARus", "RCB", "RUSSE", "RWSD"):
+        (data / folder).mkdir(parents=True)
+        shutil.copy(SAMPLES_DIR / folder / "train.jsonl", data / folder / "train.jsonl")
+        shutil.copy(SAMPLES_DIR / folder / "val.jsonl", data / folder / "test.jsonl")
+    (data / "LiDiRus").mkdir()
+    shutil.copy(SAMPLES_DIR / "TERRa" / "train.jsonl", data / "LiDiRus" / "train.jsonl")
+    shutil.copy(SAMPLES_DIR / "LiDiRus" / "LiDiRus.jsonl", data / "LiDiRus" / "test.jsonl")
+    shutil.copytree(SAMPLES_DIR / "ru_worldtree", data / "RuWorldTree")
+    out = tmp_path / "out"
+    result = cli("run", "-t", "parus,rcb,lidirus,russe,rwsd,ru_worldtree", "-m", "majority", "--data", data, "--split", "test", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((out / "results.json").read_text())
+    assert {r["split"] for r in summary["tasks"].values()} == {"test"}
+    assert summary["tasks"]["lidirus"]["metrics"]["mcc"] == 0.0  # a constant prediction
+    russe_test = [r["label"] for r in read_jsonl(data / "RUSSE" / "test.jsonl")]
+    russe_major = Counter(r["label"] for r in read_jsonl(data / "RUSSE" / "train.jsonl")).most_common(1)[0][0]
+    assert summary["tasks"]["russe"]["metrics"]["accuracy"] == pytest.approx(100 * russe_test.count(russe_major) / len(russe_test))
+    assert summary["rsg_total"] is None  # not all nine RSG tasks
+
+
+def test_submit_writes_the_leaderboard_zip(cli, tmp_path):
+    target = tmp_path / "sub" / "rsg.zip"
+    result = cli("submit", "-m", "weighted-random", "-o", target)
+    assert result.exit_code == 0, result.stderr
+    with zipfile.ZipFile(target) as archive:
+        names = sorted(archive.namelist())
+        files = {n: [json.loads(l) for l in archive.read(n).decode().splitlines()] for n in names}
+    assert names == sorted(f"{t.folder}.jsonl" for t in TASKS.values() if t.benchmark == "rsg")
+    for folder in ("RCB", "PARus", "TERRa", "RUSSE", "RWSD", "DaNetQA"):
+        test = read_jsonl(SAMPLES_DIR / folder / "test.jsonl")
+        assert [line["idx"] for line in files[f"{folder}.jsonl"]] == [r["idx"] for r in test]
+    assert {line["label"] for line in files["RWSD.jsonl"]} <= {"True", "False"}
+    assert {line["label"] for line in files["DaNetQA.jsonl"]} <= {"true", "false"}
+    assert {line["label"] for line in files["PARus.jsonl"]} <= {0, 1}
+    assert len(files["LiDiRus.jsonl"]) == len(read_jsonl(SAMPLES_DIR / "LiDiRus" / "LiDiRus.jsonl"))
+
+    def shape(record):  # MuSeRC: the nesting of idx values, input and submission alike
+        return [record["idx"], [[q["idx"], [a["idx"] for a in q["answers"]]] for q in record["passage"]["questions"]]]
+
+    assert [shape(line) for line in files["MuSeRC.jsonl"]] == [shape(r) for r in read_jsonl(SAMPLES_DIR / "MuSeRC" / "test.jsonl")]
+    assert all(a["label"] in (0, 1) for line in files["MuSeRC.jsonl"] for q in line["passage"]["questions"] for a in q["answers"])
+    for line, record in zip(files["RuCoS.jsonl"], read_jsonl(SAMPLES_DIR / "RuCoS" / "test.jsonl"), strict=True):
+        text = record["passage"]["text"]
+        assert line["idx"] == record["idx"] and [q["idx"] for q in line["qas"]] == [q["idx"] for q in record["qas"]]
+        assert all(q["label"] in {text[e["start"]:e["end"]] for e in record["passage"]["entities"]} for q in line["qas"])
