@@ -9,7 +9,7 @@ from rueval.data.local import SAMPLES_DIR
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import TASKS
 
-from conftest import read_jsonl
+from conftest import read_jsonl, write_jsonl
 
 
 def test_tasks_lists_all_sixteen(cli):
@@ -92,8 +92,8 @@ def test_official_layout_with_only_train_and_test(cli, tmp_path):
         (data / folder).mkdir(parents=True)
         shutil.copy(SAMPLES_DIR / folder / "train.jsonl", data / folder / "train.jsonl")
         shutil.copy(SAMPLES_DIR / folder / "val.jsonl", data / folder / "test.jsonl")
-    (data / "LiDiRus").mkdir()
-    shutil.copy(SAMPLES_DIR / "TERRa" / "train.jsonl", data / "LiDiRus" / "train.jsonl")
+    terra = read_jsonl(SAMPLES_DIR / "TERRa" / "train.jsonl")
+    write_jsonl(data / "LiDiRus" / "train.jsonl", [{"idx": r["idx"], "sentence1": r["premise"], "sentence2": r["hypothesis"], "label": r["label"]} for r in terra])
     shutil.copy(SAMPLES_DIR / "LiDiRus" / "LiDiRus.jsonl", data / "LiDiRus" / "test.jsonl")
     shutil.copytree(SAMPLES_DIR / "ru_worldtree", data / "RuWorldTree")
     out = tmp_path / "out"

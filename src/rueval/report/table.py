@@ -33,13 +33,13 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
 def results_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"{summary['model']} on {summary['data']} (scores x100)")
     table.add_column("task", no_wrap=True)
-    for column in ("benchmark", "split"):
-        table.add_column(column)
+    table.add_column("bench")
+    table.add_column("split")
     table.add_column("n", justify="right")
-    table.add_column("metrics")
+    table.add_column("metrics", no_wrap=True, overflow="fold")
     table.add_column("score", justify="right", no_wrap=True)
     for name, result in summary["tasks"].items():
-        metrics = "  ".join(f"{metric}\u00a0{value:.2f}" for metric, value in result["metrics"].items())
+        metrics = "  ".join(f"{metric} {value:.2f}" for metric, value in result["metrics"].items())
         table.add_row(name, result["benchmark"].upper(), result["split"], str(result["n"]), metrics, f"{result['score']:.2f}")
     if summary["rsg_total"] is not None:
         table.add_section()
