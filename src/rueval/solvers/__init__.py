@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from rueval.errors import RuevalError
 from rueval.solvers.base import Solver
 from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 
-SOLVER_NAMES = STRATEGIES
+# name -> factory taking the seed and solver-specific options as keywords
+SOLVERS: dict[str, Callable[..., Solver]] = {name: partial(TrivialSolver, name) for name in STRATEGIES}
 
 
-def make_solver(name: str, seed: int = 0) -> Solver:
-    if name in STRATEGIES:
-        return TrivialSolver(name, seed)
-    raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVER_NAMES)}")
+def make_solver(name: str, seed: int = 0, **options) -> Solver:
+    if name not in SOLVERS:
+        raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}")
+    return SOLVERS[name](seed=seed, **options)
 
 
-__all__ = ["SOLVER_NAMES", "Solver", "make_solver"]
+__all__ = ["SOLVERS", "Solver", "make_solver"]
