@@ -37,3 +37,17 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own cache folder: no state leaks between tests or from the user's home."""
+    monkeypatch.setenv("RUEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory) -> Path:
+    """A small random GPT-2 with a tokenizer trained on the bundled samples, built once per session."""
+    from rueval.models.tiny import build_tiny_gpt2
+
+    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny"))

@@ -10,20 +10,28 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from rueval import __version__
 from rueval.data import DataSource, Split, open_data
+from rueval.diagnostics import run_industrial, task_diagnostics, timed
 from rueval.errors import RuevalError
 from rueval.metrics import rsg_total, score_task
 from rueval.progress import progress
 from rueval.report.results import read_json, write_json, write_jsonl
+from rueval.slices import check_slice_names
 from rueval.solvers import Solver, make_solver
+from rueval.solvers.lm import LMSolver
 from rueval.tasks import TASKS, Example, Task
+
+if TYPE_CHECKING:
+    from rueval.robustness import Robustness
 
 
 @dataclass(frozen=True)
@@ -42,10 +50,10 @@ class TaskData:
 
 
 def load_task_data(source: DataSource, task: Task, split: str | None, limit: int | None) -> TaskData:
-    return TaskData(task, _eval_split(source, task, split, limit), load_train(source, task))
+    return TaskData(task, eval_split(source, task, split, limit), load_train(source, task))
 
 
-def _eval_split(source: DataSource, task: Task, split: str | None, limit: int | None) -> Split:
+def eval_split(source: DataSource, task: Task, split: str | None, limit: int | None) -> Split:
     """The requested split, or by default test when it is labelled, else val."""
     if split is not None:
         chosen = source.load(task, split, limit)
@@ -79,6 +87,45 @@ def solve(solver: Solver, task: Task, train: Split | None, examples: Sequence[Ex
     return solver.predict(task, progress(examples, f"{solver.name} on {task.name}", total=len(examples)))
 
 
+def solve_episodes(
+    solver: Solver, task: Task, train: Split | None, examples: Sequence[Example], shots: Sequence[int], episodes: int
+) -> tuple[list[Any], dict[str, Any]]:
+    """Predictions of the first k-shot setting's first episode, and for a language model every
+    k's scores over its episodes: mean and standard deviation (numpy's, ddof 0), as TAPE reports
+    them. With loglik scoring each episode is also scored by per-byte normalised log-likelihood
+    (lm-evaluation-harness's acc_norm), from the same cached requests."""
+    if not isinstance(solver, LMSolver):
+        if list(shots) != [0] or episodes != 1:
+            raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
+        return solve(solver, task, train, examples), {}
+    headline: list[Any] | None = None
+    by_k: dict[str, Any] = {}
+    for k in shots:
+        runs = []
+        for episode in range(episodes if k else 1):
+            solver.set_episode(k, episode)
+            preds = solve(solver, task, train, examples)
+            headline = preds if headline is None else headline
+            scores = score_task(task, examples, preds)
+            run = {"metrics": scores.metrics, "score": scores.score}
+            if solver.scoring == "loglik" and solver.picks_options(task, examples[0]):
+                solver.set_episode(k, episode, normalize=True)
+                run["metrics_norm"] = score_task(task, examples, solve(solver, task, train, examples)).metrics
+            runs.append(run)
+        by_k[str(k)] = {
+            "metrics": _mean_std(r["metrics"] for r in runs),
+            **({"metrics_norm": _mean_std(r["metrics_norm"] for r in runs)} if "metrics_norm" in runs[0] else {}),
+            "score": _mean_std({"score": r["score"]} for r in runs)["score"],
+            "episodes": runs,
+        }
+    return headline or [], {"shots": by_k}
+
+
+def _mean_std(runs: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
+    columns = list(runs)
+    return {m: {"mean": float(np.mean([c[m] for c in columns])), "std": float(np.std([c[m] for c in columns]))} for m in columns[0]}
+
+
 def run(
     tasks: Sequence[Task],
     model: str,
@@ -87,14 +134,34 @@ def run(
     out: Path = Path("runs/latest"),
     seed: int = 0,
     limit: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    slices: Sequence[str] = (),
+    shots: Sequence[int] = (0,),
+    episodes: int = 1,
+    robustness: Robustness | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``model`` on ``tasks`` and write OUT/results.json and OUT/predictions/."""
+    """Evaluate ``model`` on ``tasks`` and write OUT/results.json and OUT/predictions/.
+
+    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback)."""
     started = time.perf_counter()
     source = open_data(data)
-    solver = make_solver(model, seed)
+    solver_options = solver_options or {}
+    solver = make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
     loaded = [load_task_data(source, task, split, limit) for task in tasks]
-    settings = {"model": model, "seed": seed, "limit": limit, "rueval_version": __version__}
+    # The options are part of every task's fingerprint: a rerun with other options recomputes.
+    settings = {
+        "model": model,
+        "model_identity": getattr(solver, "identity", model),  # an LM's exact weights: a changed model recomputes
+        "solver_options": solver_options,
+        "shots": list(shots),
+        "episodes": episodes,
+        "seed": seed,
+        "limit": limit,
+        "rueval_version": __version__,
+        "slices": list(check_slice_names(slices)),  # names from rueval.slices; scored per task
+        **({"robustness": robustness.describe()} if robustness else {}),
+    }
     results: dict[str, dict[str, Any]] = {}
     for task_data in loaded:
         task = task_data.task
@@ -105,7 +172,8 @@ def run(
             continue
         task_started = time.perf_counter()
         examples = task_data.eval.examples
-        preds = solve(solver, task, task_data.train, examples)
+        with timed() as timing:
+            preds, few_shot = solve_episodes(solver, task, task_data.train, examples, shots, episodes)
         scores = score_task(task, examples, preds)
         write_jsonl(
             out / "predictions" / f"{task.name}.jsonl",
@@ -118,6 +186,8 @@ def run(
             "score": scores.score,
             "metrics": scores.metrics,
             "breakdown": scores.breakdown,
+            **few_shot,
+            **task_diagnostics(task, examples, preds, timing.seconds, solver, settings["slices"], seed),
             "data": {
                 "file": task_data.eval.file,
                 "train_file": task_data.train.file if task_data.train else None,
@@ -126,6 +196,8 @@ def run(
             "wall_time_s": time.perf_counter() - task_started,
             "fingerprint": fingerprint,
         }
+        if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
+            results[task.name]["perturbations"] = robustness.evaluate(source, task_data, solver, preds, limit)
         write_json(saved, results[task.name])
     summary = {
         **settings,
@@ -134,6 +206,7 @@ def run(
         "wall_time_s": time.perf_counter() - started,
         "scale": "metrics are percentages (x100), as in the papers",
         "rsg_total": rsg_total({name: r["score"] for name, r in results.items()}),
+        "industrial": run_industrial(results, solver),
         "tasks": results,
     }
     write_json(out / "results.json", summary)

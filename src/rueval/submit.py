@@ -45,10 +45,13 @@ def _nested(examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str,
     return list(passages.values())
 
 
-def submit(model: str, data: str | None, out: Path, seed: int = 0) -> dict[str, int]:
-    """Predict every RSG test set and write the leaderboard zip; returns lines written per file."""
+def submit(
+    model: str, data: str | None, out: Path, seed: int = 0, solver_options: dict[str, Any] | None = None
+) -> dict[str, int]:
+    """Predict every RSG test set and write the leaderboard zip; returns lines written per file.
+    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback)."""
     source = open_data(data)
-    solver = make_solver(model, seed)
+    solver = make_solver(model, seed, **(solver_options or {}))
     tests = [(task, source.load(task, "test")) for task in BENCHMARKS["rsg"]]
     files: dict[str, str] = {}
     for task, test in tests:

@@ -39,27 +39,44 @@ class Split:
         return all(e.label is not None for e in self.examples)
 
 
+@dataclass(frozen=True)
+class PerturbedSplit:
+    """A split file of TAPE's episodes layout: its originals, and its perturbed copies grouped by
+    the name in their `perturbation` field (for robustness runs)."""
+
+    task: Task
+    name: str
+    file: str
+    originals: list[Example]
+    perturbed: dict[str, list[Example]]
+
+
 class DataSource:
     """Task folders under one or more roots."""
 
     def __init__(self, roots: Sequence[Node], description: str):
         self._given_roots = list(roots)
         self.description = description
-        self._folders: dict[str, Node | None] = {}
+        self._folders: dict[str, list[Node]] = {}
 
     def roots(self, task: Task) -> Sequence[Node]:
         return self._given_roots
 
-    def folder(self, task: Task) -> Node | None:
+    def folders(self, task: Task) -> list[Node]:
+        """Every folder of the task under the roots, best first."""
         if task.name not in self._folders:
             found = [(depth, node) for root in self.roots(task) for depth, node in _walk(root) if node.name.lower() in task.names]
             # TAPE ships raw and episodes copies of each task: prefer raw, then the shallowest.
             found.sort(key=lambda item: ("episodes" in str(item[1]).lower(), item[0], str(item[1])))
-            self._folders[task.name] = found[0][1] if found else None
+            self._folders[task.name] = [node for _, node in found]
         return self._folders[task.name]
 
-    def split_file(self, task: Task, split: str) -> Node | None:
-        folder = self.folder(task)
+    def folder(self, task: Task) -> Node | None:
+        folders = self.folders(task)
+        return folders[0] if folders else None
+
+    def split_file(self, task: Task, split: str, folder: Node | None = None) -> Node | None:
+        folder = folder or self.folder(task)
         if folder is None or split not in task.split_files:
             return None
         files = {node.name.lower(): node for node in folder.iterdir() if not node.is_dir()}
@@ -77,38 +94,23 @@ class DataSource:
         if node is None:
             raise self.missing(task, split)
         raw = node.read_bytes()
-        file = str(node)
-        try:
-            lines = raw.decode("utf-8-sig").splitlines()
-        except UnicodeDecodeError as e:
-            raise DataError(file, f"not UTF-8 text (byte {e.start})") from None
-        examples: list[Example] = []
-        first_line: dict[str, int] = {}
-        unlabelled_line = labelled_line = None
-        records = 0
-        for line_no, line in progress(enumerate(lines, 1), f"reading {task.name}/{split}", total=len(lines)):
-            if not line.strip():
+        examples = _parse_examples(task, str(node), raw, limit, f"reading {task.name}/{split}")[None]
+        return Split(task, split, examples, str(node), hashlib.sha256(raw).hexdigest())
+
+    def load_perturbed(self, task: Task, split: str, limit: int | None = None) -> PerturbedSplit | None:
+        """The perturbed copies in a split file of TAPE's episodes layout, grouped by perturbation
+        name, with the originals of the same file; None if no folder of the task has any. Episodes
+        folders are searched first (a raw folder beside them holds no perturbed copies)."""
+        for folder in sorted(self.folders(task), key=lambda node: "episodes" not in str(node).lower()):
+            node = self.split_file(task, split, folder)
+            if node is None:
                 continue
-            if limit is not None and records >= limit:
-                break
-            record = Record(_parse_json(line, file, line_no), file, line_no, records)
-            records += 1
-            if not _is_original(record, task):
-                continue  # a perturbed copy from TAPE's episodes layout: scored by robustness runs only
-            for example in task.parse(task, record):
-                if example.key in first_line:
-                    raise DataError(file, f"duplicate idx {example.key} (first seen on line {first_line[example.key]})", line_no, "idx")
-                first_line[example.key] = line_no
-                if example.label is None:
-                    unlabelled_line = unlabelled_line or line_no
-                else:
-                    labelled_line = labelled_line or line_no
-                examples.append(example)
-        if not examples:
-            raise DataError(file, f"empty split: no {task.name} records")
-        if unlabelled_line and labelled_line:
-            raise DataError(file, f"missing gold answer, while line {labelled_line} has one", unlabelled_line, task.label_field)
-        return Split(task, split, examples, file, hashlib.sha256(raw).hexdigest())
+            raw = node.read_bytes()
+            groups = _parse_examples(task, str(node), raw, limit, f"reading {task.name}/{split}", with_perturbed=True)
+            originals = groups.pop(None)
+            if groups:
+                return PerturbedSplit(task, split, str(node), originals, groups)
+        return None
 
     def missing(self, task: Task, split: str) -> RuevalError:
         """The error for a split that is not there, naming what was looked for and where."""
@@ -119,6 +121,50 @@ class DataSource:
         if split not in task.split_files:
             return RuevalError(f"{task.name} has no {split} split; its splits are: {', '.join(task.splits)}")
         return DataError(str(folder), f"no {split} split: expected {' or '.join(task.split_files[split])}")
+
+
+def _parse_examples(
+    task: Task, file: str, raw: bytes, limit: int | None, description: str, with_perturbed: bool = False
+) -> dict[str | None, list[Example]]:
+    """The examples of a split file: originals under None and, if asked, perturbed copies under
+    their perturbation's name. ``limit`` counts records of every kind, as they come in the file."""
+    try:
+        lines = raw.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as e:
+        raise DataError(file, f"not UTF-8 text (byte {e.start})") from None
+    groups: dict[str | None, list[Example]] = {None: []}
+    first_line: dict[tuple[str | None, str], int] = {}
+    unlabelled_line: dict[str | None, int] = {}
+    labelled_line: dict[str | None, int] = {}
+    records = 0
+    for line_no, line in progress(enumerate(lines, 1), description, total=len(lines)):
+        if not line.strip():
+            continue
+        if limit is not None and records >= limit:
+            break
+        data = _parse_json(line, file, line_no)
+        # Originals are numbered by their place in the file; a perturbed copy without an idx field
+        # by its place among its perturbation's copies, so that it matches its original by position.
+        name = _perturbation_name(data, task)
+        records += 1
+        if name is not None and not with_perturbed:
+            continue  # a perturbed copy from TAPE's episodes layout: scored by robustness runs only
+        group = groups.setdefault(name, [])
+        record = Record(data, file, line_no, records - 1 if name is None else len(group))
+        for example in task.parse(task, record):
+            if (name, example.key) in first_line:
+                seen = first_line[name, example.key]
+                raise DataError(file, f"duplicate idx {example.key} (first seen on line {seen})", line_no, "idx")
+            first_line[name, example.key] = line_no
+            (unlabelled_line if example.label is None else labelled_line).setdefault(name, line_no)
+            group.append(example)
+    if not groups[None]:
+        raise DataError(file, f"empty split: no {task.name} records")
+    for name in groups:
+        if name in unlabelled_line and name in labelled_line:
+            message = f"missing gold answer, while line {labelled_line[name]} has one"
+            raise DataError(file, message, unlabelled_line[name], task.label_field)
+    return groups
 
 
 def _walk(root: Node, depth: int = 1) -> Iterator[tuple[int, Node]]:
@@ -139,10 +185,13 @@ def _parse_json(line: str, file: str, line_no: int) -> dict:
     return data
 
 
-def _is_original(record: Record, task: Task) -> bool:
-    """TAPE's episodes layout marks originals with the task's name in `perturbation`."""
-    marker = record.data.get("perturbation")
-    return marker is None or str(marker).lower() in {*task.names, "original", ""}
+def _perturbation_name(data: dict, task: Task) -> str | None:
+    """TAPE's episodes layout marks originals with the task's name in `perturbation` (None here),
+    perturbed copies with the perturbation's name."""
+    marker = data.get("perturbation")
+    if marker is None or str(marker).lower() in {*task.names, "original", ""}:
+        return None
+    return str(marker).lower()
 
 
 def open_directory_or_zip(spec: str) -> DataSource:

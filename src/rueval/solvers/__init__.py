@@ -13,9 +13,32 @@ from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 SOLVERS: dict[str, Callable[..., Solver]] = {name: partial(TrivialSolver, name) for name in STRATEGIES}
 
 
+def _tfidf(**options) -> Solver:
+    from rueval.solvers.tfidf import TfidfSolver  # scikit-learn is imported only when asked for
+
+    return TfidfSolver(**options)
+
+
+SOLVERS["tfidf"] = _tfidf
+
+
+def _heuristic(seed: int = 0, fallback: str = "majority") -> Solver:
+    from rueval.solvers.heuristics import HeuristicSolver  # razdel and pymorphy3 load only when asked for
+
+    return HeuristicSolver(seed=seed, fallback=fallback)
+
+
+SOLVERS["heuristic"] = _heuristic
+
+
 def make_solver(name: str, seed: int = 0, **options) -> Solver:
+    """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models."""
+    if name.partition(":")[0] in ("hf", "openai"):
+        from rueval.solvers.lm import make_lm_solver  # torch and transformers load only for LMs
+
+        return make_lm_solver(name, seed=seed, **options)
     if name not in SOLVERS:
-        raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}")
+        raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL")
     return SOLVERS[name](seed=seed, **options)
 
 

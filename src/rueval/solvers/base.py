@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rueval.tasks import Example, Task
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """How big a solver's model is, for the run's industrial figures."""
+
+    parameters: int | None = None
+    megabytes: float | None = None  # weights in memory or on disk, in MiB
 
 
 class Solver(ABC):
@@ -20,3 +29,8 @@ class Solver(ABC):
 
     @abstractmethod
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]: ...
+
+    def size(self) -> ModelSize | None:
+        """The model's size, if the solver has a model: parameters and megabytes. None by default.
+        Report what is loaded; do not load a model just to answer."""
+        return None

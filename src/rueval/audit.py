@@ -1,0 +1,331 @@
+"""Dataset audit: how much of a task can be solved without reading it.
+
+Following Iazykova et al. (2021), Sections 2 and 4: the label distribution of every split and
+what predicting from the train label prior alone scores (their "leakage" finding: on the six RSG
+accuracy tasks, replicating the train label shares expects 0.538 accuracy where balanced labels
+would give 0.472); the lemmas most predictive of each label (their ELI5 look at class-specific
+tokens); exact and near duplicates between train and the evaluation splits; and how much the
+rule-based heuristics cover.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import fmean, median
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.feature_selection import chi2
+
+from rueval import __version__
+from rueval.data import DataSource, Split, open_data
+from rueval.evaluate import load_train
+from rueval.metrics import normalize_answer, score_task
+from rueval.progress import progress
+from rueval.report.results import write_json
+from rueval.solvers.heuristics import RULES, coverage
+from rueval.solvers.trivial import TrivialSolver
+from rueval.tasks import Example, Task
+from rueval.text import lemmas, words
+
+NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
+TOP_ARTIFACTS = 10
+CANDIDATE_CHUNK = 20_000  # candidate pairs scored at once, bounding memory
+# MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
+# of the record-level paths their `inputs` declare.
+EXAMPLE_TEXT_FIELDS = {"muserc": ("passage", "question", "answer"), "rucos": ("passage", "query")}
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """The splits one task is audited on: the split priors come from and every evaluation split."""
+
+    task: Task
+    train: Split | None
+    evals: list[Split]
+
+
+def load_audit_data(source: DataSource, task: Task) -> AuditData:
+    """Train (LiDiRus borrows TERRa's, as in the paper) and every other split the data has."""
+    evals = [source.load(task, split) for split in task.splits if split != "train" and source.has_split(task, split)]
+    train = load_train(source, task)
+    if train is None and not evals:
+        raise source.missing(task, "test")
+    return AuditData(task, train, evals)
+
+
+def audit(tasks: Sequence[Task], data: str | None = None, out: Path = Path("audits")) -> dict[str, Any]:
+    """Audit ``tasks`` on ``data`` (default: the bundled samples) and write OUT/audit.json."""
+    source = open_data(data)
+    loaded = [load_audit_data(source, task) for task in tasks]  # bad input fails before any work
+    results = {item.task.name: audit_task(item) for item in loaded}
+    report = {
+        "data": source.description,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rueval_version": __version__,
+        "scale": "metrics and expected accuracies are percentages (x100); label shares are fractions",
+        "near_duplicate_threshold": NEAR_DUPLICATE_THRESHOLD,
+        "leakage": leakage_summary(results),
+        "tasks": results,
+    }
+    write_json(out / "audit.json", report)
+    return report
+
+
+def audit_task(item: AuditData) -> dict[str, Any]:
+    """Every section of the audit for one task (see the module docstring)."""
+    task, train = item.task, item.train
+    labelled_evals = [split for split in item.evals if split.labelled]
+    labelled = ([train] if train and train.labelled else []) + labelled_evals
+    notes = [f"{split.name} has no gold labels" for split in item.evals if not split.labelled]
+    if train is None:
+        notes.append("no train split: no prior-only scores, artifact tokens or duplicates")
+    elif not train.labelled:
+        notes.append("the train split has no gold labels: no prior-only scores or artifact tokens")
+    if train is not None and train.task != task:
+        notes.append(f"train is {train.task.name}'s train split: its label prior stands in, as in the paper")
+    if task.kind == "span":
+        notes.append("span task: answer lengths in words instead of a label distribution; no artifact tokens")
+    result: dict[str, Any] = {
+        "benchmark": task.benchmark,
+        "kind": task.kind,
+        "splits": {
+            split.name: _describe(split)
+            for split in [*([train] if train else []), *item.evals]
+        },
+        "labels": {split.name: label_distribution(task, split.examples) for split in labelled},
+        "prior_only": {},
+        "artifacts": {},
+        "duplicates": {},
+        "heuristics": {},
+        "notes": notes,
+    }
+    if train is not None:
+        result["duplicates"] = {split.name: duplicates(train, split) for split in item.evals}
+        if train.labelled:
+            result["prior_only"] = {s.name: prior_only(task, train.examples, s.examples) for s in labelled_evals}
+            if task.kind != "span":
+                result["artifacts"] = artifact_tokens(train.task, train.examples)  # LiDiRus: TERRa's fields
+    if task.name in RULES:
+        for split in labelled:
+            if split.task == task:  # not on a borrowed train split: the rules read the task's own fields
+                rows = [asdict(row) for row in coverage(task, split.examples)]  # the last: no rule fires
+                result["heuristics"][split.name] = {"n": len(split.examples), "rules": rows}
+    return result
+
+
+def _describe(split: Split) -> dict[str, Any]:
+    return {"file": split.file, "n": len(split.examples), "labelled": split.labelled, "sha256": split.sha256}
+
+
+def label_distribution(task: Task, examples: Sequence[Example]) -> dict[str, Any]:
+    """Counts and shares of each label; per category of a multilabel task; answer lengths of a span task."""
+    golds = [e.label for e in examples]
+    if task.kind == "span":
+        lengths = [len(words(gold[0])) for gold in golds]
+        stats = {"mean": fmean(lengths), "median": median(lengths), "min": min(lengths), "max": max(lengths)}
+        return {"answer_words": stats}
+    if task.kind == "multilabel":
+        return {
+            category: _shares(Counter(gold[i] for gold in golds), (1, 0)) for i, category in enumerate(task.categories)
+        }
+    return _shares(Counter(golds), task.labels)
+
+
+def _shares(counts: Counter, labels: Sequence[Any]) -> dict[str, dict[str, float]]:
+    total = sum(counts.values())
+    return {str(label): {"count": counts[label], "share": counts[label] / total} for label in labels}
+
+
+def prior_only(task: Task, train: Sequence[Example], examples: Sequence[Example]) -> dict[str, Any]:
+    """What the train label prior alone scores on ``examples``: the majority baseline's metrics
+    and, in closed form, the expected accuracy of guessing by train shares vs. by uniform choice."""
+    solver = TrivialSolver("majority")
+    solver.fit(task, train)
+    scores = score_task(task, examples, solver.predict(task, examples))
+    result: dict[str, Any] = {"majority": {"metrics": scores.metrics, "score": scores.score}}
+    if task.kind != "span":
+        result["weighted_random_expected_accuracy"] = 100 * expected_weighted_random_accuracy(task, train, examples)
+        result["balanced_expected_accuracy"] = 100 / (2 if task.kind == "multilabel" else len(task.labels))
+    return result
+
+
+def expected_weighted_random_accuracy(task: Task, train: Sequence[Example], examples: Sequence[Example]) -> float:
+    """sum over labels of p_train(label) * p_eval(label): the accuracy that guessing each label
+    with its train share expects. Averaged over categories for a multilabel task."""
+
+    def agreement(train_labels: list[Any], eval_labels: list[Any]) -> float:
+        p_train, p_eval = Counter(train_labels), Counter(eval_labels)
+        return sum(p_train[c] * p_eval[c] for c in p_train) / (len(train_labels) * len(eval_labels))
+
+    train_golds, eval_golds = [e.label for e in train], [e.label for e in examples]
+    if task.kind == "multilabel":
+        return fmean(
+            agreement([g[i] for g in train_golds], [g[i] for g in eval_golds]) for i in range(len(task.categories))
+        )
+    return agreement(train_golds, eval_golds)
+
+
+def leakage_summary(results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The paper's comparison over the tasks scored by accuracy, each on the split `rueval run`
+    scores (test when labelled, else val): mean expected accuracy of guessing by train shares vs.
+    of balanced labels, and the majority baseline's mean accuracy."""
+    chosen = {}
+    for name, result in results.items():
+        priors = result["prior_only"]
+        splits = [split for split, prior in priors.items() if "weighted_random_expected_accuracy" in prior]
+        if splits and "accuracy" in priors[splits[-1]]["majority"]["metrics"]:
+            chosen[name] = splits[-1]  # splits follow the task's order: val, then test
+    if not chosen:
+        return None
+    priors = [results[name]["prior_only"][split] for name, split in chosen.items()]
+    return {
+        "tasks": chosen,
+        "weighted_random_expected_accuracy": fmean(p["weighted_random_expected_accuracy"] for p in priors),
+        "balanced_expected_accuracy": fmean(p["balanced_expected_accuracy"] for p in priors),
+        "majority_accuracy": fmean(p["majority"]["metrics"]["accuracy"] for p in priors),
+    }
+
+
+def input_text(task: Task, example: Example) -> str:
+    """The example's input texts joined: what a model reads (labels and metadata left out)."""
+    parts = []
+    for path in EXAMPLE_TEXT_FIELDS.get(task.name, task.inputs):
+        value: Any = example.fields
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, list):  # Winograd's options
+            parts.extend(v for v in value if isinstance(v, str))
+    return "\n".join(parts)
+
+
+def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFACTS) -> dict[str, list[dict[str, Any]]]:
+    """Per label (per category for a multilabel task, its positive value), the train lemmas most
+    associated with it: chi-squared of lemma presence against label-vs-rest, kept only where the
+    lemma is over-represented in the label. ``count``: label examples with the lemma; ``total``:
+    all train examples with it. Lemmas of a single example are left out: one example is no pattern."""
+    texts = _lemmatised(task, train)
+    if not any(texts):
+        return {}
+    vectorizer = CountVectorizer(analyzer=lambda lemma_list: lemma_list, binary=True)
+    presence = vectorizer.fit_transform(texts).tocsc()
+    vocabulary = vectorizer.get_feature_names_out()
+    totals = np.asarray(presence.sum(axis=0)).ravel()
+    if task.kind == "multilabel":
+        targets = {c: np.array([g.label[i] == 1 for g in train]) for i, c in enumerate(task.categories)}
+    else:
+        targets = {str(label): np.array([g.label == label for g in train]) for label in task.labels}
+    result = {}
+    for name, in_label in targets.items():
+        if not in_label.any() or in_label.all():
+            result[name] = []  # one-sided split: nothing distinguishes the label
+            continue
+        scores, _ = chi2(presence, in_label)
+        counts = np.asarray(presence[in_label].sum(axis=0)).ravel()
+        over = (counts > totals * in_label.mean()) & (totals >= 2)
+        ranked = sorted(np.flatnonzero(over), key=lambda j: (-scores[j], -counts[j], vocabulary[j]))[:top]
+        result[name] = [
+            {"lemma": str(vocabulary[j]), "chi2": float(scores[j]), "count": int(counts[j]), "total": int(totals[j])}
+            for j in ranked
+        ]
+    return result
+
+
+def _lemmatised(task: Task, examples: Sequence[Example]) -> list[list[str]]:
+    seen: dict[str, list[str]] = {}  # MuSeRC repeats a passage for every answer: lemmatise it once
+    result = []
+    for example in progress(examples, f"lemmatising {task.name}", total=len(examples)):
+        text = input_text(task, example)
+        if text not in seen:
+            seen[text] = lemmas(text)
+        result.append(seen[text])
+    return result
+
+
+def duplicates(train: Split, split: Split) -> dict[str, Any]:
+    """Train/eval pairs whose input texts are identical after normalisation (exact) or, otherwise,
+    have TF-IDF character n-gram cosine similarity >= NEAR_DUPLICATE_THRESHOLD (near).
+    Texts are compared once per distinct normalised text."""
+    train_rows, eval_rows = _rows_by_text(train), _rows_by_text(split)
+    exact = [(i, j, 1.0) for text, js in eval_rows.items() for j in js for i in train_rows.get(text, ())]
+    near: list[tuple[int, int, float]] = []
+    train_texts, eval_texts = list(train_rows), list(eval_rows)
+    if any(train_texts) and any(eval_texts):
+        vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32).fit_transform(
+            train_texts + eval_texts
+        )
+        train_vectors, eval_vectors = vectors[: len(train_texts)], vectors[len(train_texts) :]
+        for k, t, similarity in zip(*similar_pairs(eval_vectors, train_vectors, NEAR_DUPLICATE_THRESHOLD), strict=True):
+            if eval_texts[k] != train_texts[t]:
+                near += [(i, j, float(similarity)) for j in eval_rows[eval_texts[k]] for i in train_rows[train_texts[t]]]
+    near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
+
+    def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
+        return [
+            {"train": train.examples[i].idx, "eval": split.examples[j].idx, "similarity": round(similarity, 4)}
+            for i, j, similarity in pairs
+        ]
+
+    return {
+        "n": len(split.examples),
+        "exact": len(exact),
+        "near": len(near),
+        "eval_with_exact": len({j for _, j, _ in exact}),
+        "eval_with_near": len({j for _, j, _ in near}),
+        "exact_pairs": listed(exact),
+        "near_pairs": listed(near),
+    }
+
+
+def _rows_by_text(split: Split) -> dict[str, list[int]]:
+    """Example positions by normalised input text; texts in the split's own task's fields
+    (LiDiRus is compared with TERRa's train)."""
+    rows: dict[str, list[int]] = defaultdict(list)
+    examples = split.examples
+    for i, example in enumerate(progress(examples, f"normalising {split.task.name}/{split.name}", total=len(examples))):
+        rows[normalize_answer(input_text(split.task, example))].append(i)
+    return rows
+
+
+def similar_pairs(
+    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query row, index row, cosine) with cosine >= threshold, for L2-normalised non-negative
+    rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering).
+
+    Order features from rare to common. The common end of a query row, as long as its norm stays
+    below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot product with
+    any unit row is at most its norm), so a match must share one of the query's rarer features.
+    Only pairs sharing such a feature are scored; rare features make them few.
+    """
+    document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
+    rank = np.empty(len(document_frequency), dtype=np.int64)
+    rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
+    rows, cols = [], []
+    for row in range(queries.shape[0]):
+        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
+        weights = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
+        common_first = np.argsort(-rank[features], kind="stable")
+        # features at the common end whose squared weights sum below threshold^2 (less a margin for float32)
+        n_common = np.searchsorted(np.cumsum(weights[common_first] ** 2), threshold**2 - 1e-4)
+        rare = features[common_first[n_common:]]
+        rows.append(np.full(len(rare), row))
+        cols.append(rare)
+    rows_, cols_ = np.concatenate(rows), np.concatenate(cols)
+    rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, cols_)), shape=queries.shape)
+    candidates = (rare_part @ (index > 0).T.astype(np.float32)).tocoo()
+    similarity = np.empty(candidates.nnz, dtype=np.float64)
+    for start in range(0, candidates.nnz, CANDIDATE_CHUNK):
+        chunk = slice(start, start + CANDIDATE_CHUNK)
+        products = queries[candidates.row[chunk]].multiply(index[candidates.col[chunk]])
+        similarity[chunk] = np.asarray(products.sum(axis=1)).ravel()
+    keep = similarity >= threshold - 1e-6  # float32 rounding of an exact threshold value
+    return candidates.row[keep], candidates.col[keep], np.minimum(similarity[keep], 1.0)

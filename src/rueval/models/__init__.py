@@ -1,0 +1,1 @@
+"""Language-model backends and the engine that batches and caches their requests."""

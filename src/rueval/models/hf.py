@@ -1,0 +1,199 @@
+"""Hugging Face transformers causal language models (`-m hf:PATH_OR_HUB_ID`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from rueval.errors import RuevalError
+from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
+from rueval.models.prefix_tree import TreeStats, score_sequences
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+class HFCausalLM(LanguageModel):
+    """A transformers causal LM. Every sequence starts with the model's BOS token (EOS for
+    GPT-2-style models), so an empty context scores the whole continuation."""
+
+    def __init__(
+        self,
+        path: str,
+        device: str = "cpu",
+        dtype: str = "auto",
+        batch_size: int | str = "auto",
+        trust_remote_code: bool = False,
+        revision: str | None = None,
+        max_batch_tokens: int | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if dtype not in DTYPES:
+            raise RuevalError(f"--dtype {dtype}: expected one of {', '.join(DTYPES)}")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                path,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+                dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            )
+        except (OSError, ValueError) as e:
+            raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
+        self.model.to(device).eval()
+        self.device = torch.device(device)
+        start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        if start is None:
+            raise RuevalError(f"hf:{path}: the tokenizer has neither a BOS nor an EOS token to start sequences with")
+        self.start_token = start
+        self.max_length = _max_length(self.model.config, self.tokenizer)
+        self.max_rows = 64 if batch_size == "auto" else int(batch_size)
+        self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
+        self.identity = f"hf:{path}@{revision or _revision(path, self.model.config)}"
+        self.stats = TreeStats()
+        self._split_head = self._head_matches_full_forward()
+
+    # -- parameters, for the industrial figures ------------------------------------------------
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    # -- log-likelihood ------------------------------------------------------------------------
+    def encode(self, request: Loglikelihood) -> tuple[list[int], int]:
+        """Token ids of the whole sequence and the index of the first scored token
+        (``encode_pair``), the oldest context tokens dropped if the model's window is exceeded."""
+        ids, first = encode_pair(request, self._tokens, self.start_token)
+        if len(ids) > self.max_length:  # drop the oldest context tokens
+            cut = len(ids) - self.max_length
+            if cut >= first:
+                raise RuevalError(f"a continuation of {len(ids) - first} tokens does not fit the model's {self.max_length}")
+            ids, first = ids[cut:], first - cut
+        return ids, first
+
+    def loglikelihood(self, requests: Sequence[Loglikelihood]) -> list[LoglikelihoodResult]:
+        import torch
+
+        encoded = [self.encode(r) for r in requests]
+        with torch.inference_mode():
+            scores = score_sequences(encoded, self._forward, self._head, self.max_rows, self.max_batch_tokens, self.stats)
+        return [
+            LoglikelihoodResult(logprob, len(ids) - first, greedy)
+            for (ids, first), (logprob, greedy) in zip(encoded, scores, strict=True)
+        ]
+
+    def _tokens(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _forward(self, input_ids, past, mask, positions):
+        from transformers import DynamicCache
+
+        device = self.device
+        cache = DynamicCache(ddp_cache_data=past, config=self.model.config) if past else None
+        kwargs = dict(
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            past_key_values=cache,
+            use_cache=True,
+        )
+        if self._split_head:
+            out = self.model.base_model(**kwargs)
+            hidden = out.last_hidden_state
+        else:  # the model post-processes logits: take them whole
+            out = self.model(**kwargs)
+            hidden = out.logits
+        return hidden, [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+
+    def _head(self, hidden):
+        return self.model.get_output_embeddings()(hidden) if self._split_head else hidden
+
+    def _head_matches_full_forward(self) -> bool:
+        """Whether logits = output embeddings(base model states). Then the output head runs only
+        where a scored token follows; models that scale or cap logits are run whole instead."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        if head is None or getattr(self.model, "base_model", None) is self.model:
+            return False
+        ids = torch.tensor([[self.start_token, *self._tokens("проверка связи")[:6]]], device=self.device)
+        with torch.inference_mode():
+            full = self.model(input_ids=ids).logits.float()
+            split = head(self.model.base_model(input_ids=ids).last_hidden_state).float()
+        return full.shape == split.shape and torch.allclose(full, split, atol=1e-4, rtol=1e-4)
+
+    # -- generation ----------------------------------------------------------------------------
+    def generate(self, requests: Sequence[Generation]) -> list[str]:
+        """Batched by identical settings. A sampled batch is seeded from its requests' prompts and
+        seeds, so the same requests give the same texts (and the request cache keeps them)."""
+        results: dict[int, str] = {}
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.max_new_tokens, r.top_p, r.temperature, r.stop), []).append(i)
+        for indices in groups.values():
+            indices.sort(key=lambda i: len(requests[i].prompt))
+            for start in range(0, len(indices), self.max_rows):
+                chunk = [requests[i] for i in indices[start : start + self.max_rows]]
+                results.update(zip(indices[start : start + self.max_rows], self._generate_batch(chunk), strict=True))
+        return [results[i] for i in range(len(requests))]
+
+    def _generate_batch(self, requests: Sequence[Generation]) -> list[str]:
+        import torch
+
+        first = requests[0]
+        prompts = [[self.start_token, *self._tokens(r.prompt)][-(self.max_length - first.max_new_tokens) :] for r in requests]
+        width = max(map(len, prompts))
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
+        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        sample = first.temperature > 0 or first.top_p < 1
+        if sample:
+            torch.manual_seed(_seed(requests))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                max_new_tokens=first.max_new_tokens,
+                do_sample=sample,
+                top_p=first.top_p if sample else None,
+                temperature=(first.temperature or 1.0) if sample else None,
+                top_k=None,
+                pad_token_id=pad,
+                stop_strings=list(first.stop) or None,
+                tokenizer=self.tokenizer,
+            )
+        return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
+
+
+def _seed(requests: Sequence[Generation]) -> int:
+    key = json.dumps([[r.prompt, r.seed] for r in requests], ensure_ascii=False).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "little")
+
+
+def _max_length(config, tokenizer) -> int:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
+
+
+def _revision(path: str, config) -> str:
+    """The hub commit, or for a local directory a fingerprint of its config and weight files."""
+    commit = getattr(config, "_commit_hash", None)
+    if commit:
+        return commit
+    folder = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("*")):
+        if file.is_file() and (file.suffix in {".json", ".safetensors", ".bin", ".model"}):
+            digest.update(file.name.encode())
+            digest.update(str(file.stat().st_size).encode())
+            with file.open("rb") as f:  # head and tail: cheap, and any retraining changes them
+                digest.update(f.read(1 << 20))
+                if file.stat().st_size > 2 << 20:
+                    f.seek(-(1 << 20), 2)
+                    digest.update(f.read(1 << 20))
+    return digest.hexdigest()[:16]

@@ -1,0 +1,66 @@
+"""A small random GPT-2 with a byte-level BPE tokenizer trained on rueval's bundled Russian
+samples: a real transformers model for offline tests, demos and benchmarks (no download)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rueval.data.local import SAMPLES_DIR
+
+EOS = "<|endoftext|>"
+
+
+def sample_texts() -> list[str]:
+    """Every string field of every bundled sample record."""
+    texts: list[str] = []
+
+    def collect(value) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    for path in sorted(SAMPLES_DIR.glob("*/*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                collect(json.loads(line))
+    return texts
+
+
+def build_tiny_gpt2(
+    out_dir: Path,
+    n_layer: int = 2,
+    n_embd: int = 64,
+    n_head: int = 2,
+    vocab_size: int = 2000,
+    n_positions: int = 2048,
+    seed: int = 0,
+) -> Path:
+    """Train the tokenizer, initialise the model with a fixed seed, save both to ``out_dir``."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(sample_texts(), vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(config).eval()
+    out_dir = Path(out_dir)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

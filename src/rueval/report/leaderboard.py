@@ -1,0 +1,156 @@
+"""Leaderboard tables: runs ranked among the papers' human and baseline rows.
+
+RSG-style follows the RussianSuperGLUE leaderboard (a total, then every task's metrics);
+TAPE-style follows TAPE's Table 3 (k-shot, "F1 / accuracy (EM)" per task, the two averages).
+The same tables appear in the HTML report; here they are written as Markdown and CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
+from rueval.report.results import write_text
+from rueval.report.runs import Run, load_runs
+from rueval.tasks import BENCHMARKS, TASKS
+
+BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}
+# Column titles as the papers print them.
+TASK_TITLES = {
+    "lidirus": "LiDiRus", "rcb": "RCB", "parus": "PARus", "muserc": "MuSeRC", "terra": "TERRa", "russe": "RUSSE",
+    "rwsd": "RWSD", "danetqa": "DaNetQA", "rucos": "RuCoS", "winograd": "Winograd", "ru_worldtree": "RuWorldTree",
+    "ru_openbook": "RuOpenBookQA", "multiq": "MultiQ", "chegeka": "CheGeKa", "sit_ethics": "Ethics-1",
+    "per_ethics": "Ethics-2",
+}
+METRIC_TITLES = {"mcc": "MCC", "macro_f1": "F1", "f1": "F1", "f1a": "F1a", "accuracy": "Acc", "em": "EM"}
+# TAPE's Table 3 orders the tasks this way.
+TAPE_COLUMNS = ("winograd", "ru_worldtree", "ru_openbook", "multiq", "chegeka", "sit_ethics", "per_ethics")
+
+
+@dataclass(frozen=True)
+class Board:
+    """A ranked table: the score rows in order, and how to print them."""
+
+    benchmark: str
+    rows: list[ScoreRow]
+    tasks: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return f"{BENCHMARK_TITLES[self.benchmark]} leaderboard"
+
+    @property
+    def show_k(self) -> bool:
+        return any(row.k is not None for row in self.rows)
+
+    def header(self) -> list[str]:
+        total = "Total" if self.benchmark == "rsg" else "Avg (F1 / Acc)"
+        columns = ["#", "Name", *(["k"] if self.show_k else []), total]
+        columns += [f"{TASK_TITLES[t]} ({'/'.join(METRIC_TITLES[m] for m in TASKS[t].metrics)})" for t in self.tasks]
+        return [*columns, "Source"]
+
+    def cells(self, rank: int | None, row: ScoreRow) -> list[str]:
+        """One row as printed text: rank (runs and papers alike), name, k, total, task cells, source."""
+        total = row.reported_total()
+        cells = [str(rank) if rank else "", row.name, *([_k(row.k)] if self.show_k else [])]
+        cells.append(" / ".join(map(format_score, total)) if total else "–")
+        cells += [task_cell(row, t) for t in self.tasks]
+        return [*cells, row.source]
+
+    def ranked(self) -> list[tuple[int | None, ScoreRow]]:
+        """Rows with a total ranked by it (TAPE: by average F1); rows without one last, unranked."""
+        ordered = sorted((r for r in self.rows if r.reported_total()), key=lambda r: -r.reported_total()[0])
+        return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.reported_total()]
+
+    def markdown(self) -> str:
+        lines = [self._md_line(self.header()), self._md_line(["---"] * len(self.header()))]
+        for rank, row in self.ranked():
+            cells = self.cells(rank, row)
+            if not row.is_reference:
+                cells[1] = f"**{cells[1]}**"  # runs stand out among the papers' rows
+            lines.append(self._md_line(cells))
+        return "\n".join(lines) + "\n"
+
+    def csv(self) -> str:
+        """Numbers unformatted: one column per task metric (and its std for few-shot rows)."""
+        keys = [(t, m) for t in self.tasks for m in (*TASKS[t].metrics, TASK_LEVEL)
+                if any(m in r.metrics.get(t, {}) for r in self.rows)]
+        std_keys = [(t, m) for t, m in keys if any(m in r.std.get(t, {}) for r in self.rows)]
+        totals = ["total"] if self.benchmark == "rsg" else ["avg_f1", "avg_acc"]
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["rank", "name", "k", "kind", *totals, *(f"{t}:{m}" for t, m in keys),
+                         *(f"{t}:{m}:std" for t, m in std_keys), "source"])
+        for rank, row in self.ranked():
+            total = row.reported_total() or (None,) * len(totals)
+            writer.writerow([
+                rank, row.name, row.k, row.kind, *map(_number, total),
+                *(_number(row.metrics.get(t, {}).get(m)) for t, m in keys),
+                *(_number(row.std.get(t, {}).get(m)) for t, m in std_keys), row.source,
+            ])
+        return buffer.getvalue()
+
+    @staticmethod
+    def _md_line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def boards(runs: Sequence[Run]) -> list[Board]:
+    """One board per benchmark any run has tasks of: the runs' rows and the papers' rows."""
+    result = []
+    for benchmark in ("rsg", "tape"):
+        rows = [row for run in runs for row in run.score_rows(benchmark)]
+        if rows:
+            order = TAPE_COLUMNS if benchmark == "tape" else tuple(t.name for t in BENCHMARKS["rsg"])
+            result.append(Board(benchmark, [*rows, *references(benchmark)], order))
+    return result
+
+
+def task_cell(row: ScoreRow, task: str) -> str:
+    """'43.2 / 46.8' in the task's metric order, '36.7 ±0.0 / 58.0 ±0.0' with stds, '–' when absent."""
+    values = row.metrics.get(task)
+    if not values:
+        return "–"
+    std = row.std.get(task, {})
+    names = [m for m in (*TASKS[task].metrics, TASK_LEVEL) if m in values]
+    return " / ".join(format_score(values[m]) + (f" ±{format_score(std[m])}" if m in std else "") for m in names)
+
+
+def format_score(value: float) -> str:
+    """One decimal, as both papers print percentages; up to two below 1 (TAPE's 0.17 and ±0.4 on MultiQ)."""
+    if 0.005 <= abs(value) < 1:
+        return f"{value:.2f}".rstrip("0")
+    return f"{value:.1f}"
+
+
+def _k(k: int | None) -> str:
+    return "" if k is None else str(k)
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def write_leaderboard(run_dirs: Sequence[Path], out: Path) -> list[tuple[Board, Path, Path]]:
+    """Write OUT/leaderboard_<benchmark>.md and .csv for every benchmark the runs cover."""
+    written = []
+    for board in boards(load_runs(run_dirs)):
+        md, csv_path = out / f"leaderboard_{board.benchmark}.md", out / f"leaderboard_{board.benchmark}.csv"
+        write_text(md, f"# {board.title}\n\n{board.markdown()}\n{citations(board)}")
+        write_text(csv_path, board.csv())
+        written.append((board, md, csv_path))
+    return written
+
+
+def citations(board: Board) -> str:
+    """The sources of the board's paper rows, and their notes, as Markdown."""
+    sources = dict.fromkeys(row.source for row in board.rows if row.is_reference)
+    lines = [f"- **{source}**: {CITATIONS[source]}" for source in sources]
+    notes = dict.fromkeys(f"{row.name} ({row.source}): {row.note}" for row in board.rows if row.note)
+    lines += [f"- Note, {note}" for note in notes]
+    lines.append("- Paper rows are the papers' scores on the official test sets; runs are scored on their own data.")
+    return "\n".join(lines) + "\n"

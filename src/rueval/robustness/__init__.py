@@ -1,0 +1,15 @@
+"""Robustness after TAPE (Taktasheva et al., 2022, Section 4.2): perturbations and attacks on
+Russian text, constraints that keep the gold answer valid, semantic filtering, attack success rate.
+
+    targets.py         per task: the fields perturbations change, its constraints, AddSent's field
+    perturbations.py   ButterFingers, Emojify, EDA delete/swap, ChangeCharCase, BackTranslation, AddSent
+    constraints.py     Jeopardy, NamedEntities, Referents, Multihop (+ RSG: TargetWord, Mentions)
+    semantic_filter.py BERTScore or character n-gram similarity, lowering the rate, then the threshold
+    attack.py          scores on perturbed examples and the attack success rate
+    suite.py           `rueval run --perturb` and `rueval perturb`
+"""
+
+from rueval.robustness.perturbations import PERTURBATIONS, Perturbation
+from rueval.robustness.suite import Robustness, write_attack_sets
+
+__all__ = ["PERTURBATIONS", "Perturbation", "Robustness", "write_attack_sets"]

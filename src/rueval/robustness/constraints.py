@@ -1,0 +1,312 @@
+"""Rule-based constraints that keep a perturbed example's gold answer valid (TAPE, Appendix D, Table 4).
+
+A constraint names character spans of the input fields that perturbations must leave untouched
+(they skip every token overlapping one), and may repair annotations that point into the text
+(MultiQ answer offsets, RUSSE target-word offsets, RWSD word indices) once the text has changed.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from rueval.robustness.spans import Span, find_all, token_spans
+from rueval.tasks import Example
+from rueval.text import lemma
+
+Protected = dict[str, list[Span]]  # field -> spans in the field's original text
+Moved = Mapping[str, Mapping[Span, Span]]  # field -> protected span -> where it is in the perturbed text
+
+
+class Constraint(ABC):
+    """Spans a perturbation must keep (``protect``) and annotations to update after it (``repair``)."""
+
+    name: str
+
+    def prepare(self, examples: Sequence[Example], fields: Sequence[str]) -> None:
+        """Batch work ahead of ``protect`` calls on these examples (natasha runs ~10x faster on batches)."""
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        """Character spans of the given text fields that must not change."""
+        return {}
+
+    def repair(self, example: Example, perturbed: dict[str, Any], moved: Moved) -> None:
+        """Update, in ``perturbed`` (a copy of the example's fields), what points into changed text."""
+
+
+# --- natasha: loaded once, on first use, run on batches -----------------------------------------
+
+
+@cache
+def _natasha() -> dict[str, Any]:
+    """natasha's segmenter, NER tagger, morphology tagger and syntax parser (about 1 s to load)."""
+    from natasha import NewsEmbedding, NewsMorphTagger, NewsNERTagger, NewsSyntaxParser, Segmenter
+
+    embedding = NewsEmbedding()
+    return {
+        "segmenter": Segmenter(),
+        "ner": NewsNERTagger(embedding),
+        "morph": NewsMorphTagger(embedding),
+        "syntax": NewsSyntaxParser(embedding),
+    }
+
+
+class _PerText:
+    """A batched analysis of texts, remembered per text: prepare() analyses a batch at once, later
+    lookups of one text reuse it (MuSeRC and RuCoS repeat a passage across many examples)."""
+
+    def __init__(self, analyse: Callable[[list[str]], list[Any]], size: int = 50_000):
+        self.analyse, self.size, self.done = analyse, size, {}
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        missing = list(dict.fromkeys(text for text in texts if text not in self.done))
+        if len(self.done) + len(missing) > self.size:
+            self.done.clear()
+        self.done.update(zip(missing, self.analyse(missing)) if missing else ())
+
+    def __call__(self, text: str) -> Any:
+        self.prepare([text])
+        return self.done[text]
+
+
+def _entities(texts: list[str]) -> list[tuple[Span, ...]]:
+    filled = [text for text in texts if text.strip()]  # slovnet fails on blank text
+    found = dict(zip(filled, _natasha()["ner"].map(filled)))
+    return [tuple((span.start, span.stop) for span in found[t].spans) if t in found else () for t in texts]
+
+
+@dataclass(frozen=True)
+class _Word:
+    """A word of natasha's dependency parse: its span, part of speech, and its head's id."""
+
+    start: int
+    stop: int
+    pos: str
+    id: tuple[int, str]
+    head: tuple[int, str]
+
+
+def _dependencies(texts: list[str]) -> list[list[_Word]]:
+    from natasha import Doc
+
+    docs = []
+    for text in texts:
+        doc = Doc(text)
+        doc.segment(_natasha()["segmenter"])
+        docs.append(doc)
+    sentences = [(d, sentence) for d, doc in enumerate(docs) for sentence in doc.sents]
+    chunk = [[token.text for token in sentence.tokens] for _, sentence in sentences]
+    morph, syntax = _natasha()["morph"].map(chunk), _natasha()["syntax"].map(chunk)
+    words: list[list[_Word]] = [[] for _ in docs]
+    for number, ((d, sentence), tags, parse) in enumerate(zip(sentences, morph, syntax)):
+        words[d] += [
+            _Word(token.start, token.stop, tag.pos, (number, link.id), (number, link.head_id))
+            for token, tag, link in zip(sentence.tokens, tags.tokens, parse.tokens)
+        ]
+    return words
+
+
+entity_spans = _PerText(_entities)  # natasha NER: PER, LOC, ORG spans
+dependency_parse = _PerText(_dependencies)
+
+
+class NamedEntities(Constraint):
+    """Every named entity natasha's NER finds in the perturbed fields (QA answers depend on them)."""
+
+    name = "named_entities"
+
+    def prepare(self, examples: Sequence[Example], fields: Sequence[str]) -> None:
+        entity_spans.prepare([e.fields[f] for e in examples for f in fields])
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        return {f: list(entity_spans(example.fields[f])) for f in fields}
+
+
+# --- CheGeKa ----------------------------------------------------------------------------------
+
+_UPPER_WORD = r"[А-ЯЁA-Z][А-ЯЁA-Z-]*[А-ЯЁA-Z]"
+_JEOPARDY_PATTERNS = (
+    re.compile(rf"\b{_UPPER_WORD}(?:\s+{_UPPER_WORD})*\b"),  # ЭТОТ ГОРОД, В ЭТОМ ГОДУ, ИХ
+    re.compile(r"(?<!\w)[XХ](?!\w)"),  # X, Latin or Cyrillic
+    re.compile(r"\([^()]*\)"),  # named entities in parentheses
+    re.compile(r"«[^«»]*»|\"[^\"]*\"|„[^„“]*“"),  # quoted clues
+)
+
+
+class Jeopardy(Constraint):
+    """CheGeKa: the clue the answer replaces (upper-cased noun phrases such as ЭТОТ ГОРОД, and
+    lower-cased «этот город»), 'X', parenthesised named entities and quoted clues."""
+
+    name = "jeopardy"
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        return {f: _jeopardy_spans(example.fields[f]) for f in fields}
+
+
+def _jeopardy_spans(text: str) -> list[Span]:
+    spans = [match.span() for pattern in _JEOPARDY_PATTERNS for match in pattern.finditer(text)]
+    words = [span for span in token_spans(text) if text[span[0] : span[1]].isalpha()]
+    for this, following in zip(words, words[1:]):
+        if lemma(text[this[0] : this[1]]) in ("этот", "это"):  # a demonstrative and the noun it points at
+            spans.append((this[0], following[1]))
+    return spans
+
+
+# --- Winograd and RWSD ------------------------------------------------------------------------
+
+
+class Referents(Constraint):
+    """Winograd: the anaphor (``reference``), every candidate antecedent (``options``) and the verbs
+    they depend on. RWSD: its two spans (``target``), whose word indices are recomputed."""
+
+    name = "referents"
+
+    def prepare(self, examples: Sequence[Example], fields: Sequence[str]) -> None:
+        dependency_parse.prepare([e.fields["text"] for e in examples])
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        text = example.fields["text"]
+        if "target" in example.fields:
+            anchors = [span for span in _rwsd_spans(example).values() if span]
+        else:
+            anchors = _winograd_anchors(text, example.fields.get("options") or [], example.fields.get("reference"))
+        return {"text": anchors + _governing_verbs(text, anchors)}
+
+    def repair(self, example: Example, perturbed: dict[str, Any], moved: Moved) -> None:
+        if "target" not in example.fields:
+            return
+        target = dict(example.fields["target"])
+        for key, span in _rwsd_spans(example).items():
+            if span and span in moved.get("text", {}):
+                start = moved["text"][span][0]
+                target[f"{key}_index"] = len(perturbed["text"][:start].split())
+        perturbed["target"] = target
+
+
+def _winograd_anchors(text: str, options: Sequence[str], reference: str | None) -> list[Span]:
+    words = [span for span in token_spans(text) if any(ch.isalnum() for ch in text[span[0] : span[1]])]
+    anchors: list[Span] = []
+    for option in options:
+        found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(option)}(?!\w)", text, re.IGNORECASE)]
+        anchors += found or [w for w in words if lemma(text[w[0] : w[1]]) == lemma(option)]
+    if reference:
+        reference_lemmas = {lemma(word) for word in reference.split()}
+        anchors += [w for w in words if lemma(text[w[0] : w[1]]) in reference_lemmas]
+    return anchors
+
+
+def _governing_verbs(text: str, anchors: Sequence[Span]) -> list[Span]:
+    """The verbs heading the anchors in natasha's dependency parse."""
+    words = dependency_parse(text)
+    by_id = {word.id: word for word in words}
+    verbs = []
+    for word in words:
+        if any(word.start < end and start < word.stop for start, end in anchors):
+            head = by_id.get(word.head)
+            if head is not None and head.pos in ("VERB", "AUX"):
+                verbs.append((head.start, head.stop))
+    return verbs
+
+
+def _rwsd_spans(example: Example) -> dict[str, Span | None]:
+    """RWSD's span1/span2 located by their word index (words split on whitespace)."""
+    text, target = example.fields["text"], example.fields["target"]
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    spans: dict[str, Span | None] = {}
+    for key in ("span1", "span2"):
+        needle, index = target.get(f"{key}_text"), target.get(f"{key}_index")
+        if not isinstance(needle, str) or not needle:
+            spans[key] = None
+            continue
+        at = starts[index] if isinstance(index, int) and 0 <= index < len(starts) else -1
+        start = at if at >= 0 and text.startswith(needle, at) else text.find(needle)
+        spans[key] = (start, start + len(needle)) if start >= 0 else None
+    return spans
+
+
+# --- MultiQ, RUSSE, RuCoS -----------------------------------------------------------------------
+
+_MULTIHOP_ANSWERS = (("bridge_answers", "support_text"), ("main_answers", "main_text"))
+
+
+class Multihop(Constraint):
+    """MultiQ: every mention of the bridge and main answers, in all fields; the answers' offsets
+    are recomputed so they still point at their segments in the perturbed texts."""
+
+    name = "multihop"
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        protected: Protected = {f: [] for f in fields}
+        segments = set()
+        for answers, text_field in _MULTIHOP_ANSWERS:
+            for answer in example.fields.get(answers) or []:
+                segments.add(answer.get("segment") or "")
+                span = _answer_span(example.fields[text_field], answer)
+                if span and text_field in protected:
+                    protected[text_field].append(span)
+        for f in fields:
+            protected[f] += [span for segment in segments for span in find_all(example.fields[f], segment)]
+        return protected
+
+    def repair(self, example: Example, perturbed: dict[str, Any], moved: Moved) -> None:
+        for answers, text_field in _MULTIHOP_ANSWERS:
+            if not example.fields.get(answers):
+                continue
+            updated = []
+            for answer in example.fields[answers]:
+                span = _answer_span(example.fields[text_field], answer)
+                new_span = moved.get(text_field, {}).get(span) if span else None
+                updated.append({**answer, "offset": new_span[0]} if new_span else dict(answer))
+            perturbed[answers] = updated
+
+
+def _answer_span(text: str, answer: Mapping[str, Any]) -> Span | None:
+    """Where an answer is: its offset when the segment is there, else the segment's first mention."""
+    segment, offset = answer.get("segment") or "", answer.get("offset")
+    if not segment:
+        return None
+    if isinstance(offset, int) and text.startswith(segment, offset):
+        return offset, offset + len(segment)
+    start = text.find(segment)
+    return (start, start + len(segment)) if start >= 0 else None
+
+
+class TargetWord(Constraint):
+    """RUSSE: the target word in each sentence (start1/end1, start2/end2), offsets recomputed."""
+
+    name = "target_word"
+    anchors = (("sentence1", "start1", "end1"), ("sentence2", "start2", "end2"))
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        protected: Protected = {}
+        for (text_field, _, _), span in self._spans(example):
+            if text_field in fields:
+                protected.setdefault(text_field, []).append(span)
+        return protected
+
+    def repair(self, example: Example, perturbed: dict[str, Any], moved: Moved) -> None:
+        for (text_field, start_key, end_key), span in self._spans(example):
+            if span in moved.get(text_field, {}):
+                perturbed[start_key], perturbed[end_key] = moved[text_field][span]
+
+    def _spans(self, example: Example) -> list[tuple[tuple[str, str, str], Span]]:
+        spans = []
+        for anchor in self.anchors:
+            start, end = example.fields.get(anchor[1]), example.fields.get(anchor[2])
+            if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
+                spans.append((anchor, (start, end)))
+        return spans
+
+
+class Mentions(Constraint):
+    """RuCoS: every mention of a candidate entity in the passage (the answer is one of them)."""
+
+    name = "mentions"
+
+    def protect(self, example: Example, fields: Sequence[str]) -> Protected:
+        candidates = set(example.candidates)
+        return {f: [span for c in candidates for span in find_all(example.fields[f], c)] for f in fields}

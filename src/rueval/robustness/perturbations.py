@@ -1,0 +1,357 @@
+"""TAPE's perturbations and attacks (Taktasheva et al., 2022, Section 4.2.1 and Table 1) on Russian text.
+
+Each is a small plug-in with a name, a rate p (TAPE's "adversarial probability threshold") and a
+seed. ``perturb`` returns a new Example whose declared input fields (robustness.targets) are
+rewritten, with the gold answer untouched, or None when nothing could change. Tokens overlapping
+a span a constraint protects are never changed, deleted or moved.
+
+Rates: ButterFingers, ChangeCharCase - per letter; Emojify - per word found in the emoji
+dictionary; EDA delete - per word; EDA swap - swaps = p x words; BackTranslation - per
+sentence; AddSent - the distractor is at most p x the words of the text it extends or replaces.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rueval.errors import RuevalError
+from rueval.robustness.constraints import Protected
+from rueval.robustness.spans import Edit, Span, apply_edits, is_word, locate_in_order, overlaps, token_spans
+from rueval.robustness.targets import Piece, pieces, protected_spans_batch, target_for
+from rueval.tasks import Example, Task
+from rueval.text import lemma, sentences
+
+Texts = Callable[[list[str]], list[str]]  # a batch of texts in, one text out for each
+
+
+class Perturbation:
+    """A text transformation with a rate and a seed. Subclasses implement ``rewrite`` (one piece of
+    text at a time) or, for models that batch, ``rewrite_examples``."""
+
+    name: ClassVar[str]
+    default_rate: ClassVar[float]
+    needs_model: ClassVar[str | None] = None  # the CLI option that supplies the model, if any
+
+    def __init__(self, rate: float | None = None, seed: int = 0):
+        rate = self.default_rate if rate is None else rate
+        if not 0 <= rate <= 1:
+            raise RuevalError(f"{self.name}: rate {rate} is not between 0 and 1")
+        self.rate, self.seed = rate, seed
+
+    def __repr__(self) -> str:
+        return f"{self.name}(p={self.rate:g})"
+
+    def with_rate(self, rate: float) -> Perturbation:
+        """The same perturbation at another rate (the semantic filter lowers it step by step)."""
+        clone = copy.copy(self)
+        clone.rate = rate
+        return clone
+
+    def rng(self, task: Task, example: Example) -> random.Random:
+        """A generator seeded by the example itself, so its perturbation does not depend on the
+        batch it comes in. MuSeRC answers of one question (RuCoS queries of one passage) share it,
+        so they see the same perturbed passage."""
+        anchor = example.idx[:-1] if isinstance(example.idx, tuple) else example.idx
+        return random.Random(f"{self.seed}/{self.name}/{task.name}/{anchor}")
+
+    def perturb(
+        self, example: Example, task: Task, rng: random.Random | None = None, protected: Protected | None = None
+    ) -> Example | None:
+        """A perturbed copy of ``example`` (gold untouched), or None if nothing could change."""
+        return self.perturb_batch(task, [example], [rng or self.rng(task, example)], None if protected is None else [protected])[0]
+
+    def perturb_batch(
+        self,
+        task: Task,
+        examples: Sequence[Example],
+        rngs: Sequence[random.Random] | None = None,
+        protected: Sequence[Protected] | None = None,
+    ) -> list[Example | None]:
+        """``perturb`` over many examples; model-based perturbations batch their model calls."""
+        rngs = rngs or [self.rng(task, e) for e in examples]
+        protected = protected or protected_spans_batch(task, examples)
+        split = [pieces(task, e, p) for e, p in zip(examples, protected, strict=True)]
+        edits = self.rewrite_examples(split, rngs)
+        return [_assemble(task, *args) for args in zip(examples, split, edits, protected, strict=True)]
+
+    def rewrite_examples(self, examples: list[list[Piece]], rngs: Sequence[random.Random]) -> list[list[list[Edit]]]:
+        """Edits (relative to each piece) for every piece of every example."""
+        return [[self.rewrite(piece, rng) for piece in example] for example, rng in zip(examples, rngs, strict=True)]
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        raise NotImplementedError
+
+
+def _assemble(task: Task, example: Example, split: list[Piece], edits: list[list[Edit]], protected: Protected) -> Example | None:
+    """Apply the pieces' edits to their fields, follow the protected spans, let constraints repair."""
+    by_field: dict[str, list[Edit]] = {}
+    for piece, piece_edits in zip(split, edits, strict=True):
+        for edit in piece_edits:
+            kept = {(s + piece.start, e + piece.start): new for (s, e), new in edit.kept.items()}
+            by_field.setdefault(piece.field, []).append(Edit(edit.start + piece.start, edit.end + piece.start, edit.text, kept))
+    fields = dict(example.fields)
+    moved: dict[str, dict[Span, Span]] = {}
+    for f, field_edits in by_field.items():
+        fields[f], moved[f] = apply_edits(example.fields[f], field_edits, protected.get(f, []))
+    if all(fields[f] == example.fields[f] for f in by_field):
+        return None
+    for constraint in target_for(task).constraints:
+        constraint.repair(example, fields, moved)
+    return replace(example, fields=fields)
+
+
+def free_words(piece: Piece) -> list[Span]:
+    """Word tokens of a piece that no protected span touches."""
+    return [span for span in token_spans(piece.text) if is_word(piece.text, span) and not overlaps(span, piece.protected)]
+
+
+# --- word level ---------------------------------------------------------------------------------
+
+_KEYBOARD_ROWS = ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю")
+
+
+def _keyboard_neighbours() -> dict[str, str]:
+    """Keys next to each key of the Russian ЙЦУКЕН layout: left and right, and the two touching
+    keys of the staggered rows above (same and next column) and below (previous and same)."""
+    neighbours = {}
+    for r, row in enumerate(_KEYBOARD_ROWS):
+        for c, key in enumerate(row):
+            near = [row[i] for i in (c - 1, c + 1) if 0 <= i < len(row)]
+            if r > 0:
+                near += [_KEYBOARD_ROWS[r - 1][i] for i in (c, c + 1) if i < len(_KEYBOARD_ROWS[r - 1])]
+            if r + 1 < len(_KEYBOARD_ROWS):
+                near += [_KEYBOARD_ROWS[r + 1][i] for i in (c - 1, c) if 0 <= i < len(_KEYBOARD_ROWS[r + 1])]
+            neighbours[key] = "".join(near)
+    neighbours["ё"] = neighbours["е"]
+    return neighbours
+
+
+KEYBOARD_NEIGHBOURS = _keyboard_neighbours()
+
+
+class ButterFingers(Perturbation):
+    """Typos: each letter becomes a neighbouring key of the ЙЦУКЕН keyboard with probability p."""
+
+    name = "butter_fingers"
+    default_rate = 0.15
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        edits = []
+        for start, end in free_words(piece):
+            word = list(piece.text[start:end])
+            for i, char in enumerate(word):
+                near = KEYBOARD_NEIGHBOURS.get(char.lower())
+                if near and rng.random() < self.rate:
+                    typo = rng.choice(near)
+                    word[i] = typo.upper() if char.isupper() else typo
+            if "".join(word) != piece.text[start:end]:
+                edits.append(Edit(start, end, "".join(word)))
+        return edits
+
+
+class ChangeCharCase(Perturbation):
+    """Each letter switches case with probability p."""
+
+    name = "change_char_case"
+    default_rate = 0.35
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        edits = []
+        for start, end in free_words(piece):
+            word = piece.text[start:end]
+            new = "".join(
+                c.swapcase() if c.isalpha() and len(c.swapcase()) == 1 and rng.random() < self.rate else c for c in word
+            )
+            if new != word:
+                edits.append(Edit(start, end, new))
+        return edits
+
+
+EMOJI_FILE = Path(__file__).with_name("emoji_ru.json")
+
+
+@cache
+def emoji_dictionary() -> dict[str, str]:
+    """Russian lemma (lower case, ё as е) -> emoji, the project's own dictionary (emoji_ru.json)."""
+    return json.loads(EMOJI_FILE.read_text(encoding="utf-8"))
+
+
+class Emojify(Perturbation):
+    """Each word whose lemma has an emoji in the dictionary becomes that emoji with probability p."""
+
+    name = "emojify"
+    default_rate = 0.4
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        edits = []
+        for start, end in free_words(piece):
+            emoji = emoji_dictionary().get(lemma(piece.text[start:end]))
+            if emoji and rng.random() < self.rate:
+                edits.append(Edit(start, end, emoji))
+        return edits
+
+
+# --- sentence level (EDA, Wei and Zou, 2019) ----------------------------------------------------
+
+
+class EdaDelete(Perturbation):
+    """Each word is deleted with probability p, with the space before it; at least one word stays."""
+
+    name = "eda_delete"
+    default_rate = 0.3
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        tokens = token_spans(piece.text)
+        words = [i for i, span in enumerate(tokens) if is_word(piece.text, span)]
+        free = [i for i in words if not overlaps(tokens[i], piece.protected)]
+        deleted = {i for i in free if rng.random() < self.rate}
+        if deleted and len(deleted) == len(words):
+            deleted.discard(rng.choice(sorted(deleted)))
+        edits, i = [], 0
+        while i < len(tokens):
+            if i not in deleted:
+                i += 1
+                continue
+            last = i
+            while last + 1 in deleted:
+                last += 1
+            if i > 0:  # from the end of the previous token: "A B C" -> "A C"
+                edits.append(Edit(tokens[i - 1][1], tokens[last][1], ""))
+            else:  # at the start, up to the next token: "A B" -> "B"
+                end = tokens[last + 1][0] if last + 1 < len(tokens) else tokens[last][1]
+                edits.append(Edit(tokens[i][0], end, ""))
+            i = last + 1
+        return edits
+
+
+class EdaSwap(Perturbation):
+    """round(p x words) times, two random words trade places (protected words stay put)."""
+
+    name = "eda_swap"
+    default_rate = 0.3
+
+    def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        free = free_words(piece)
+        if len(free) < 2 or self.rate == 0:
+            return []
+        texts = [piece.text[s:e] for s, e in free]
+        for _ in range(max(1, round(self.rate * len(free)))):
+            i, j = rng.sample(range(len(free)), 2)
+            texts[i], texts[j] = texts[j], texts[i]
+        return [Edit(s, e, new) for (s, e), new in zip(free, texts) if new != piece.text[s:e]]
+
+
+# --- model based --------------------------------------------------------------------------------
+
+
+class BackTranslation(Perturbation):
+    """Paraphrase: each sentence is translated into English and back with probability p (TAPE
+    uses OPUS-MT). A sentence holding protected spans is kept unless they all survive verbatim."""
+
+    name = "back_translation"
+    default_rate = 0.5
+    needs_model = "--translation-model"
+
+    def __init__(self, to_english: Texts, to_russian: Texts, rate: float | None = None, seed: int = 0):
+        super().__init__(rate, seed)
+        self.to_english, self.to_russian = to_english, to_russian
+
+    def rewrite_examples(self, examples: list[list[Piece]], rngs: Sequence[random.Random]) -> list[list[list[Edit]]]:
+        chosen: list[tuple[int, int, Span]] = []  # (example, piece, sentence span) to translate
+        for e, (split, rng) in enumerate(zip(examples, rngs, strict=True)):
+            for p, piece in enumerate(split):
+                chosen += [(e, p, span) for span in _sentence_spans(piece.text) if rng.random() < self.rate]
+        originals = [examples[e][p].text[s:t] for e, p, (s, t) in chosen]
+        translations = _once_each(lambda texts: self.to_russian(self.to_english(texts)), originals)
+        edits: list[list[list[Edit]]] = [[[] for _ in split] for split in examples]
+        for (e, p, (start, end)), new in zip(chosen, translations, strict=True):
+            piece, new = examples[e][p], " ".join(new.split())
+            inside = [span for span in piece.protected if start < span[1] and span[0] < end]
+            if not new or new == piece.text[start:end] or any(s < start or t > end for s, t in inside):
+                continue
+            found = locate_in_order(new, [piece.text[s:t] for s, t in inside])
+            if found is not None:
+                edits[e][p].append(Edit(start, end, new, dict(zip(inside, found))))
+        return edits
+
+
+def _once_each(model: Texts, texts: list[str]) -> list[str]:
+    """The model's output for each text, asking it once per distinct text (a MuSeRC passage comes
+    with every answer option: all of them get the same output)."""
+    distinct = list(dict.fromkeys(texts))
+    outputs = dict(zip(distinct, model(distinct) if distinct else [], strict=True))
+    return [outputs[text] for text in texts]
+
+
+def _sentence_spans(text: str) -> list[Span]:
+    spans, position = [], 0
+    for sentence in sentences(text):
+        start = text.index(sentence, position)
+        position = start + len(sentence)
+        spans.append((start, position))
+    return spans
+
+
+class AddSent(Perturbation):
+    """Distraction: a language model continues the text and its first sentence is appended (TAPE:
+    mGPT, sampling). In multiple-choice questions the continuation of the stem replaces one wrong
+    option instead. The distractor is cut to at most p x the words of what it extends or replaces."""
+
+    name = "add_sent"
+    default_rate = 0.5
+    needs_model = "--addsent-model"
+
+    def __init__(self, generate: Texts, rate: float | None = None, seed: int = 0):
+        super().__init__(rate, seed)
+        self.generate = generate
+
+    def rewrite_examples(self, examples: list[list[Piece]], rngs: Sequence[random.Random]) -> list[list[list[Edit]]]:
+        plans: list[tuple[int, int, str, bool]] = []  # (example, piece to change, prompt, replace it?)
+        for e, (split, rng) in enumerate(zip(examples, rngs, strict=True)):
+            stem = next((piece for piece in split if piece.role == "stem"), None)
+            wrong = [p for p, piece in enumerate(split) if piece.role == "option" and not piece.protected]
+            if stem is not None and wrong:
+                p = rng.choice(wrong)
+                plans.append((e, p, stem.text, True))
+            elif (p := next((p for p, piece in enumerate(split) if piece.distractor), None)) is not None:
+                plans.append((e, p, split[p].text, False))
+        continuations = _once_each(self.generate, [prompt for _, _, prompt, _ in plans])
+        edits: list[list[list[Edit]]] = [[[] for _ in split] for split in examples]
+        for (e, p, _, replaces), continuation in zip(plans, continuations, strict=True):
+            piece = examples[e][p]
+            limit = max(1, math.ceil(self.rate * sum(is_word(piece.text, s) for s in token_spans(piece.text))))
+            distractor = _first_words(continuation, limit, drop="()" if replaces else "")
+            if not distractor:
+                continue
+            if replaces:
+                edits[e][p].append(Edit(0, len(piece.text), distractor))
+            else:
+                edits[e][p].append(Edit(len(piece.text), len(piece.text), " " + distractor))
+        return edits
+
+
+def _first_words(text: str, limit: int, drop: str = "") -> str:
+    """The first sentence of ``text``, cut after ``limit`` words, one line, without ``drop`` characters."""
+    text = " ".join("".join(c for c in text if c not in drop).split())
+    first = next(iter(sentences(text)), "") if text else ""
+    word_ends = [end for start, end in token_spans(first) if is_word(first, (start, end))]
+    if not word_ends:
+        return ""
+    return first[: word_ends[limit - 1]] if len(word_ends) > limit else first
+
+
+PERTURBATIONS: dict[str, type[Perturbation]] = {
+    cls.name: cls for cls in (ButterFingers, Emojify, EdaDelete, EdaSwap, ChangeCharCase, BackTranslation, AddSent)
+}
+
+
+def describe(perturbations: Sequence[Perturbation]) -> list[dict[str, Any]]:
+    return [{"name": p.name, "rate": p.rate, "seed": p.seed} for p in perturbations]

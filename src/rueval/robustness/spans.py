@@ -1,0 +1,111 @@
+"""Character spans and edits: how perturbations rewrite text while keeping protected spans intact
+and knowing where those spans end up (MultiQ answer offsets, RUSSE target words)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rueval.text import tokens
+
+Span = tuple[int, int]  # [start, end) character offsets
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace text[start:end] with ``text``. ``kept`` says where protected spans lying inside the
+    replaced range are in the replacement (offsets relative to its start), when they survive."""
+
+    start: int
+    end: int
+    text: str
+    kept: Mapping[Span, Span] = field(default_factory=dict)
+
+
+def token_spans(text: str) -> list[Span]:
+    """The spans of razdel's tokens (rueval.text.tokens), words and punctuation alike."""
+    spans, position = [], 0
+    for token in tokens(text):
+        start = text.index(token, position)
+        position = start + len(token)
+        spans.append((start, position))
+    return spans
+
+
+def is_word(text: str, span: Span) -> bool:
+    return any(ch.isalnum() for ch in text[span[0] : span[1]])
+
+
+def overlaps(span: Span, protected: Iterable[Span]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in protected)
+
+
+def tighten(text: str, spans: Iterable[Span]) -> list[Span]:
+    """Spans inside ``text`` without surrounding whitespace, empty ones dropped, sorted, deduplicated."""
+    tight = set()
+    for start, end in spans:
+        start, end = max(0, start), min(len(text), end)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            tight.add((start, end))
+    return sorted(tight)
+
+
+def find_all(text: str, needle: str) -> list[Span]:
+    """Every occurrence of ``needle`` in ``text`` (non-overlapping, left to right)."""
+    spans, start = [], text.find(needle) if needle else -1
+    while start >= 0:
+        spans.append((start, start + len(needle)))
+        start = text.find(needle, start + len(needle))
+    return spans
+
+
+def locate_in_order(text: str, needles: Sequence[str]) -> list[Span] | None:
+    """Find the needles in ``text`` one after another (each after the previous one's start);
+    None if one is missing. Used to follow protected spans through a rewritten sentence."""
+    spans, position = [], 0
+    for needle in needles:
+        start = text.find(needle, position)
+        if start < 0:
+            return None
+        spans.append((start, start + len(needle)))
+        position = start
+    return spans
+
+
+def apply_edits(text: str, edits: Iterable[Edit], protected: Iterable[Span]) -> tuple[str, dict[Span, Span]]:
+    """Apply non-overlapping edits; return the new text and where each protected span now lies.
+
+    A protected span outside every edit moves by the length change of the edits before it; one
+    inside an edit is placed by the edit's ``kept``. A protected span an edit touches without
+    keeping it is a bug in the perturbation, so it raises.
+    """
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    for before, after in zip(ordered, ordered[1:]):
+        if after.start < before.end:
+            raise ValueError(f"overlapping edits {before.start}:{before.end} and {after.start}:{after.end}")
+    parts, new_starts, position = [], [], 0
+    for edit in ordered:
+        parts.append(text[position : edit.start])
+        new_starts.append(sum(map(len, parts)))
+        parts.append(edit.text)
+        position = edit.end
+    parts.append(text[position:])
+    moved: dict[Span, Span] = {}
+    for span in protected:
+        shift = 0
+        for edit, new_start in zip(ordered, new_starts):
+            if edit.end <= span[0]:  # wholly before the span (an insertion at its start too)
+                shift += len(edit.text) - (edit.end - edit.start)
+            elif span in edit.kept:
+                local = edit.kept[span]
+                moved[span] = (new_start + local[0], new_start + local[1])
+                break
+            elif edit.start < span[1] and span[0] < edit.end:
+                raise ValueError(f"edit {edit.start}:{edit.end} touches protected span {span[0]}:{span[1]}")
+        else:
+            moved[span] = (span[0] + shift, span[1] + shift)
+    return "".join(parts), moved

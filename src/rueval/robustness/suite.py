@@ -1,0 +1,207 @@
+"""Robustness in a run and in `rueval perturb`: which perturbations, where the perturbed examples
+come from (the data's episodes layout, or made here and semantically filtered), and their scores
+and attack success rates per task (TAPE Table 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rueval.data import DataSource, open_data
+from rueval.errors import RuevalError
+from rueval.progress import progress
+from rueval.report.results import write_jsonl, write_text
+from rueval.robustness.attack import pair_with_originals, score_perturbation
+from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, CausalLMGenerator, Seq2SeqTranslator
+from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
+from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
+from rueval.robustness.targets import protected_spans_batch
+from rueval.solvers import Solver
+from rueval.tasks import Example, Task
+
+if TYPE_CHECKING:
+    from rueval.evaluate import TaskData
+
+ALL = "all"
+NESTED_TASKS = ("muserc", "rucos")  # several examples per record: perturbed on the fly only
+
+
+class Robustness:
+    """The perturbations of a run, the semantic filter for the ones made here, and notes for the user."""
+
+    def __init__(
+        self,
+        perturbations: Sequence[Perturbation],
+        semantic_filter: SemanticFilter,
+        requested: Sequence[str] | None = None,
+        notes: Sequence[str] = (),
+    ):
+        self.perturbations = list(perturbations)
+        self.semantic_filter = semantic_filter
+        self.requested = None if requested is None else list(requested)  # None: every one available
+        self.notes = list(notes)
+
+    @classmethod
+    def from_options(
+        cls,
+        spec: str = ALL,
+        seed: int = 0,
+        filter_model: str | None = None,
+        translation_model: str | None = None,
+        addsent_model: str | None = None,
+        filter_threshold: float | None = None,
+        filter_min_share: float = 0.8,
+    ) -> Robustness:
+        """Parse ``--perturb all|NAME[:RATE],...``. In ``all`` the model-based perturbations come
+        only with their model option; named explicitly, BackTranslation falls back to OPUS-MT."""
+        rates = _parse_spec(spec)
+        notes, perturbations = [], []
+        for name, cls_ in PERTURBATIONS.items():
+            if rates is not None and name not in rates:
+                continue
+            rate = None if rates is None else rates[name]
+            if cls_ is BackTranslation:
+                if rates is None and translation_model is None:
+                    notes.append(f"{name} not included: give --translation-model RU_EN,EN_RU to include it")
+                    continue
+                to_english, to_russian = _translation_models(translation_model)
+                perturbations.append(BackTranslation(Seq2SeqTranslator(to_english), Seq2SeqTranslator(to_russian), rate, seed))
+            elif cls_ is AddSent:
+                if addsent_model is None:
+                    if rates is not None:
+                        raise RuevalError(f"{name} needs --addsent-model: a transformers causal LM (hub name or path)")
+                    notes.append(f"{name} not included: give --addsent-model MODEL to include it")
+                    continue
+                perturbations.append(AddSent(CausalLMGenerator(addsent_model, seed), rate, seed))
+            else:
+                perturbations.append(cls_(rate, seed))
+        similarity = BertScore(filter_model) if filter_model else CharNgramSimilarity()
+        semantic_filter = SemanticFilter(similarity, filter_threshold, filter_min_share)
+        return cls(perturbations, semantic_filter, None if rates is None else list(rates), notes)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings, for results.json and the resume fingerprint."""
+        return {
+            "requested": self.requested or ALL,
+            "perturbations": describe(self.perturbations),
+            "filter": self.semantic_filter.describe(),
+        }
+
+    def generate(
+        self, task: Task, examples: Sequence[Example], perturbations: Sequence[Perturbation] | None = None
+    ) -> dict[str, Filtered]:
+        """Each perturbation (by default all of the run's) of the examples, semantically filtered."""
+        protected = protected_spans_batch(task, examples)
+        return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in perturbations or self.perturbations}
+
+    def evaluate(
+        self, source: DataSource, task_data: TaskData, solver: Solver, predictions: Sequence[Any], limit: int | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Per perturbation: metrics, score, ASR and n, as results.json stores them.
+
+        Perturbed copies in the data (TAPE's episodes layout) are used when there are any; the
+        perturbations named but missing there, or all when the data has none, are made here.
+        """
+        task, split = task_data.task, task_data.eval
+        stored = source.load_perturbed(task, split.name, limit)
+        results: dict[str, dict[str, Any]] = {}
+        if stored is not None:
+            same_file = stored.file == split.file
+            originals = split.examples if same_file else stored.originals
+            original_predictions = predictions if same_file else solver.predict(task, originals)
+            for name, copies in stored.perturbed.items():
+                if self.requested is None or name in self.requested:
+                    pairs = pair_with_originals(task, originals, copies, name, stored.file, strict=limit is None)
+                    results[name] = self._score(task, solver, originals, original_predictions, pairs, "data")
+        made_here = [p for p in self.perturbations if p.name not in results and (stored is None or self.requested)]
+        if made_here:
+            index = {example.key: i for i, example in enumerate(split.examples)}
+            for name, filtered in self.generate(task, split.examples, made_here).items():
+                pairs = [(index[kept.original.key], kept.perturbed) for kept in filtered.kept]
+                results[name] = {
+                    **self._score(task, solver, split.examples, predictions, pairs, "generated"),
+                    "filter": filtered.summary(),
+                }
+        return results
+
+    @staticmethod
+    def _score(
+        task: Task,
+        solver: Solver,
+        originals: Sequence[Example],
+        original_predictions: Sequence[Any],
+        pairs: list[tuple[int, Example]],
+        origin: str,
+    ) -> dict[str, Any]:
+        perturbed = [example for _, example in pairs]
+        predictions = solver.predict(task, progress(perturbed, f"{solver.name} on perturbed {task.name}", total=len(perturbed)))
+        return {**score_perturbation(task, originals, original_predictions, pairs, predictions).to_json(), "source": origin}
+
+
+def _parse_spec(spec: str) -> dict[str, float | None] | None:
+    """``all`` -> None; ``butter_fingers,change_char_case:0.5`` -> {name: rate or None}."""
+    if spec.strip().lower() == ALL:
+        return None
+    rates: dict[str, float | None] = {}
+    for item in filter(None, (part.strip().lower() for part in spec.split(","))):
+        name, _, rate = item.partition(":")
+        if name not in PERTURBATIONS:
+            raise RuevalError(f"unknown perturbation '{name}'; expected all or some of: {', '.join(PERTURBATIONS)}")
+        try:
+            rates[name] = float(rate) if rate else None
+        except ValueError:
+            raise RuevalError(f"--perturb {item}: the rate after ':' must be a number") from None
+    if not rates:
+        raise RuevalError("--perturb: name at least one perturbation, or all")
+    return rates
+
+
+def _translation_models(option: str | None) -> tuple[str, str]:
+    if option is None:
+        return DEFAULT_TRANSLATION_MODELS
+    names = [name.strip() for name in option.split(",") if name.strip()]
+    if len(names) != 2:
+        raise RuevalError("--translation-model: give two models, Russian->English and English->Russian, separated by a comma")
+    return names[0], names[1]
+
+
+def write_attack_sets(
+    robustness: Robustness,
+    tasks: Sequence[Task],
+    data: str | None,
+    out: Path,
+    split: str | None = None,
+    limit: int | None = None,
+) -> dict[str, dict[str, int]]:
+    """Write OUT/<task folder>/<split>.jsonl in TAPE's episodes layout: the original records
+    marked ``"perturbation": <task name>``, then each perturbation's filtered copies marked with
+    its name and carrying their original's idx; the train split is copied beside it, so OUT is a
+    complete --data directory. Returns the number of records per task and perturbation."""
+    from rueval.evaluate import load_task_data
+
+    nested = [task.name for task in tasks if task.name in NESTED_TASKS]
+    if nested:
+        raise RuevalError(f"{', '.join(nested)}: several examples per record, so no perturbed files are written; use rueval run --perturb")
+    source = open_data(data)
+    loaded = [load_task_data(source, task, split, limit) for task in tasks]  # all data checked before any work
+    counts: dict[str, dict[str, int]] = {}
+    for task_data in loaded:
+        task, examples = task_data.task, task_data.eval.examples
+        records = [_record(example, task.name) for example in examples]
+        counts[task.name] = {"original": len(records)}
+        for name, filtered in robustness.generate(task, examples).items():
+            records += [_record(kept.perturbed, name, kept.original) for kept in filtered.kept]
+            counts[task.name][name] = len(filtered.kept)
+        folder = out / task.folder
+        write_jsonl(folder / f"{task_data.eval.name}.jsonl", records)
+        train = source.split_file(task, "train")
+        if train is not None:
+            write_text(folder / "train.jsonl", train.read_bytes().decode("utf-8-sig"))
+    return counts
+
+
+def _record(example: Example, marker: str, original: Example | None = None) -> dict[str, Any]:
+    """A record in the episodes layout; an explicit idx so copies find their original by it."""
+    idx = {} if "idx" in example.fields else {"idx": (original or example).idx}
+    return {**example.fields, **idx, "perturbation": marker}

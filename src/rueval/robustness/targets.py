@@ -1,0 +1,136 @@
+"""What each task's perturbations may change: its input fields, the constraints that protect the
+gold answer, and where AddSent puts a distractor. Declared once, here, for every task."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rueval.errors import RuevalError
+from rueval.robustness.constraints import (
+    Constraint,
+    Jeopardy,
+    Mentions,
+    Multihop,
+    NamedEntities,
+    Protected,
+    Referents,
+    TargetWord,
+)
+from rueval.robustness.spans import Span, tighten
+from rueval.tasks import Example, Task
+
+
+@dataclass(frozen=True)
+class Target:
+    """The perturbable part of a task's examples."""
+
+    fields: tuple[str, ...]  # text fields perturbations rewrite; the gold and everything else stay
+    constraints: tuple[Constraint, ...] = ()
+    distractor: str | None = None  # the field AddSent extends with a generated sentence
+    inline_options: bool = False  # "stem (A) .. (B) ..": stem and options are rewritten apart, markers kept
+
+
+TARGETS: dict[str, Target] = {
+    # TAPE
+    "winograd": Target(("text",), (Referents(),), distractor="text"),
+    "ru_openbook": Target(("question",), (NamedEntities(),), inline_options=True),
+    "ru_worldtree": Target(("question",), (NamedEntities(),), inline_options=True),
+    "multiq": Target(("question", "support_text", "main_text"), (Multihop(), NamedEntities()), distractor="main_text"),
+    "chegeka": Target(("question",), (Jeopardy(),), distractor="question"),
+    "sit_ethics": Target(("text",), distractor="text"),
+    "per_ethics": Target(("text",), distractor="text"),
+    # RussianSuperGLUE
+    "lidirus": Target(("sentence1", "sentence2"), distractor="sentence1"),
+    "rcb": Target(("premise", "hypothesis"), distractor="premise"),
+    "parus": Target(("premise", "choice1", "choice2"), distractor="premise"),
+    "muserc": Target(("passage", "question", "answer"), (NamedEntities(),), distractor="passage"),
+    "terra": Target(("premise", "hypothesis"), distractor="premise"),
+    "russe": Target(("sentence1", "sentence2"), (TargetWord(),), distractor="sentence2"),
+    "rwsd": Target(("text",), (Referents(),), distractor="text"),
+    "danetqa": Target(("question", "passage"), (NamedEntities(),), distractor="passage"),
+    "rucos": Target(("passage",), (Mentions(),), distractor="passage"),
+}
+
+_OPTION_MARKER = re.compile(r"\(([A-D])\)")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A stretch of one input field that a perturbation rewrites as a unit.
+
+    ``role`` is "text" for plain fields; a multiple-choice question splits into its "stem" and
+    options, "option" for a wrong one and "answer" for the gold one (AddSent replaces a wrong one).
+    """
+
+    field: str
+    start: int
+    end: int
+    text: str
+    protected: tuple[Span, ...] = ()  # offsets relative to the piece
+    role: str = "text"
+    distractor: bool = False  # AddSent appends its sentence to this piece
+
+
+def target_for(task: Task) -> Target:
+    if task.name not in TARGETS:
+        raise RuevalError(f"{task.name}: no perturbable fields are declared for this task")
+    return TARGETS[task.name]
+
+
+def protected_spans_batch(task: Task, examples: Sequence[Example]) -> list[Protected]:
+    """``protected_spans`` of many examples, the constraints' analyses batched."""
+    target = target_for(task)
+    for constraint in target.constraints:
+        constraint.prepare(examples, target.fields)
+    return [protected_spans(task, example) for example in examples]
+
+
+def protected_spans(task: Task, example: Example) -> Protected:
+    """The union of the spans every constraint of the task protects, per field."""
+    target = target_for(task)
+    protected: Protected = {f: [] for f in target.fields}
+    for constraint in target.constraints:
+        for f, spans in constraint.protect(example, target.fields).items():
+            protected.setdefault(f, []).extend(spans)
+    return {f: tighten(text_of(task, example, f), spans) for f, spans in protected.items()}
+
+
+def text_of(task: Task, example: Example, field: str) -> str:
+    value = example.fields.get(field)
+    if not isinstance(value, str):
+        raise RuevalError(f"{task.name} example {example.key}: field '{field}' is not text, so it cannot be perturbed")
+    return value
+
+
+def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
+    """The example's perturbable pieces, in field order, each with its protected spans."""
+    target = target_for(task)
+    result = []
+    for f in target.fields:
+        text = text_of(task, example, f)
+        ranges = _option_ranges(text, example.label) if target.inline_options else [((0, len(text)), "text")]
+        for (start, end), role in ranges:
+            local = tuple(
+                (max(s, start) - start, min(e, end) - start) for s, e in protected.get(f, []) if s < end and start < e
+            )
+            result.append(Piece(f, start, end, text[start:end], local, role, f == target.distractor))
+    return result
+
+
+def _option_ranges(text: str, gold: object) -> list[tuple[Span, str]]:
+    """The stem and each inline option of a multiple-choice question, markers excluded."""
+    markers = list(_OPTION_MARKER.finditer(text))
+    if not markers:
+        return [((0, len(text)), "text")]
+    bounds = [(0, markers[0].start(), "stem")]
+    for marker, following in zip(markers, [*markers[1:], None]):
+        end = following.start() if following else len(text)
+        bounds.append((marker.end(), end, "answer" if marker.group(1) == gold else "option"))
+    ranges = []
+    for start, end, role in bounds:
+        tight = tighten(text, [(start, end)])
+        if tight:
+            ranges.append((tight[0], role))
+    return ranges

@@ -1,0 +1,80 @@
+"""RuCoS rules (Iazykova et al., 2021, Section 3.9): which passage entity fills @placeholder.
+
+An entity is the set of its mentions (Example.candidates) with the same lemmas; it "occurs in
+the query" when its lemmas occur there as a run, and its frequency is how often its lemmas
+occur as a run in the passage text (lemmas standing in for the paper's stems). The answer is
+written as the entity's most common mention.
+
+Section 3.9 builds on the entities present in the query: the answer replaces the placeholder,
+so an entity the query already names is unlikely to be it. The paper's wording ("predicted all
+the entities present in the question", then "sort the remaining entities") is ambiguous; the
+authors' later tool (ReCoRDHeuristics.remove_candidates_heuristic in
+tatiana-iazykova/check_your_heuristic) removes the query's entities, and so do both rules:
+
+1. the modification the paper kept: drop entities mentioned fewer than three times, take the
+   most frequent of the rest;
+2. the plain rule: the first-mentioned entity the query does not name (the paper picked one of
+   them; we take the first so that a rule is a function of its example).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence, text_field
+from rueval.tasks import Example
+
+MIN_MENTIONS = 3  # Section 3.9: "entities whose stems appeared less than three times were removed"
+
+
+@dataclass(frozen=True)
+class Entity:
+    text: str  # its most common mention
+    lemmas: tuple[str, ...]
+    frequency: int  # occurrences of its lemmas in the passage
+
+
+def entities_outside_query(example: Example) -> list[Entity]:
+    """The passage's entities that the query does not name, in order of first mention."""
+    passage = lemma_sequence(text_field(example, "passage"))
+    query = lemma_sequence(text_field(example, "query").replace("@placeholder", " "))
+    mentions: dict[tuple[str, ...], Counter[str]] = {}
+    for mention in example.candidates:
+        key = lemma_sequence(mention)
+        if key:
+            mentions.setdefault(key, Counter())[mention] += 1
+    return [
+        Entity(forms.most_common(1)[0][0], key, count_runs(passage, key))
+        for key, forms in mentions.items()
+        if not count_runs(query, key)
+    ]
+
+
+def frequent_entity_not_in_query(example: Example) -> str | None:
+    """The most frequent entity the query does not name, among those occurring at least three times."""
+    frequent = [entity for entity in entities_outside_query(example) if entity.frequency >= MIN_MENTIONS]
+    return max(frequent, key=lambda entity: entity.frequency).text if frequent else None  # ties: first mentioned
+
+
+def entity_not_in_query(example: Example) -> str | None:
+    """The first-mentioned entity the query does not name."""
+    remaining = entities_outside_query(example)
+    return remaining[0].text if remaining else None
+
+
+RULES = (
+    Rule(
+        "frequent_entity_not_in_query",
+        "Entities present in the query removed; of the rest, those whose stems appear less than three times "
+        "removed, the most frequent predicted",
+        None,
+        frequent_entity_not_in_query,
+    ),
+    Rule(
+        "entity_not_in_query",
+        "Entities present in the query removed; one of the remaining entities predicted",
+        None,
+        entity_not_in_query,
+    ),
+)

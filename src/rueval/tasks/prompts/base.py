@@ -1,0 +1,46 @@
+"""How a task's examples read to a language model.
+
+A prompt turns an example into one or more questions (Ethics asks one per category, every
+other task one). A question is a context that ends right before the answer, plus either the
+answer options as continuations (scored by log-likelihood or perplexity) or nothing, in which
+case the answer is generated. ``target`` is the gold continuation, used when the example is a
+few-shot demonstration.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from rueval.tasks.base import Example
+
+DEMO_SEPARATOR = "\n\n"  # between few-shot demonstrations and before the question
+
+
+@dataclass(frozen=True)
+class Choice:
+    continuation: str  # appended to the context, e.g. " Да"
+    label: Any  # the prediction this option stands for
+
+
+@dataclass(frozen=True)
+class Question:
+    context: str
+    choices: tuple[Choice, ...] = ()  # empty: the answer is generated
+    target: str | None = None  # the gold continuation, when the example is labelled
+
+
+class TaskPrompt(ABC):
+    """One per task, in rueval/tasks/prompts/<task>.py."""
+
+    # generation budget in tokens: (zero-shot, few-shot); TAPE Section 5.3: CheGeKa 100/200, MultiQ 400/800
+    max_new_tokens: tuple[int, int] = (32, 32)
+    stop: tuple[str, ...] = ("\n",)
+
+    @abstractmethod
+    def questions(self, example: Example) -> list[Question]: ...
+
+    def prediction(self, example: Example, answers: list[Any]) -> Any:
+        """The task-level prediction from each question's answer (a choice label or generated text)."""
+        return answers[0]

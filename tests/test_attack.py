@@ -1,0 +1,263 @@
+"""Attack success rate, semantic filtering, perturbed data in the episodes layout, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import read_jsonl, write_jsonl
+from rueval.data import open_data
+from rueval.data.local import SAMPLES_DIR
+from rueval.errors import DataError
+from rueval.robustness.attack import is_correct, pair_with_originals, score_perturbation
+from rueval.robustness.perturbations import Perturbation
+from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, SemanticFilter, Similarity
+from rueval.robustness.spans import Edit
+from rueval.robustness.targets import protected_spans_batch
+from rueval.tasks import Example, get_task
+
+WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "change_char_case")
+
+
+def test_correct_means_gold_class_all_categories_or_exact_match():
+    assert is_correct(get_task("winograd"), Example(0, {}, 1), 1)
+    assert not is_correct(get_task("winograd"), Example(0, {}, 1), 0)
+    ethics = get_task("sit_ethics")
+    assert is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 0))
+    assert not is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 1))  # one category wrong
+    chegeka = get_task("chegeka")
+    assert is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "санкт петербург")  # EM after normalisation
+    assert not is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "Петербург")  # token F1 < 1
+
+
+def test_attack_success_rate_is_the_share_of_correct_predictions_made_wrong():
+    task = get_task("winograd")
+    originals = [Example(i, {"text": f"т{i}"}, label) for i, label in enumerate([1, 0, 1, 0])]
+    original_predictions = [1, 0, 1, 1]  # three correct
+    pairs = [(i, Example(i, {"text": f"п{i}"}, e.label)) for i, e in enumerate(originals)]
+    scored = score_perturbation(task, originals, original_predictions, pairs, [0, 0, 1, 0])  # first flipped to wrong
+    assert scored.asr == pytest.approx(100 / 3)
+    assert (scored.attacked, scored.flipped, scored.n) == (3, 1, 4)
+    # before and after: accuracy 75, macro-F1 (0.8 + 2/3) / 2; the score is their mean
+    assert scored.metrics["accuracy"] == 75.0
+    assert scored.score == scored.original_score == pytest.approx((75 + 100 * (0.8 + 2 / 3) / 2) / 2)
+
+
+def test_asr_is_undefined_without_correct_originals_and_empty_sets_have_no_score():
+    task = get_task("chegeka")
+    originals = [Example(0, {"question": "ЭТОТ ГОРОД"}, ("Москва",))]
+    pairs = [(0, Example(0, {"question": "ЭТОТ ГОРОД!"}, ("Москва",)))]
+    assert score_perturbation(task, originals, ["Казань"], pairs, ["Москва"]).asr is None
+    empty = score_perturbation(task, originals, ["Москва"], [], [])
+    assert (empty.n, empty.score, empty.asr) == (0, None, None)
+
+
+def test_perturbed_copies_pair_with_their_original_by_idx_and_gold():
+    task = get_task("winograd")
+    originals = [Example(0, {}, 1), Example(1, {}, 0)]
+    assert pair_with_originals(task, originals, [Example(1, {}, 0)], "eda_swap", "f.jsonl") == [(1, Example(1, {}, 0))]
+    with pytest.raises(DataError, match="has gold 1, its original 0"):
+        pair_with_originals(task, originals, [Example(1, {}, 1)], "eda_swap", "f.jsonl")
+    with pytest.raises(DataError, match="no original winograd record with that idx"):
+        pair_with_originals(task, originals, [Example(5, {}, 1)], "eda_swap", "f.jsonl")
+    assert pair_with_originals(task, originals, [Example(5, {}, 1)], "eda_swap", "f.jsonl", strict=False) == []
+
+
+# --- semantic filter -----------------------------------------------------------------------------
+
+
+class Exclaim(Perturbation):
+    """Appends round(10 p) exclamation marks: the rate is visible in the output."""
+
+    name = "exclaim"
+    default_rate = 0.9
+
+    def rewrite(self, piece, rng):
+        return [Edit(len(piece.text), len(piece.text), "!" * round(10 * self.rate))]
+
+
+class Calm(Similarity):
+    """Similarity falls by 0.1 per exclamation mark: 9 -> 0.12, 6 -> 0.42, 3 -> 0.72."""
+
+    name = "calm"
+    default_threshold = 0.5
+
+    def score(self, originals, perturbed):
+        return [1.02 - p.count("!") / 10 for p in perturbed]
+
+
+def filter_ethics(**options):
+    task = get_task("sit_ethics")
+    examples = open_data(None).load(task, "test").examples
+    return examples, SemanticFilter(Calm(), **options).apply(task, examples, Exclaim(), protected_spans_batch(task, examples))
+
+
+def test_filter_lowers_the_rate_until_an_example_passes():
+    examples, filtered = filter_ethics(threshold=0.5)
+    assert len(filtered.kept) == len(examples) == filtered.perturbable
+    assert {round(k.rate, 2) for k in filtered.kept} == {0.3}  # 0.9 and 0.6 were too far
+    assert {round(k.similarity, 2) for k in filtered.kept} == {0.72}
+    _, at_second_step = filter_ethics(threshold=0.4)
+    assert {round(k.rate, 2) for k in at_second_step.kept} == {0.6}
+
+
+def test_filter_lowers_the_threshold_until_enough_pass():
+    examples, filtered = filter_ethics(threshold=0.9, min_share=1.0)
+    assert len(filtered.kept) == len(examples)
+    assert filtered.threshold == pytest.approx(0.7)  # 0.9 -> 0.85 -> ... -> 0.7, where the 0.72 pass
+    _, strict = filter_ethics(threshold=0.9, min_share=0.0)
+    assert strict.kept == [] and strict.perturbable == len(examples) and strict.threshold == 0.9
+
+
+def test_char_ngram_similarity():
+    similarity = CharNgramSimilarity()
+    text = "Кошка поймала мышь в старом сарае."
+    identical, case, typo, other = similarity.score(
+        [text] * 4, [text, text.upper(), "Кошка поймала мвшь в стаоом сарае.", "Завтра будет дождь и ветер."]
+    )
+    assert identical == pytest.approx(1.0) and case == pytest.approx(1.0)
+    assert 0.6 < typo < 0.95 and other < 0.3
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A random one-layer BERT with a WordPiece vocabulary trained here: BERTScore wiring offline."""
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    from rueval.models.tiny import sample_texts
+
+    wordpiece = BertWordPieceTokenizer(lowercase=False)
+    wordpiece.train_from_iterator(sample_texts(), vocab_size=600, show_progress=False)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=wordpiece, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]"
+    )
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    out = tmp_path_factory.mktemp("tiny_bert")
+    BertModel(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def test_bertscore_with_a_transformers_encoder(tiny_bert_dir):
+    scorer = BertScore(str(tiny_bert_dir), batch_size=2)
+    text = "Кошка поймала мышь в старом сарае."
+    originals = [text, text, text]
+    perturbed = [text, "Кошка поймала мвшь в стаоом сарае.", "Завтра будет дождь."]
+    scores = scorer.score(originals, perturbed)
+    assert scores == scorer.score(originals, perturbed)
+    assert scores[0] == pytest.approx(1.0, abs=1e-5)
+    assert all(-1 <= s < 0.9999 for s in scores[1:])
+    assert BertScore(str(tiny_bert_dir), layer=0).score([text], [text])[0] == pytest.approx(1.0, abs=1e-5)
+
+
+# --- perturbed records in the data ---------------------------------------------------------------
+
+
+def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
+    question = "Что светит днём? (A) луна (B) солнце (C) лампа (D) звезда"
+    original = [{"question": question, "answer": "B", "perturbation": "ru_worldtree"}, {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "ru_worldtree"}]
+    copies = [
+        {"question": "Что светит днм? (A) луна (B) солнце (C) лампа (D) звезда", "answer": "B", "perturbation": "butter_fingers"},
+        {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "eda_swap"},
+        {"question": "Гд? (A) тут (B) там", "answer": "A", "perturbation": "butter_fingers"},
+    ]
+    write_jsonl(tmp_path / "dummy" / "episodes" / "ru_worldtree" / "test.jsonl", [original[0], *copies, original[1]])
+    write_jsonl(tmp_path / "dummy" / "raw" / "ru_worldtree" / "test.jsonl", [{k: v for k, v in r.items() if k != "perturbation"} for r in original])
+    source, task = open_data(str(tmp_path)), get_task("ru_worldtree")
+    assert "raw" in source.load(task, "test").file
+    stored = source.load_perturbed(task, "test")
+    assert "episodes" in stored.file and set(stored.perturbed) == {"butter_fingers", "eda_swap"}
+    assert [e.idx for e in stored.originals] == [0, 4]  # place in the file, as a normal run numbers them
+    assert [e.idx for e in stored.perturbed["butter_fingers"]] == [0, 1]  # place among the copies
+    assert source.load_perturbed(get_task("winograd"), "test") is None
+
+
+def test_done_when_majority_with_every_perturbation_prints_score_and_asr(cli, tmp_path):
+    result = cli("run", "-t", "winograd,ru_openbook,chegeka,multiq", "-m", "majority", "--perturb", "all", "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "back_translation not included" in result.output and "add_sent not included" in result.output
+    table = result.output[result.output.index("under perturbations") :]
+    assert "ASR" in table
+    for name in WORD_LEVEL_NAMES:
+        assert table.count(name) == 4
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert results["robustness"]["requested"] == "all"
+    for task in ("winograd", "ru_openbook", "chegeka", "multiq"):
+        perturbations = results["tasks"][task]["perturbations"]
+        assert set(perturbations) == set(WORD_LEVEL_NAMES)
+        for scored in perturbations.values():
+            assert scored["n"] > 0 and isinstance(scored["score"], float) and scored["source"] == "generated"
+            assert scored["filter"]["kept"] == scored["n"]
+    # a constant prediction cannot be flipped; the span tasks had nothing correct to attack
+    assert {p["asr"] for p in results["tasks"]["winograd"]["perturbations"].values()} == {0.0}
+    assert {p["asr"] for p in results["tasks"]["chegeka"]["perturbations"].values()} == {None}
+
+
+def test_perturb_writes_the_episodes_layout_that_run_reads_back(cli, tmp_path):
+    args = ("perturb", "-t", "winograd,multiq", "--perturbations", "butter_fingers,eda_swap", "--seed", "3")
+    assert cli(*args, "-o", tmp_path / "a").exit_code == 0
+    assert cli(*args, "-o", tmp_path / "b").exit_code == 0
+    written = tmp_path / "a" / "winograd" / "test.jsonl"
+    assert written.read_bytes() == (tmp_path / "b" / "winograd" / "test.jsonl").read_bytes()  # deterministic
+    records, originals = read_jsonl(written), read_jsonl(SAMPLES_DIR / "winograd" / "test.jsonl")
+    markers = [r["perturbation"] for r in records]
+    assert markers[: len(originals)] == ["winograd"] * len(originals)
+    assert set(markers[len(originals) :]) == {"butter_fingers", "eda_swap"}
+    assert [{k: v for k, v in r.items() if k not in ("perturbation", "idx")} for r in records[: len(originals)]] == originals
+    assert (tmp_path / "a" / "winograd" / "train.jsonl").read_text() == (SAMPLES_DIR / "winograd" / "train.jsonl").read_text()
+    for record in read_jsonl(tmp_path / "a" / "multiq" / "test.jsonl"):
+        for answers, text in (("bridge_answers", "support_text"), ("main_answers", "main_text")):
+            for answer in record[answers]:
+                assert record[text][answer["offset"] : answer["offset"] + answer["length"]] == answer["segment"]
+
+    plain = cli("run", "-t", "winograd,multiq", "-m", "random", "--data", tmp_path / "a", "-o", tmp_path / "plain")
+    reference = cli("run", "-t", "winograd,multiq", "-m", "random", "-o", tmp_path / "reference")
+    assert plain.exit_code == reference.exit_code == 0
+    scores = [json.loads((tmp_path / run / "results.json").read_text())["tasks"] for run in ("plain", "reference")]
+    assert {t: r["score"] for t, r in scores[0].items()} == {t: r["score"] for t, r in scores[1].items()}  # originals only
+
+    attacked = cli("run", "-t", "winograd,multiq", "-m", "random", "--data", tmp_path / "a", "--perturb", "all", "-o", tmp_path / "attacked")
+    assert attacked.exit_code == 0, attacked.output
+    result = json.loads((tmp_path / "attacked" / "results.json").read_text())["tasks"]["winograd"]["perturbations"]
+    assert set(result) == {"butter_fingers", "eda_swap"} and {r["source"] for r in result.values()} == {"data"}
+    assert result["butter_fingers"]["n"] == markers.count("butter_fingers")
+
+
+def test_add_sent_through_the_cli_with_a_causal_lm(cli, tmp_path, tiny_gpt2_dir):
+    result = cli(
+        "perturb", "-t", "winograd", "--perturbations", "add_sent", "--addsent-model", tiny_gpt2_dir, "--limit", "3", "-o", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    records = read_jsonl(tmp_path / "winograd" / "test.jsonl")
+    added = [r for r in records if r["perturbation"] == "add_sent"]
+    assert added and all(r["text"].startswith(records[r["idx"]]["text"] + " ") for r in added)
+
+
+def test_rerun_with_perturbations_recomputes_instead_of_resuming(cli, tmp_path):
+    assert cli("run", "-t", "winograd", "-o", tmp_path).exit_code == 0
+    assert cli("run", "-t", "winograd", "-o", tmp_path, "--perturb", "eda_delete:0.5").exit_code == 0
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert list(result["tasks"]["winograd"]["perturbations"]) == ["eda_delete"]
+    assert result["robustness"]["perturbations"] == [{"name": "eda_delete", "rate": 0.5, "seed": 0}]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("run", "-t", "winograd", "--perturb", "typos"), "unknown perturbation 'typos'"),
+        (("run", "-t", "winograd", "--perturb", "eda_swap:lots"), "the rate after ':' must be a number"),
+        (("run", "-t", "winograd", "--perturb", "eda_swap:2"), "rate 2.0 is not between 0 and 1"),
+        (("run", "-t", "winograd", "--perturb", "add_sent"), "add_sent needs --addsent-model"),
+        (("perturb", "-t", "winograd", "--translation-model", "only-one"), "give two models"),
+        (("perturb", "-t", "muserc"), "use rueval run --perturb"),
+    ],
+)
+def test_bad_robustness_options_end_in_one_line(cli, tmp_path, args, message):
+    result = cli(*args, "-o", tmp_path)
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())

@@ -1,0 +1,116 @@
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import read_jsonl, write_jsonl
+
+TASK_LIST = "rcb,muserc,rucos,sit_ethics,winograd"
+SIGNIFICANT_ROW = re.compile(r"\d\.\d{3} \*")  # a p-value followed by the significance mark
+
+
+@pytest.fixture
+def two_runs(cli, tmp_path):
+    """Two real runs with different models on the same bundled samples."""
+    run_a, run_b = tmp_path / "majority", tmp_path / "random"
+    assert cli("run", "-t", TASK_LIST, "-m", "majority", "-o", run_a).exit_code == 0
+    assert cli("run", "-t", TASK_LIST, "-m", "random", "--seed", "1", "-o", run_b).exit_code == 0
+    return run_a, run_b
+
+
+def test_compare_reports_each_common_task_and_writes_json(cli, two_runs, tmp_path):
+    run_a, run_b = two_runs
+    result = cli("compare", run_a, run_b, "-o", tmp_path / "compare.json")
+    assert result.exit_code == 0, result.stderr
+    for name in TASK_LIST.split(","):
+        assert name in result.stdout
+    comparison = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))
+    assert list(comparison["tasks"]) == TASK_LIST.split(",")
+    assert comparison["run_a"]["model"] == "majority" and comparison["run_b"]["model"] == "random"
+    summary_a = json.loads((run_a / "results.json").read_text(encoding="utf-8"))
+    summary_b = json.loads((run_b / "results.json").read_text(encoding="utf-8"))
+    for name, task in comparison["tasks"].items():
+        assert task["n"] == summary_a["tasks"][name]["n"]
+        assert set(task["metrics"]) == {*summary_a["tasks"][name]["metrics"], "score"}
+        for metric, d in task["metrics"].items():
+            # recomputed from the predictions files, equal to what each run recorded
+            recorded_a = summary_a["tasks"][name]["score" if metric == "score" else "metrics"]
+            recorded_b = summary_b["tasks"][name]["score" if metric == "score" else "metrics"]
+            assert d["a"] == pytest.approx(recorded_a if metric == "score" else recorded_a[metric])
+            assert d["b"] == pytest.approx(recorded_b if metric == "score" else recorded_b[metric])
+            assert d["diff"] == pytest.approx(d["a"] - d["b"])
+            assert d["ci"][0] <= d["ci"][1] and 0 < d["p_value"] <= 1
+
+
+def test_compare_marks_significant_differences_only(cli, two_runs, tmp_path):
+    run_a, _ = two_runs
+    oracle = tmp_path / "oracle"
+    shutil.copytree(run_a, oracle)
+    for name in ("rcb", "muserc"):  # the oracle predicts the gold everywhere
+        path = oracle / "predictions" / f"{name}.jsonl"
+        write_jsonl(path, [{**row, "prediction": row["gold"]} for row in read_jsonl(path)])
+    result = cli("compare", run_a, oracle, "-o", tmp_path / "c.json")
+    assert result.exit_code == 0, result.stderr
+    comparison = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    accuracy = comparison["tasks"]["rcb"]["metrics"]["accuracy"]
+    assert accuracy["b"] == 100 and accuracy["diff"] < 0 and accuracy["ci"][1] < 0 and accuracy["p_value"] < 0.05
+    assert comparison["tasks"]["muserc"]["metrics"]["em"]["p_value"] < 0.05  # questions resampled as units
+    assert all(d["p_value"] == 1 for d in comparison["tasks"]["winograd"]["metrics"].values())  # unchanged
+    assert SIGNIFICANT_ROW.search(result.stdout)
+
+    same = cli("compare", run_a, run_a)
+    assert same.exit_code == 0 and not SIGNIFICANT_ROW.search(same.stdout)
+
+
+def test_compare_needs_run_directories(cli, two_runs, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cli("compare", two_runs[0], empty)
+    assert result.exit_code == 2
+    assert "no results.json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_compare_needs_a_common_task(cli, tmp_path):
+    assert cli("run", "-t", "rcb", "-o", tmp_path / "a").exit_code == 0
+    assert cli("run", "-t", "parus", "-o", tmp_path / "b").exit_code == 0
+    result = cli("compare", tmp_path / "a", tmp_path / "b")
+    assert result.exit_code == 2
+    assert "share no task" in result.stderr
+
+
+def test_compare_refuses_runs_on_different_examples(cli, two_runs, tmp_path):
+    run_a, _ = two_runs
+    assert cli("run", "-t", "rcb", "--limit", "5", "-o", tmp_path / "short").exit_code == 0
+    result = cli("compare", run_a, tmp_path / "short")
+    assert result.exit_code == 2
+    assert "rcb.jsonl" in result.stderr and "different data" in result.stderr
+
+    edited = tmp_path / "edited"
+    shutil.copytree(run_a, edited)
+    path = edited / "predictions" / "rcb.jsonl"
+    rows = read_jsonl(path)
+    rows[2]["gold"] = next(label for label in ("entailment", "neutral") if label != rows[2]["gold"])
+    write_jsonl(path, rows)
+    result = cli("compare", run_a, edited)
+    assert result.exit_code == 2
+    assert "rcb.jsonl:3: field 'gold'" in result.stderr and "different examples" in result.stderr
+
+
+def test_compare_reports_malformed_predictions(cli, two_runs, tmp_path):
+    run_a, _ = two_runs
+    broken = tmp_path / "broken"
+    shutil.copytree(run_a, broken)
+    path = broken / "predictions" / "winograd.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = '{"idx": 1, "prediction": 0'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = cli("compare", run_a, broken)
+    assert result.exit_code == 2
+    assert "winograd.jsonl:2: not valid JSON" in result.stderr
+
+    lines[1] = json.dumps({"idx": 1, "prediction": 0, "gold": 7})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = cli("compare", run_a, broken)
+    assert result.exit_code == 2
+    assert "winograd.jsonl:2: field 'gold': unknown label 7" in result.stderr

@@ -1,0 +1,198 @@
+"""Constraints keep what the gold answer depends on, through every perturbation at full strength."""
+
+from __future__ import annotations
+
+import pytest
+
+from rueval.data import open_data
+from rueval.robustness.constraints import Jeopardy, Mentions, Multihop, NamedEntities, Referents, TargetWord
+from rueval.robustness.perturbations import ButterFingers, ChangeCharCase, EdaDelete, EdaSwap, Emojify
+from rueval.robustness.targets import TARGETS, protected_spans
+from rueval.tasks import TASKS, Example, Record, get_task
+
+# Every word that may change does change (or moves, or goes): what survives was protected.
+AT_FULL_STRENGTH = [ButterFingers(1.0), ChangeCharCase(1.0), EdaDelete(1.0), EdaSwap(1.0), Emojify(1.0)]
+STRENGTH_IDS = [p.name for p in AT_FULL_STRENGTH]
+
+
+def protected_texts(task_name: str, example: Example, field: str) -> list[str]:
+    text = example.fields[field]
+    return [text[s:e] for s, e in protected_spans(get_task(task_name), example)[field]]
+
+
+def test_every_task_declares_perturbable_text_fields_its_data_has():
+    samples = open_data(None)
+    assert set(TARGETS) == set(TASKS)
+    for name, target in TARGETS.items():
+        split = next(s for s in ("test", "val") if samples.has_split(TASKS[name], s))
+        for example in samples.load(TASKS[name], split).examples:
+            assert all(isinstance(example.fields[f], str) for f in target.fields), name
+        assert target.distractor is None or target.distractor in target.fields
+
+
+CHEGEKA_QUESTION = (
+    "ЭТОТ ГОРОД на Неве (бывший Ленинград) называют «Северной Венецией», а его основатель — X. "
+    "Об этом городе этот художник писал часто, глядя на море."
+)
+
+
+def chegeka_example() -> Example:
+    return Example(7, {"question_id": 7, "question": CHEGEKA_QUESTION, "answer": "Санкт-Петербург"}, ("Санкт-Петербург",))
+
+
+def test_jeopardy_protects_the_clue_x_parentheses_and_quotes():
+    kept = protected_texts("chegeka", chegeka_example(), "question")
+    for clue in ("ЭТОТ ГОРОД", "X", "(бывший Ленинград)", "«Северной Венецией»", "этом городе", "этот художник"):
+        assert clue in kept
+    assert "Неве" not in kept and "основатель" not in kept  # ordinary words stay perturbable
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_jeopardy_clues_survive_every_perturbation(perturbation):
+    example = chegeka_example()
+    perturbed = perturbation.perturb(example, get_task("chegeka"))
+    assert perturbed is not None and perturbed.fields["question"] != CHEGEKA_QUESTION
+    for clue in protected_texts("chegeka", example, "question"):
+        assert clue in perturbed.fields["question"]
+    assert perturbed.label == ("Санкт-Петербург",) and perturbed.fields["answer"] == "Санкт-Петербург"
+
+
+def test_named_entities_come_from_natasha_ner():
+    text = "Лев Толстой родился в Ясной Поляне, а умер на станции Астапово."
+    example = Example(0, {"text": text}, None)
+    found = [text[s:e] for s, e in NamedEntities().protect(example, ["text"])["text"]]
+    assert found == ["Лев Толстой", "Ясной Поляне", "Астапово"]
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_named_entities_survive_in_a_multiple_choice_question(perturbation):
+    question = "Где родился Лев Толстой? (A) в Ясной Поляне (B) в Москве (C) в Казани (D) в Туле"
+    example = Example(0, {"question": question, "answer": "A"}, "A")
+    entities = protected_texts("ru_openbook", example, "question")
+    assert {"Ясной Поляне", "Москве", "Казани", "Туле"} <= set(entities)
+    perturbed = perturbation.perturb(example, get_task("ru_openbook"))
+    assert perturbed is not None
+    for entity in entities:
+        assert entity in perturbed.fields["question"]
+    assert perturbed.label == "A"
+
+
+WINOGRAD = {
+    "text": "Кошка поймала мышь, которая жила в старом сарае за нашим домом.",
+    "options": ["Кошка", "мышь"],
+    "reference": "которая",
+    "homonymia_type": 1.1,
+    "answer": "мышь",
+    "label": 1,
+}
+
+
+def test_referents_protect_anaphor_antecedents_and_their_verbs():
+    example = Example(0, WINOGRAD, 1)
+    assert set(protected_texts("winograd", example, "text")) == {"Кошка", "мышь", "которая", "поймала", "жила"}
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_referents_survive_every_perturbation(perturbation):
+    example = Example(0, WINOGRAD, 1)
+    perturbed = perturbation.perturb(example, get_task("winograd"))
+    assert perturbed is not None
+    for word in ("Кошка", "мышь", "которая", "поймала", "жила"):
+        assert word in perturbed.fields["text"]
+    assert {k: v for k, v in perturbed.fields.items() if k != "text"} == {k: v for k, v in WINOGRAD.items() if k != "text"}
+
+
+RWSD_TEXT = "Вчера кошка не смогла поймать мышь, потому что она была слишком проворной и быстрой."
+
+
+def rwsd_example() -> Example:
+    target = {"span1_text": "мышь", "span1_index": 5, "span2_text": "она была", "span2_index": 8}
+    assert RWSD_TEXT.split()[5].startswith("мышь") and RWSD_TEXT.split()[8] == "она"
+    return Example(0, {"idx": 0, "text": RWSD_TEXT, "target": target, "label": True}, True)
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_rwsd_word_indices_follow_their_spans(perturbation):
+    perturbed = perturbation.perturb(rwsd_example(), get_task("rwsd"))
+    assert perturbed is not None
+    words, target = perturbed.fields["text"].split(), perturbed.fields["target"]
+    for key in ("span1", "span2"):
+        index, span = target[f"{key}_index"], target[f"{key}_text"]
+        assert " ".join(words[index:]).startswith(span)
+
+
+def multiq_record() -> dict:
+    support = "Андрей Петрович Сомов (род. 1961, Вологда) — российский художник-пейзажист и график."
+    main = (
+        "Вологда — город на севере России, административный центр Вологодской области. "
+        "Город стоит на реке Вологде, в ста километрах от Рыбинского водохранилища. "
+        "Впервые Вологда упоминается в летописи под 1147 годом."
+    )
+    return {
+        "support_text": support,
+        "main_text": main,
+        "question": "На какой реке стоит город, где родился Андрей Сомов?",
+        "bridge_answers": [{"label": "passage", "offset": support.index("Вологда"), "length": 7, "segment": "Вологда"}],
+        "main_answers": [{"label": "passage", "offset": main.index("Вологде"), "length": 7, "segment": "Вологде"}],
+    }
+
+
+def multiq_example() -> Example:
+    task = get_task("multiq")
+    return task.parse(task, Record(multiq_record(), "multiq.jsonl", 1, 0))[0]
+
+
+def test_multihop_protects_every_mention_of_the_bridge_and_main_answers():
+    example = multiq_example()
+    main = protected_texts("multiq", example, "main_text")
+    assert main.count("Вологда") == 2 and "Вологде" in main  # all mentions, wherever they are
+    assert "Вологда" in protected_texts("multiq", example, "support_text")
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_multihop_offsets_still_point_at_the_answers(perturbation):
+    example = multiq_example()
+    perturbed = perturbation.perturb(example, get_task("multiq"))
+    assert perturbed is not None and perturbed.fields["main_text"] != example.fields["main_text"]
+    for answers, text_field in (("bridge_answers", "support_text"), ("main_answers", "main_text")):
+        for answer in perturbed.fields[answers]:
+            text = perturbed.fields[text_field]
+            assert text[answer["offset"] : answer["offset"] + answer["length"]] == answer["segment"]
+    assert perturbed.label == example.label == ("Вологде",)
+    assert example.fields["main_answers"] == multiq_record()["main_answers"]  # the original is not touched
+
+
+def test_multihop_offsets_move_when_text_before_the_answer_changes():
+    example = multiq_example()
+    perturbed = EdaDelete(1.0).perturb(example, get_task("multiq"))
+    old, new = example.fields["main_answers"][0]["offset"], perturbed.fields["main_answers"][0]["offset"]
+    assert new < old  # words before the answer were deleted
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+def test_target_word_offsets_follow_the_word(perturbation):
+    sentence1, sentence2 = "Дедушка всю жизнь собирал почтовые марки и старые монеты.", "Эта марка автомобилей очень популярна в Японии."
+    fields = {"idx": 0, "word": "марка", "sentence1": sentence1, "sentence2": sentence2, "label": False}
+    fields |= {"start1": sentence1.index("марки"), "end1": sentence1.index("марки") + 5, "start2": 4, "end2": 9}
+    perturbed = perturbation.perturb(Example(0, fields, False), get_task("russe"))
+    assert perturbed is not None
+    assert perturbed.fields["sentence1"][perturbed.fields["start1"] : perturbed.fields["end1"]] == "марки"
+    assert perturbed.fields["sentence2"][perturbed.fields["start2"] : perturbed.fields["end2"]] == "марка"
+
+
+def test_mentions_keep_every_rucos_candidate_in_the_passage():
+    passage = "Компания Газпром объявила, что Москва получит новый газопровод. Газпром начнёт стройку весной."
+    example = Example((0, 0), {"passage": passage, "query": "@placeholder начнёт стройку"}, ("Газпром",), ("Газпром", "Москва", "Газпром"))
+    assert sorted(Mentions().protect(example, ["passage"])["passage"]) == [(9, 16), (31, 37), (64, 71)]
+    for perturbation in AT_FULL_STRENGTH:
+        perturbed = perturbation.perturb(example, get_task("rucos"))
+        assert perturbed.fields["passage"].count("Газпром") == 2 and "Москва" in perturbed.fields["passage"]
+        assert perturbed.candidates == example.candidates and perturbed.label == ("Газпром",)
+
+
+def test_constraints_are_declared_where_tape_uses_them():
+    assert any(isinstance(c, Jeopardy) for c in TARGETS["chegeka"].constraints)
+    assert any(isinstance(c, Referents) for c in TARGETS["winograd"].constraints)
+    assert any(isinstance(c, Multihop) for c in TARGETS["multiq"].constraints)
+    assert any(isinstance(c, NamedEntities) for c in TARGETS["ru_openbook"].constraints)
+    assert any(isinstance(c, TargetWord) for c in TARGETS["russe"].constraints)

@@ -1,0 +1,301 @@
+import json
+
+import pytest
+
+from rueval.errors import RuevalError
+from rueval.solvers import make_solver
+from rueval.solvers.heuristics import NO_RULE, RULES, HeuristicSolver, Rule, RuleCoverage, coverage, first_prediction
+from rueval.tasks import TASKS, Example, get_task
+
+from conftest import write_jsonl
+
+LONG_PREMISE = " ".join(["Учёные долго наблюдали за птицами в северном лесу."] * 5)  # 40 words
+LONG_PASSAGE = " ".join(["Лось — крупное парнокопытное животное, которое живёт в лесах Евразии."] * 11)  # 99 words
+RUCOS_PASSAGE = (
+    "Путин встретился с Макроном в Москве. Макрон и Путин обсудили ситуацию. "
+    "Москва готовится к визиту, сказал Макрон."
+)
+RUCOS_MENTIONS = ("Путин", "Макроном", "Москве", "Макрон", "Путин", "Москва", "Макрон")
+MUSERC_PASSAGE = (
+    "Мальчик Тимур пошёл в шахматный кружок. Сначала Тимур проигрывал всем, но потом стал чемпионом города."
+)
+TERRA_PREMISE = "Компания Яндекс открыла новый офис в Казани в прошлом году."
+
+# (task, rule, fields where it fires, its prediction there, a wrong gold label, fields where it does not fire)
+BRANCHES = [
+    ("lidirus", "same_lemmas",
+     {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит кошка."}, "entailment", "not_entailment",
+     {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит собака."}),
+    ("lidirus", "entailment_word_in_both",
+     {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."}, "entailment", "not_entailment",
+     {"sentence1": "Мальчик пришёл домой рано.", "sentence2": "Девочка пришла домой поздно."}),
+    ("lidirus", "many_unshared_tokens",
+     {"sentence1": "Вчера вечером в маленьком городе на севере страны прошёл сильный дождь с градом.",
+      "sentence2": "Шёл дождь."}, "not_entailment", "entailment",
+     {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."}),
+    ("lidirus", "unshared_commas",
+     {"sentence1": "Маша, которая живёт рядом, купила хлеб.", "sentence2": "Маша купила хлеб."},
+     "not_entailment", "entailment",
+     {"sentence1": "Маша купила хлеб, молоко.", "sentence2": "Маша купила хлеб."}),
+    ("lidirus", "two_unshared_words",
+     {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."}, "not_entailment", "entailment",
+     {"sentence1": "Кошка спит.", "sentence2": "кошка спит."}),
+    ("lidirus", "word_in_one_sentence",
+     {"sentence1": "Петя не любит кашу.", "sentence2": "Петя любит кашу."}, "not_entailment", "entailment",
+     {"sentence1": "Петя любит кашу.", "sentence2": "Петя ест кашу."}),
+    ("rcb", "hypothesis_in_premise",
+     {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в сахарнице."},
+     "entailment", "neutral",
+     {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в шкафу."}),
+    ("rcb", "shared_vocabulary",
+     {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Завтра пойдёт сильный дождь."},
+     "entailment", "contradiction",
+     {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Послезавтра будет солнечно."}),
+    ("rcb", "admit_verb",
+     {"premise": "Министр признал, что реформа провалилась.", "hypothesis": "Реформа провалилась."},
+     "entailment", "neutral",
+     {"premise": "Министр сказал, что реформа провалилась.", "hypothesis": "Реформа провалилась."}),
+    ("rcb", "opinion_verb",
+     {"premise": "Я думаю, что он опоздает.", "hypothesis": "Он опоздает."}, "neutral", "entailment",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."}),
+    ("rcb", "short_hypothesis",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."}, "contradiction", "neutral",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."}),
+    ("rcb", "mid_length_hypothesis",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."}, "neutral", "entailment",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он, как обычно, опоздает на утренний поезд до Твери."}),
+    ("rcb", "long_premise",
+     {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."}, "entailment", "neutral",
+     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Птицы улетели."}),
+    ("parus", "more_shared_lemmas",
+     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Лёд растаял от тепла."}, 1, 0,
+     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."}),
+    ("parus", "more_words",
+     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.",
+      "choice2": "Наступила долгая тёплая оттепель."}, 1, 0,
+     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."}),
+    ("muserc", "all_answer_lemmas_in_text",
+     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом."}, 1, 0,
+     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
+    ("muserc", "long_answer",
+     {"passage": MUSERC_PASSAGE, "answer": "Он долго тренировался каждый день после школы и в итоге выиграл турнир."},
+     1, 0, {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
+    ("muserc", "many_shared_lemmas",
+     {"passage": MUSERC_PASSAGE, "answer": "Мальчик Тимур пошёл в кружок и стал чемпионом города."}, 1, 0,
+     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
+    ("muserc", "no_shared_lemmas", {"passage": MUSERC_PASSAGE, "answer": "Лётчиком."}, 0, 1,
+     {"passage": MUSERC_PASSAGE, "answer": "Тимуром."}),
+    ("muserc", "short_answer", {"passage": MUSERC_PASSAGE, "answer": "Тимур."}, 0, 1,
+     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом города."}),
+    ("muserc", "one_shared_lemma", {"passage": MUSERC_PASSAGE, "answer": "Тимур уехал."}, 0, 1,
+     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
+    ("terra", "hypothesis_in_premise", {"premise": TERRA_PREMISE, "hypothesis": "Новый офис в Казани."},
+     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Офис в Казани закрыт."}),
+    ("terra", "low_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Погода в Москве была солнечной."},
+     "not_entailment", "entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."}),
+    ("terra", "three_quarters_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."},
+     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."}),
+    ("terra", "two_thirds_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."},
+     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."}),
+    ("terra", "full_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."},
+     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."}),
+    ("terra", "short_premise", {"premise": TERRA_PREMISE, "hypothesis": "Офис открыт."},
+     "not_entailment", "entailment", {"premise": LONG_PREMISE, "hypothesis": "Офис открыт."}),
+    ("terra", "long_premise", {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."},
+     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Птицы улетели."}),
+    ("terra", "marker_word", {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают только мужчины."},
+     "not_entailment", "entailment", {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают женщины."}),
+    ("russe", "same_form",
+     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эти марки лежали в альбоме."},
+     True, False,
+     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эта марка очень популярна."}),
+    ("russe", "token_overlap",
+     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Дедушка продал почтовые марки."},
+     True, False,
+     {"word": "марка", "sentence1": "Дедушка собирал марки.", "sentence2": "Эта марка очень популярна."}),
+    ("russe", "length_gap",
+     {"word": "марка", "sentence1": "Марки собраны.",
+      "sentence2": "Эта марка автомобилей особенно популярна в Японии и соседних с ней странах."}, False, True,
+     {"word": "марка", "sentence1": "Марки собраны.", "sentence2": "Марка популярна."}),
+    ("danetqa", "starts_with_was", {"question": "Были ли у Пушкина дети?", "passage": "У Пушкина было четверо детей."},
+     True, False, {"question": "Является ли Пушкин поэтом?", "passage": "Пушкин — поэт."}),
+    ("danetqa", "starts_with_is", {"question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета."},
+     True, False, {"question": "Является ли Марс планетой?", "passage": "Марс — планета."}),
+    ("danetqa", "starts_with_belongs", {"question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров."},
+     False, True, {"question": "Входят ли Курилы в состав России?", "passage": "Курилы — острова."}),
+    ("danetqa", "starts_with_eat", {"question": "Едят ли кошки траву?", "passage": "Кошки иногда едят траву."},
+     False, True, {"question": "Едят кошки траву?", "passage": "Кошки иногда едят траву."}),
+    ("danetqa", "starts_with_is_it_true", {"question": "Правда ли, что киты — рыбы?", "passage": "Киты — звери."},
+     False, True, {"question": "Киты — рыбы?", "passage": "Киты — звери."}),
+    ("danetqa", "long_question",
+     {"question": "Является ли лось самым крупным представителем семейства оленевых?", "passage": "Лось — олень."},
+     False, True, {"question": "Лось — олень?", "passage": "Лось — олень."}),
+    ("danetqa", "long_passage", {"question": "Лось — олень?", "passage": LONG_PASSAGE},
+     False, True, {"question": "Лось — олень?", "passage": "Лось — олень."}),
+    ("rucos", "frequent_entity_not_in_query",
+     {"passage": RUCOS_PASSAGE, "query": "@placeholder прилетел в Москву по приглашению Путина."}, "Макрон", ("Путин",),
+     {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."}),
+    ("rucos", "entity_not_in_query",
+     {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."}, "Путин", ("Москва",),
+     {"passage": RUCOS_PASSAGE, "query": "Путин пригласил @placeholder Макрона в Москву."}),
+]
+
+
+def example(task, fields, label=None, idx=0):
+    candidates = RUCOS_MENTIONS if task == "rucos" else ()
+    return Example(idx=idx, fields=fields, label=label, candidates=candidates)
+
+
+def find_rule(task, name):
+    return next(rule for rule in RULES[task] if rule.name == name)
+
+
+@pytest.mark.parametrize(
+    ("task", "name", "fires", "prediction", "wrong", "quiet"), BRANCHES, ids=[f"{b[0]}-{b[1]}" for b in BRANCHES]
+)
+def test_every_rule_fires_right_fires_wrong_and_stays_quiet(task, name, fires, prediction, wrong, quiet):
+    rule = find_rule(task, name)
+    assert rule.apply(example(task, fires)) == prediction
+    assert rule.apply(example(task, quiet)) is None
+    right_gold = (prediction,) if task == "rucos" else prediction
+    measured = [example(task, fires, right_gold, 0), example(task, fires, wrong, 1), example(task, quiet, wrong, 2)]
+    row = next(row for row in coverage(task, measured) if row.name == name)
+    assert (row.covered, row.correct) == (2, 1)
+
+
+def test_every_declared_rule_has_a_tested_branch_and_a_paper_description():
+    tested = {(task, name) for task, name, *_ in BRANCHES}
+    declared = {(task, rule.name) for task, rules in RULES.items() for rule in rules}
+    assert tested == declared
+    assert all(rule.description and rule.name.isidentifier() for rules in RULES.values() for rule in rules)
+    assert "rwsd" not in RULES and not any(TASKS[name].benchmark == "tape" for name in RULES)
+
+
+def test_rules_predict_the_task_labels_they_declare():
+    for task, rules in RULES.items():
+        for rule in rules:
+            assert rule.target is None or rule.target in get_task(task).labels, (task, rule.name)
+
+
+def test_russe_reads_the_target_form_from_the_given_spans():
+    fields = {"word": "марка", "sentence1": "Марки и марка.", "sentence2": "Эта марка популярна.",
+              "start1": 8, "end1": 13, "start2": 4, "end2": 9}
+    assert find_rule("russe", "same_form").apply(example("russe", fields)) is True
+    fields["start1"], fields["end1"] = 0, 5  # now "Марки" against "марка"
+    assert find_rule("russe", "same_form").apply(example("russe", fields)) is None
+
+
+def test_lidirus_tries_its_entailment_rules_first():
+    # 'он' in both sentences (entailment) and 'не' in one (not_entailment): the authors' solver order decides.
+    pair = example("lidirus", {"sentence1": "Он не спит.", "sentence2": "Он спит."})
+    assert find_rule("lidirus", "word_in_one_sentence").apply(pair) == "not_entailment"
+    assert first_prediction(RULES["lidirus"], pair) == "entailment"
+
+
+def test_first_rule_that_fires_wins_and_the_fallback_takes_the_rest():
+    task = get_task("danetqa")
+    train = [Example(i, {}, label) for i, label in enumerate([True, True, False])]
+    questions = ["Входит ли Крит в состав Греции?", "Был ли Пушкин поэтом?", "Кит — рыба?"]
+    examples = [example("danetqa", {"question": q, "passage": "Текст."}, idx=i) for i, q in enumerate(questions)]
+    solver = make_solver("heuristic", fallback="majority")
+    solver.fit(task, train)
+    assert solver.predict(task, examples) == [False, True, True]  # rule, rule, majority of train
+    # A question opening with 'был' that is also long: row 1 comes before row 6.
+    long_was = example("danetqa", {"question": "Был ли Александр Сергеевич Пушкин великим поэтом?", "passage": ""})
+    assert solver.predict(task, [long_was]) == [True]
+
+
+def test_tasks_without_rules_are_the_fallback_alone():
+    task = get_task("rwsd")
+    train = [Example(i, {}, label) for i, label in enumerate([False, False, True])]
+    solver = HeuristicSolver(seed=3, fallback="weighted-random")
+    solver.fit(task, train)
+    predictions = solver.predict(task, [Example(i, {"text": "Кубок не влез в чемодан."}) for i in range(400)])
+    assert set(predictions) == {True, False}
+    assert 0.55 < predictions.count(False) / 400 < 0.8
+    again = HeuristicSolver(seed=3, fallback="weighted-random")
+    again.fit(task, train)
+    assert again.predict(task, [Example(i, {"text": "Кубок не влез в чемодан."}) for i in range(400)]) == predictions
+
+
+def test_the_fallback_must_be_a_trivial_baseline():
+    with pytest.raises(RuevalError, match="unknown fallback 'tfidf'"):
+        HeuristicSolver(fallback="tfidf")
+
+
+def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
+    labelled = [
+        ("Был ли Пушкин поэтом?", True),  # row 1 right
+        ("Был ли Александр Сергеевич Пушкин великим поэтом?", False),  # rows 1 (wrong) and 6 (right)
+        ("Правда ли, что киты — рыбы?", False),  # row 5 right (5 words: not a long question)
+        ("Кит — рыба?", True),  # nothing fires
+    ]
+    examples = [example("danetqa", {"question": q, "passage": "Текст."}, gold, i) for i, (q, gold) in enumerate(labelled)]
+    examples.append(example("danetqa", {"question": "Кит — рыба?", "passage": "Текст."}, None, 9))  # unlabelled: ignored
+    rows = {row.name: row for row in coverage(get_task("danetqa"), examples)}
+    assert list(rows)[-1] == NO_RULE and len(rows) == len(RULES["danetqa"]) + 1
+    assert (rows["starts_with_was"].covered, rows["starts_with_was"].correct) == (2, 1)
+    assert (rows["starts_with_is_it_true"].covered, rows["starts_with_is_it_true"].correct) == (1, 1)
+    assert (rows["long_question"].covered, rows["long_question"].correct) == (1, 1)
+    assert rows["starts_with_is"].covered == 0
+    assert rows[NO_RULE] == RuleCoverage(NO_RULE, "left to the fallback baseline", None, 1, 0)
+    assert rows["starts_with_was"].description == "The question starts with 'БЫЛ' ('was/were')"
+    assert coverage("rwsd", examples) == [RuleCoverage(NO_RULE, "left to the fallback baseline", None, 4, 0)]
+
+
+def test_rule_predicting_names_the_rule_after_its_predicate():
+    def sky_is_blue(e):
+        return "небо" in e.fields["text"]
+
+    rule = Rule.predicting("yes", sky_is_blue, "The text mentions the sky")
+    assert rule.name == "sky_is_blue"
+    assert rule.apply(Example(0, {"text": "небо"})) == "yes" and rule.apply(Example(0, {"text": "море"})) is None
+
+
+def test_heuristics_command_prints_each_rule_with_its_counts(cli, data_dir):
+    write_jsonl(data_dir / "DaNetQA" / "val.jsonl", [
+        {"idx": 0, "question": "Был ли Пушкин поэтом?", "passage": "Пушкин — поэт.", "label": True},
+        {"idx": 1, "question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров.", "label": False},
+        {"idx": 2, "question": "Кит — рыба?", "passage": "Кит — зверь.", "label": False},
+        {"idx": 3, "question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета.", "label": False},
+    ])
+    result = cli("heuristics", "-t", "danetqa", "--data", data_dir)
+    assert result.exit_code == 0, result.stderr
+    for rule in RULES["danetqa"]:
+        assert rule.name in result.stdout
+    assert "danetqa / val (4 labelled examples)" in result.stdout
+    assert "1 (25.0%)" in result.stdout and "1 (100.0%)" in result.stdout and "0 (0.0%)" in result.stdout
+    assert NO_RULE in result.stdout
+
+
+def test_heuristics_command_rejects_bad_tasks_and_unlabelled_splits(cli, data_dir):
+    assert cli("heuristics", "-t", "nosuchtask").exit_code == 2
+    rwsd = cli("heuristics", "-t", "rwsd")
+    assert rwsd.exit_code == 2 and "rwsd has no heuristic rules" in rwsd.stderr
+    unlabelled = cli("heuristics", "-t", "terra", "--data", data_dir, "--split", "test")
+    assert unlabelled.exit_code == 2 and "no gold labels" in unlabelled.stderr
+
+
+def test_heuristic_model_runs_on_all_sixteen_bundled_tasks(cli, tmp_path):
+    out = tmp_path / "out"
+    result = cli("run", "-m", "heuristic", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert list(summary["tasks"]) == list(TASKS)
+    assert summary["model"] == "heuristic" and summary["solver_options"] == {"fallback": "majority"}
+
+
+def test_the_fallback_is_part_of_the_run_fingerprint(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("run", "-t", "rwsd", "-m", "heuristic", "-o", out).exit_code == 0
+    majority = json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))
+    assert cli("run", "-t", "rwsd", "-m", "heuristic", "--fallback", "random", "--seed", "4", "-o", out).exit_code == 0
+    rerun = json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))
+    assert rerun["fingerprint"] != majority["fingerprint"]
+    assert json.loads((out / "results.json").read_text())["solver_options"] == {"fallback": "random"}
+
+
+def test_submit_passes_the_fallback_to_the_heuristic_model(cli, tmp_path):
+    result = cli("submit", "-m", "heuristic", "--fallback", "weighted-random", "-o", tmp_path / "sub.zip")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "sub.zip").exists() and "RuCoS.jsonl" in result.stdout

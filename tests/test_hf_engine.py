@@ -1,0 +1,100 @@
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from rueval.models.base import Generation, Loglikelihood, cut_at_stop
+from rueval.models.cache import RequestCache
+from rueval.models.engine import Engine
+from rueval.models.hf import HFCausalLM
+
+DEMOS = "Вопрос: Где живёт белый медведь? Ответ: в Арктике\n\nВопрос: Сколько ног у паука? Ответ: восемь\n\n"
+REQUESTS = [
+    Loglikelihood(DEMOS + "Вопрос: Какого цвета снег? Ответ:", " белый"),
+    Loglikelihood(DEMOS + "Вопрос: Какого цвета снег? Ответ:", " зелёный"),
+    Loglikelihood(DEMOS + "Вопрос: Что пьёт кошка? Ответ:", " молоко"),
+    Loglikelihood(DEMOS + "Вопрос: Что пьёт кошка? Ответ: ", "воду"),  # trailing space moves to the continuation
+    Loglikelihood("", DEMOS + "Вопрос: Что пьёт кошка? Ответ: молоко"),  # TAPE perplexity: the whole text
+    Loglikelihood("", "Ёжик"),
+    Loglikelihood("Короткий контекст", " и длинное продолжение, в котором много разных слов подряд"),
+]
+
+
+@pytest.fixture(scope="module")
+def model(tiny_gpt2_dir):
+    return HFCausalLM(str(tiny_gpt2_dir))
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_gpt2_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval()
+
+
+def plain_loglikelihood(reference, ids, first):
+    """One sequence at a time, no cache, no batching: the definition."""
+    with torch.no_grad():
+        logprobs = reference(torch.tensor([ids])).logits[0].log_softmax(-1)
+    total = sum(logprobs[j - 1, ids[j]].item() for j in range(first, len(ids)))
+    greedy = all(logprobs[j - 1].argmax().item() == ids[j] for j in range(first, len(ids)))
+    return total, greedy
+
+
+@pytest.mark.parametrize(("rows", "tokens"), [(64, 16384), (2, 64), (3, 200)])
+def test_batched_shared_prefix_scores_match_plain_transformers(model, reference, rows, tokens):
+    model.max_rows, model.max_batch_tokens = rows, tokens  # small budgets force padded mixed batches
+    results = model.loglikelihood(REQUESTS)
+    for request, result in zip(REQUESTS, results):
+        ids, first = model.encode(request)
+        expected, greedy = plain_loglikelihood(reference, ids, first)
+        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.n_tokens == len(ids) - first and result.greedy == greedy
+
+
+def test_shared_and_separate_computation_agree_and_sharing_saves_tokens(model):
+    model.max_rows, model.max_batch_tokens = 64, 16384
+    before = model.stats.forwarded_tokens
+    together = model.loglikelihood(REQUESTS)
+    shared_cost = model.stats.forwarded_tokens - before
+    separate = [model.loglikelihood([r])[0] for r in REQUESTS]
+    separate_cost = model.stats.forwarded_tokens - before - shared_cost
+    for a, b in zip(together, separate):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4) and a.n_tokens == b.n_tokens
+    assert shared_cost < 0.6 * separate_cost
+    unique = len({tuple(ids[: i + 1]) for ids, _ in map(model.encode, REQUESTS) for i in range(len(ids))})
+    assert shared_cost == unique  # every distinct prefix forwarded exactly once
+
+
+def test_full_logits_path_agrees_with_the_split_output_head(model):
+    expected = model.loglikelihood(REQUESTS[:3])
+    model._split_head = False
+    try:
+        assert [r.logprob for r in model.loglikelihood(REQUESTS[:3])] == pytest.approx([r.logprob for r in expected], abs=1e-4)
+    finally:
+        model._split_head = True
+
+
+def test_context_is_truncated_from_the_left_to_fit(model):
+    long_context = "слово " * 3000
+    ids, first = model.encode(Loglikelihood(long_context, " конец"))
+    short_ids, short_first = model.encode(Loglikelihood("слово " * 3, " конец"))
+    assert len(ids) == model.max_length and ids[first:] == short_ids[short_first:]
+
+
+def test_engine_deduplicates_and_the_cache_makes_reruns_free(model, tmp_path):
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    engine = Engine(model, cache, chunk_size=2)
+    first = engine.loglikelihood(REQUESTS + REQUESTS[:2])
+    assert engine.computed == len(REQUESTS)  # repeats computed once
+    again = Engine(model, RequestCache(tmp_path / "cache.sqlite"))
+    assert again.loglikelihood(REQUESTS) == first[: len(REQUESTS)]
+    assert again.computed == 0
+
+
+def test_generation_is_deterministic_and_stops(model):
+    requests = [Generation("Вопрос: Какого цвета снег? Ответ:", 12, ("\n",), top_p=0.8, temperature=1.0, seed=3)] * 2
+    requests.append(Generation("Кошка сидит", 5))
+    texts = model.generate(requests)
+    assert texts == model.generate(requests)  # seeded: the same requests give the same texts
+    assert model.generate([Generation(requests[0].prompt, 12, ("\n",), 0.8, 1.0, seed=4)]) != model.generate(requests[:1])
+    assert all(isinstance(t, str) and "\n" not in t for t in texts[:2])
+    assert len(model.tokenizer(texts[2], add_special_tokens=False)["input_ids"]) <= 6
+    assert cut_at_stop("ответ\nещё", ("\n",)) == "ответ" and cut_at_stop("без стопа", ("\n",)) == "без стопа"

@@ -1,0 +1,147 @@
+"""The papers' reference rows, and `rueval leaderboard` ranking runs among them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from statistics import fmean
+
+import pytest
+from typer.testing import CliRunner
+
+from rueval.cli import app
+from rueval.report.leaderboard import format_score
+from rueval.report.reference import HEURISTICS, RSG, TAPE, TASK_LEVEL, reference, references
+from rueval.tasks import TASKS
+
+TAPE_TASKS = ("winograd", "ru_openbook", "ru_worldtree", "multiq", "chegeka", "sit_ethics", "per_ethics")
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
+        for model in ("majority", "weighted-random"):
+            result = invoke("run", "-m", model, "-o", base / model)
+            assert result.exit_code == 0, result.output
+    return {model: base / model for model in ("majority", "weighted-random")}
+
+
+def test_reference_rows_transcribe_the_papers():
+    assert reference("rsg", RSG, "RuBERT").metrics["rcb"] == {"macro_f1": 43.2, "accuracy": 46.8}
+    assert reference("rsg", RSG, "Human").metrics["lidirus"] == {"mcc": 62.6}
+    assert reference("rsg", RSG, "TF-IDF").metrics["rcb"] == {TASK_LEVEL: 45.0}  # one value printed under F1/Acc
+    assert reference("rsg", HEURISTICS, "Majority").metrics["rwsd"] == {"accuracy": 66.9}
+    assert reference("rsg", HEURISTICS, "Random balanced").counterpart == "weighted-random"
+    large = reference("tape", TAPE, "ruGPT-3 Large", k=8)
+    assert large.metrics["ru_worldtree"] == {"macro_f1": 41.9, "accuracy": 41.9}
+    assert large.std["ru_worldtree"] == {"macro_f1": 0.7, "accuracy": 0.7}
+    assert reference("tape", TAPE, "Human").metrics["multiq"] == {"f1": 92.8, "em": 91.0}
+    assert "multiq" not in reference("tape", TAPE, "Random").metrics  # '✗' in the paper
+    assert len(references("tape", TAPE)) == 15 and len(references("rsg")) == 12
+
+
+@pytest.mark.parametrize("row", references("rsg"), ids=lambda r: f"{r.source}: {r.name}")
+def test_rsg_reference_totals_recompute_to_the_printed_average(row):
+    if row.name.startswith("SOTA"):
+        # Per-task bests of different systems; the printed total is the best single system's.
+        assert row.total()[0] - row.printed_total[0] > 5 and row.note
+        return
+    # Rounding: Table 2 prints some cells to two decimals (x100: ±0.5), Table 8 all to three (±0.05);
+    # the printed average adds its own ±0.05.
+    tolerance = 0.55 if row.source == RSG else 0.1
+    assert row.total()[0] == pytest.approx(row.printed_total[0], abs=tolerance)
+
+
+def test_tape_human_average_recomputes_to_the_printed_one():
+    human = reference("tape", TAPE, "Human")
+    f1, accuracy = human.total()
+    assert (round(f1, 2), round(accuracy, 2)) == human.printed_total == (78.09, 76.17)
+
+
+def test_leaderboard_ranks_runs_among_the_papers_rows(runs, tmp_path):
+    result = invoke("leaderboard", runs["majority"], runs["weighted-random"], "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "RussianSuperGLUE leaderboard" in result.output and "TAPE leaderboard" in result.output
+    assert "| # | Name | Total | LiDiRus (MCC) | RCB (F1/Acc) |" in result.output
+    rsg = read_csv(tmp_path / "leaderboard_rsg.csv")
+    totals = [float(row["total"]) for row in rsg]
+    assert totals == sorted(totals, reverse=True)
+    assert [row["rank"] for row in rsg] == [str(i) for i in range(1, len(rsg) + 1)]
+    by_name = {(row["name"], row["source"]): row for row in rsg}
+    assert by_name["Human", "Shavrina et al. (2020), Table 2"]["total"] == "80.2"
+    for model, run_dir in runs.items():
+        results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        row = by_name[model, str(run_dir)]
+        assert float(row["total"]) == pytest.approx(results["rsg_total"], abs=1e-4)
+        assert float(row["rcb:accuracy"]) == pytest.approx(results["tasks"]["rcb"]["metrics"]["accuracy"], abs=1e-4)
+    markdown = (tmp_path / "leaderboard_rsg.md").read_text(encoding="utf-8")
+    assert "**majority**" in markdown and "Shavrina, T., Fenogenova, A." in markdown  # runs marked, sources cited
+
+    tape = read_csv(tmp_path / "leaderboard_tape.csv")
+    majority = json.loads((runs["majority"] / "results.json").read_text(encoding="utf-8"))["tasks"]
+    row = next(r for r in tape if r["name"] == "majority")
+    expected_f1 = fmean(majority[t]["metrics"][TASKS[t].metrics[0]] for t in TAPE_TASKS)
+    assert float(row["avg_f1"]) == pytest.approx(expected_f1, abs=1e-4)
+    # TAPE's random and linear baselines were not run on MultiQ and CheGeKa: no average, listed last, unranked.
+    assert [(r["name"], r["rank"]) for r in tape[-2:]] == [("Random", ""), ("Linear", "")]
+    human = next(r for r in tape if r["name"] == "Human")
+    assert (human["avg_f1"], human["avg_acc"], human["rank"]) == ("78.09", "76.17", "1")
+    assert "| Avg (F1 / Acc) |" in (tmp_path / "leaderboard_tape.md").read_text(encoding="utf-8")
+
+
+def test_tape_leaderboard_shows_few_shot_rows_with_std(tmp_path):
+    """An LM run evaluated at k = 0 and 4: one row per k, mean ± std per cell, as TAPE's Table 3."""
+    tasks = {}
+    for i, task in enumerate(TAPE_TASKS):
+        metrics = TASKS[task].metrics
+        shots = {
+            str(k): {"metrics": {m: 10.0 + i + k for m in metrics}, "std": dict.fromkeys(metrics, 1.5)} for k in (0, 4)
+        }
+        tasks[task] = {"metrics": dict(shots["0"]["metrics"]), "score": 10.0 + i, "n": 20, "shots": shots}
+    run_dir = tmp_path / "lm"
+    run_dir.mkdir()
+    (run_dir / "results.json").write_text(json.dumps({"model": "ruGPT-tiny", "tasks": tasks}), encoding="utf-8")
+    result = invoke("leaderboard", run_dir, "-o", tmp_path / "board")
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "board" / "leaderboard_rsg.csv").exists()  # no RSG task was run
+    rows = {r["k"]: r for r in read_csv(tmp_path / "board" / "leaderboard_tape.csv") if r["name"] == "ruGPT-tiny"}
+    assert set(rows) == {"0", "4"}
+    assert float(rows["4"]["avg_f1"]) == pytest.approx(fmean(14.0 + i for i in range(7)))
+    assert rows["4"]["winograd:macro_f1:std"] == "1.5"
+    assert "| 10.0 ±1.5 / 10.0 ±1.5 |" in result.output
+
+
+def test_leaderboard_of_a_partial_run_has_no_total(tmp_path):
+    result = invoke("run", "-t", "rcb,parus", "-m", "majority", "-o", tmp_path / "partial")
+    assert result.exit_code == 0, result.output
+    result = invoke("leaderboard", tmp_path / "partial", "-o", tmp_path / "board")
+    assert result.exit_code == 0, result.output
+    row = next(r for r in read_csv(tmp_path / "board" / "leaderboard_rsg.csv") if r["name"] == "majority")
+    assert (row["rank"], row["total"], row["parus:accuracy"]) == ("", "", "50")
+    assert not (tmp_path / "board" / "leaderboard_tape.md").exists()
+
+
+def test_leaderboard_without_results_is_a_user_error(tmp_path):
+    result = invoke("leaderboard", tmp_path, "-o", tmp_path / "board")
+    assert result.exit_code == 2
+    assert "no results.json" in result.output
+    assert not (tmp_path / "board").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(36.7, "36.7"), (58.0, "58.0"), (0.17, "0.17"), (0.4, "0.4"), (0.0, "0.0"), (-17.04, "-17.0")]
+)
+def test_scores_print_as_the_papers_print_them(value, text):
+    assert format_score(value) == text

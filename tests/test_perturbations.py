@@ -1,0 +1,293 @@
+"""Perturbations: what they change, at what rate, deterministically, and that gold answers stay."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from rueval.data import open_data
+from rueval.robustness.backends import CausalLMGenerator, Seq2SeqTranslator
+from rueval.robustness.perturbations import (
+    KEYBOARD_NEIGHBOURS,
+    AddSent,
+    BackTranslation,
+    ButterFingers,
+    ChangeCharCase,
+    EdaDelete,
+    EdaSwap,
+    Emojify,
+    emoji_dictionary,
+)
+from rueval.robustness.targets import TARGETS
+from rueval.tasks import Example, get_task
+from rueval.text import lemma, sentences, words
+
+WORD_LEVEL = [ButterFingers, Emojify, EdaDelete, EdaSwap, ChangeCharCase]
+SAMPLES = open_data(None)
+TAPE_TASKS = ("winograd", "ru_openbook", "ru_worldtree", "multiq", "chegeka", "sit_ethics", "per_ethics")
+
+# About 600 words, most with an emoji in the dictionary: enough to measure rates.
+LONG_TEXT = " ".join(
+    [
+        "Утром кошка и собака гуляли в парке у реки, а солнце светило над лесом.",
+        "Мальчик взял книгу, яблоко и телефон и поехал на автобусе в школу.",
+        "Бабушка испекла торт, налила чай и молоко, а дедушка принёс хлеб и сыр.",
+        "Зимой в городе шёл снег, дети лепили снеговика и катались на лыжах у горы.",
+        "Врач приехал на машине в больницу, где его ждал учитель с маленьким ребёнком.",
+        "Летом мы купили арбуз, виноград и клубнику, а вечером смотрели фильм в кино.",
+    ]
+    * 10
+)
+
+
+def letters(text: str) -> list[str]:
+    return [c for c in text if c.lower() in KEYBOARD_NEIGHBOURS]
+
+
+def text_example(text: str = LONG_TEXT) -> Example:
+    return Example(0, {"text": text, "source": "news"}, (1, 0, 1, 0, 0))
+
+
+ETHICS = get_task("sit_ethics")
+
+
+def test_butter_fingers_typos_are_keyboard_neighbours_at_the_configured_rate():
+    perturbed = ButterFingers(0.15).perturb(text_example(), ETHICS).fields["text"]
+    assert len(perturbed) == len(LONG_TEXT)
+    changed = [(a, b) for a, b in zip(LONG_TEXT, perturbed) if a != b]
+    assert all(b.lower() in KEYBOARD_NEIGHBOURS[a.lower()] and a.isupper() == b.isupper() for a, b in changed)
+    assert len(changed) / len(letters(LONG_TEXT)) == pytest.approx(0.15, abs=0.025)
+
+
+def test_keyboard_neighbours_follow_the_russian_layout():
+    assert set(KEYBOARD_NEIGHBOURS["ф"]) == {"ы", "й", "ц", "я"}
+    assert set(KEYBOARD_NEIGHBOURS["п"]) == {"а", "р", "е", "н", "м", "и"}
+    assert all(key not in near for key, near in KEYBOARD_NEIGHBOURS.items())
+
+
+def test_change_char_case_rate():
+    perturbed = ChangeCharCase(0.35).perturb(text_example(), ETHICS).fields["text"]
+    flipped = sum(a != b and a.swapcase() == b for a, b in zip(LONG_TEXT, perturbed))
+    assert perturbed.lower() == LONG_TEXT.lower()
+    assert flipped / len(letters(LONG_TEXT)) == pytest.approx(0.35, abs=0.03)
+
+
+def test_emojify_replaces_dictionary_words_at_the_configured_rate():
+    perturbed = Emojify(0.4).perturb(text_example(), ETHICS).fields["text"]
+    in_dictionary = sum(lemma(w) in emoji_dictionary() for w in words(LONG_TEXT))
+    replaced = len(words(LONG_TEXT)) - len(words(perturbed))  # an emoji is no word
+    assert in_dictionary > 300
+    assert replaced / in_dictionary == pytest.approx(0.4, abs=0.06)
+    assert "🐱" in perturbed or "🐶" in perturbed  # кошка / собака matched through their lemmas
+
+
+def test_emoji_dictionary_is_a_few_hundred_russian_lemmas():
+    dictionary = emoji_dictionary()
+    assert len(dictionary) >= 300
+    assert all(lemma(word) == word for word in dictionary)
+    assert all(not any(c.isalnum() for c in emoji) for emoji in dictionary.values())
+    assert dictionary["кошка"] == "🐱" and dictionary["солнце"] == "☀"
+
+
+def test_eda_delete_rate_and_punctuation_kept():
+    perturbed = EdaDelete(0.3).perturb(text_example(), ETHICS).fields["text"]
+    assert 1 - len(words(perturbed)) / len(words(LONG_TEXT)) == pytest.approx(0.3, abs=0.04)
+    assert perturbed.count(".") == LONG_TEXT.count(".") and "  " not in perturbed
+
+
+def test_eda_delete_keeps_at_least_one_word():
+    perturbed = EdaDelete(1.0).perturb(text_example("Мама мыла раму."), ETHICS).fields["text"]
+    assert len(words(perturbed)) == 1 and perturbed.endswith(".")
+
+
+def test_eda_swap_only_moves_words():
+    perturbed = EdaSwap(0.3).perturb(text_example(), ETHICS).fields["text"]
+    before, after = words(LONG_TEXT), words(perturbed)
+    assert sorted(before) == sorted(after)
+    moved = sum(a != b for a, b in zip(before, after)) / len(before)
+    assert 0.3 < moved < 0.6  # round(0.3 x n) swaps of two random words each
+
+
+@pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
+def test_same_seed_same_output_other_seed_other_output(cls):
+    example = text_example()
+    first, again, other = (cls(seed=s).perturb(example, ETHICS).fields["text"] for s in (0, 0, 1))
+    assert first == again != other
+
+
+@pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
+def test_an_example_is_perturbed_the_same_alone_or_in_a_batch(cls):
+    task = get_task("ru_worldtree")
+    examples = SAMPLES.load(task, "test").examples
+    batch = cls().perturb_batch(task, examples)
+    assert [cls().perturb(e, task) for e in examples[:3]] == batch[:3]
+
+
+def test_nothing_to_change_gives_none():
+    assert Emojify(1.0).perturb(text_example("Всё прошло хорошо."), ETHICS) is None  # no dictionary word
+    assert EdaSwap(1.0).perturb(text_example("Хорошо."), ETHICS) is None  # one word cannot swap
+    assert ButterFingers(0.0).perturb(text_example(), ETHICS) is None
+
+
+def test_rate_outside_zero_one_is_refused():
+    from rueval.errors import RuevalError
+
+    with pytest.raises(RuevalError, match="between 0 and 1"):
+        ButterFingers(1.5)
+
+
+@pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
+@pytest.mark.parametrize("task_name", TAPE_TASKS)
+def test_gold_and_other_fields_are_untouched(cls, task_name):
+    task = get_task(task_name)
+    examples = SAMPLES.load(task, "test").examples
+    changed = 0
+    repaired = {"bridge_answers", "main_answers"}  # offsets that follow the perturbed text
+    for example, perturbed in zip(examples, cls().perturb_batch(task, examples)):
+        if perturbed is None:
+            continue
+        changed += 1
+        assert perturbed.label == example.label and perturbed.idx == example.idx
+        untouched = set(example.fields) - set(TARGETS[task_name].fields) - repaired
+        assert {f: perturbed.fields[f] for f in untouched} == {f: example.fields[f] for f in untouched}
+    assert changed > 0
+
+
+@pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
+def test_multiple_choice_markers_stay_and_options_are_perturbed_apart(cls):
+    task = get_task("ru_openbook")
+    for example in SAMPLES.load(task, "test").examples:
+        perturbed = cls(1.0).perturb(example, task)
+        if perturbed is None:
+            continue
+        question = perturbed.fields["question"]
+        assert re.findall(r"\(([A-D])\)", question) == ["A", "B", "C", "D"]
+        assert perturbed.label == example.label
+
+
+# --- model based ---------------------------------------------------------------------------------
+
+
+def test_back_translation_rewrites_chosen_sentences_and_keeps_protected_spans():
+    def to_english(texts):
+        return [f"EN {t}" for t in texts]
+
+    def to_russian(texts):
+        return [t.replace("EN ", "Итак, ") for t in texts]
+
+    task = get_task("multiq")
+    example = SAMPLES.load(task, "test").examples[0]
+    perturbed = BackTranslation(to_english, to_russian, rate=1.0).perturb(example, task)
+    assert perturbed.fields["main_text"].count("Итак, ") == len(sentences(example.fields["main_text"]))
+    answer = perturbed.fields["main_answers"][0]
+    assert perturbed.fields["main_text"][answer["offset"] : answer["offset"] + answer["length"]] == answer["segment"]
+
+    def lossy(texts):  # a translation that loses every capitalised word
+        return [" ".join(w for w in t.split() if not w[0].isupper()) for t in texts]
+
+    main = "Вологда — город на севере России. Климат здесь умеренный, зима долгая. Город стоит на реке Вологде."
+    fields = {**example.fields, "main_text": main, "main_answers": [{"offset": 91, "length": 7, "segment": "Вологде"}]}
+    dropped = BackTranslation(lambda t: t, lossy, rate=1.0).perturb(Example(0, fields, ("Вологде",)), task)
+    assert dropped.fields["main_text"] == (
+        "Вологда — город на севере России. здесь умеренный, зима долгая. Город стоит на реке Вологде."
+    )  # only the sentence without protected entities was rewritten
+
+
+def test_back_translation_rate_is_per_sentence():
+    seen = []
+
+    def record(texts):
+        seen.extend(texts)
+        return texts
+
+    sentences = [f"Предложение номер {i} стоит здесь." for i in range(400)]
+    BackTranslation(record, lambda t: t, rate=0.5).perturb(text_example(" ".join(sentences)), ETHICS)
+    assert len(seen) / len(sentences) == pytest.approx(0.5, abs=0.07)
+
+
+@pytest.fixture(scope="session")
+def tiny_translator_dir(tmp_path_factory) -> Path:
+    """A random one-layer BART with a byte-level BPE tokenizer trained here: real transformers
+    seq2seq wiring, no download. It is told to emit a few tokens before it may stop."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
+
+    from rueval.models.tiny import sample_texts
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False)
+    bpe.train_from_iterator(sample_texts(), trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    config = BartConfig(
+        vocab_size=len(tokenizer),
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=512,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=None,
+    )
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(config)
+    model.generation_config.min_new_tokens = 3
+    out = tmp_path_factory.mktemp("tiny_bart")
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def test_back_translation_through_a_transformers_seq2seq_model(tiny_translator_dir):
+    translate = Seq2SeqTranslator(str(tiny_translator_dir), max_new_tokens=8)
+    task = get_task("ru_openbook")
+    examples = SAMPLES.load(task, "test").examples[:4]
+    runs = [BackTranslation(translate, translate, rate=1.0).perturb_batch(task, examples) for _ in range(2)]
+    assert runs[0] == runs[1]
+    changed = [p for p in runs[0] if p is not None]
+    assert changed and all(isinstance(p.fields["question"], str) for p in changed)
+    assert all(re.findall(r"\(([A-D])\)", p.fields["question"]) == ["A", "B", "C", "D"] for p in changed)
+
+
+def test_add_sent_appends_a_generated_sentence_of_bounded_length(tiny_gpt2_dir):
+    generate = CausalLMGenerator(str(tiny_gpt2_dir), max_new_tokens=12)
+    task = get_task("winograd")
+    examples = SAMPLES.load(task, "test").examples[:4]
+    runs = [AddSent(generate, rate=0.5).perturb_batch(task, examples) for _ in range(2)]
+    assert runs[0] == runs[1]
+    for example, perturbed in zip(examples, runs[0]):
+        assert perturbed is not None
+        original = example.fields["text"]
+        assert perturbed.fields["text"].startswith(original + " ")
+        added = words(perturbed.fields["text"][len(original) :])
+        assert 1 <= len(added) <= math.ceil(0.5 * len(words(original)))
+        assert perturbed.label == example.label and perturbed.fields["options"] == example.fields["options"]
+
+
+def test_add_sent_replaces_one_wrong_option_of_a_multiple_choice_question(tiny_gpt2_dir):
+    prompts = []
+
+    def generate(texts):
+        prompts.extend(texts)
+        return ["ответ из генератора. И ещё одно предложение." for _ in texts]
+
+    task = get_task("ru_openbook")
+    example = Example(0, {"question": "Что светит днём? (A) луна (B) солнце (C) лампа (D) звезда", "answer": "B"}, "B")
+    perturbed = AddSent(generate, rate=1.0).perturb(example, task)
+    options = re.split(r" ?\([A-D]\) ", perturbed.fields["question"])[1:]
+    assert prompts == ["Что светит днём?"]
+    assert options[1] == "солнце" and perturbed.label == "B"  # the gold option is never replaced
+    assert sum(option != old for option, old in zip(options, ["луна", "солнце", "лампа", "звезда"])) == 1
+    assert "ответ" in options  # cut to p x the words of the option it replaces (one word)
+    real = AddSent(CausalLMGenerator(str(tiny_gpt2_dir), max_new_tokens=12), rate=1.0).perturb(example, task)
+    assert re.findall(r"\(([A-D])\)", real.fields["question"]) == ["A", "B", "C", "D"]

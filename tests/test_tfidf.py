@@ -1,0 +1,175 @@
+import json
+from dataclasses import replace
+
+import pytest
+from sklearn.metrics.pairwise import cosine_similarity
+
+from rueval.data import open_data
+from rueval.errors import RuevalError
+from rueval.evaluate import load_train
+from rueval.paths import cache_dir
+from rueval.solvers import make_solver
+from rueval.solvers import tfidf
+from rueval.tasks import TASKS, Example, get_task
+from rueval.tasks.tape import split_options
+
+SAMPLES = open_data(None)
+
+
+def fit_predict(task, train, examples, seed=0):
+    solver = make_solver("tfidf", seed)
+    solver.fit(task, train)
+    return solver.predict(task, iter(examples))  # evaluate passes a one-pass iterator
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_fits_the_bundled_train_samples_and_predicts_well_formed_answers(name):
+    task = TASKS[name]
+    train = load_train(SAMPLES, task).examples  # LiDiRus learns from TERRa's train split
+    examples = SAMPLES.load(task, "test").examples
+    preds = fit_predict(task, train, examples)
+    assert len(preds) == len(examples)
+    for example, pred in zip(examples, preds):
+        if task.kind == "classification":
+            assert pred in task.labels and type(pred) is type(task.labels[0])
+        elif task.kind == "multilabel":
+            assert isinstance(pred, tuple) and len(pred) == 5 and set(pred) <= {0, 1}
+            assert all(type(value) is int for value in pred)
+        elif name == "rucos":
+            assert pred in example.candidates
+        elif name == "multiq":
+            assert pred and pred in example.fields["main_text"]
+        else:
+            assert pred in {e.label[0] for e in train}  # CheGeKa: a train question's answer
+
+
+def test_run_scores_every_task_with_tfidf(cli, tmp_path):
+    result = cli("run", "-m", "tfidf", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert summary["model"] == "tfidf" and list(summary["tasks"]) == list(TASKS)
+
+
+TOPICS = ["новый мост", "старую крепость", "городской парк", "школьный музей", "речной порт", "лесной заповедник",
+          "горное озеро", "северный вокзал", "зимний стадион", "детскую больницу", "сельскую школу", "морской маяк"]
+
+
+def nli_toy(topics, first_idx=0):
+    """TERRa-like pairs whose label is decided by one verb of the hypothesis."""
+    examples = []
+    for i, topic in enumerate(topics):
+        for verb, label in (("подтвердили", "entailment"), ("опровергли", "not_entailment")):
+            fields = {"premise": f"Журналисты написали про {topic}.", "hypothesis": f"Власти {verb} слухи про {topic}."}
+            examples.append(Example(idx=first_idx + len(examples), fields=fields, label=label))
+    return examples
+
+
+def test_learns_a_pair_task_decided_by_one_word():
+    task = get_task("terra")
+    test = nli_toy(["ночной рынок", "новую школу", "старый завод", "центральную площадь"], first_idx=100)
+    preds = fit_predict(task, nli_toy(TOPICS), test)
+    assert preds == [e.label for e in test]
+
+
+OBJECTS = ["чашка", "книга", "ручка", "лампа", "коробка", "тетрадь", "папка", "кружка", "корзина", "подушка"]
+
+
+def choice_toy(start, count):
+    """RuWorldTree-like questions: the right option is the one 'зелёного цвета'."""
+    examples = []
+    for i in range(start, start + count):
+        letters = "ABCD"
+        gold = letters[i % 4]
+        options = [f"({letter}) {OBJECTS[(i + k) % len(OBJECTS)]} {'зелёного' if letter == gold else 'синего'} цвета"
+                   for k, letter in enumerate(letters)]
+        question = f"Какой предмет Маша положила на полку номер {i}? " + " ".join(options)
+        examples.append(Example(idx=i, fields={"question": question, "answer": gold}, label=gold))
+    return examples
+
+
+def test_learns_a_multiple_choice_task_decided_by_one_word():
+    test = choice_toy(50, 8)
+    preds = fit_predict(get_task("ru_worldtree"), choice_toy(0, 24), test)
+    assert preds == [e.label for e in test]
+
+
+def test_ethics_learns_each_category_on_its_own():
+    task = get_task("sit_ethics")
+    texts = [("Сосед {} вернул найденный кошелёк владельцу.", 1), ("Сосед {} украл кошелёк у прохожего.", 0)]
+    names = ["Иван", "Олег", "Пётр", "Семён", "Артём", "Глеб", "Фёдор", "Лев"]
+    train = [Example(idx=f"{n}{i}", fields={"text": t.format(n)}, label=(label, 0, 1 - label, 0, 0))
+             for n in names for i, (t, label) in enumerate(texts)]
+    test = [Example(idx=i, fields={"text": t.format("Гриша")}, label=None) for i, (t, _) in enumerate(texts)]
+    # virtue and law follow the verb; moral, justice and util are always 0 in train, so stay 0
+    assert fit_predict(task, train, test) == [(1, 0, 0, 0, 0), (0, 0, 1, 0, 0)]
+
+
+def test_chegeka_answers_like_the_nearest_train_question():
+    task = get_task("chegeka")
+    train = [
+        Example(idx=1, fields={"question": "ЭТА РЕКА впадает в Каспийское море."}, label=("Волга",)),
+        Example(idx=2, fields={"question": "ЭТОТ ГОРОД стоит на Неве."}, label=("Санкт-Петербург",)),
+    ]
+    test = [Example(idx=3, fields={"question": "Какой город стоит на Неве и Охте?"})]
+    assert fit_predict(task, train, test) == ["Санкт-Петербург"]
+
+
+def test_second_fit_on_the_same_data_loads_the_cached_model(monkeypatch):
+    task = get_task("rcb")
+    train, examples = SAMPLES.load(task, "train").examples, SAMPLES.load(task, "val").examples
+    first = fit_predict(task, train, examples)
+    assert len(list(cache_dir("tfidf").glob("rcb-*.joblib"))) == 1
+
+    class NoFitting:
+        def __init__(self, **_):
+            raise AssertionError("refitted")
+
+    monkeypatch.setattr(tfidf, "LogisticRegression", NoFitting)
+    assert fit_predict(task, train, examples) == first  # loaded, not refitted
+    other_label = next(label for label in task.labels if label != train[0].label)
+    changed = [replace(train[0], label=other_label), *train[1:]]
+    with pytest.raises(AssertionError, match="refitted"):  # other labels -> another key
+        fit_predict(task, changed, examples)
+    with pytest.raises(AssertionError, match="refitted"):  # another seed -> another key
+        fit_predict(task, train, examples, seed=1)
+
+
+def test_split_options_reads_the_inline_options():
+    stem, options = split_options("Растения получают энергию для роста (A) из почвы (B) из солнечного света "
+                                  "(C) из воды (D) из воздуха")
+    assert stem == "Растения получают энергию для роста"
+    assert options == {"A": "из почвы", "B": "из солнечного света", "C": "из воды", "D": "из воздуха"}
+
+
+@pytest.mark.parametrize(
+    ("question", "problem"),
+    [
+        ("Что тяжелее? (A) перо (B) камень (D) лист", r"found \(A\) \(B\) \(D\)"),
+        ("Что тяжелее? (A) перо (B) камень (C) (D) лист", r"option \(C\) has no text"),
+        ("Что тяжелее: перо или камень?", "found none"),
+    ],
+)
+def test_a_malformed_options_question_is_an_error_naming_the_example(question, problem):
+    task = get_task("ru_openbook")
+    train = [Example(idx=0, fields={"question": "Что легче? (A) перо (B) гиря (C) камень (D) кирпич"}, label="A"),
+             Example(idx=7, fields={"question": question}, label="B")]
+    with pytest.raises(RuevalError, match=rf"ru_openbook example 7: .*{problem}"):
+        fit_predict(task, train, [])
+
+
+def test_no_labelled_train_examples_is_an_error():
+    task = get_task("danetqa")
+    with pytest.raises(RuevalError, match="needs labelled train examples"):
+        fit_predict(task, [Example(idx=0, fields={"question": "а?", "passage": "б"})], [])
+
+
+def test_field_vectors_keep_an_options_own_words_and_its_cosine_with_the_shared_context():
+    features = tfidf.FieldVectors(tfidf.CONFIGS["rsg"]).fit(get_task("rucos"), [("кошка спит дома", "собака спит")])
+    inputs = [("кошка спит дома", "собака спит"), ("кошка спит дома", "кошка дома")]
+    matrix = features.transform(inputs, shared=1).toarray()
+    vocabulary = len(features.vectorizer.vocabulary_)
+    assert matrix.shape == (2, vocabulary + 1)  # the shared passage's own vector is left out
+    vectors = features.vectorizer.transform([text for pair in inputs for text in pair])
+    assert matrix[:, -1] == pytest.approx([cosine_similarity(vectors[0], vectors[1])[0, 0],
+                                          cosine_similarity(vectors[2], vectors[3])[0, 0]])
+    assert matrix[1, -1] > matrix[0, -1] > 0
