@@ -91,7 +91,8 @@ class Calm(Similarity):
 def filter_ethics(**options):
     task = get_task("sit_ethics")
     examples = open_data(None).load(task, "test").examples
-    return examples, SemanticFilter(Calm(), **options).apply(task, examples, Exclaim(), protected_spans_batch(task, examples))
+    protected = protected_spans_batch(task, examples)
+    return examples, SemanticFilter(Calm(), **options).apply(task, examples, Exclaim(), protected)
 
 
 def test_filter_lowers_the_rate_until_an_example_passes():
@@ -132,11 +133,12 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
 
     wordpiece = BertWordPieceTokenizer(lowercase=False)
     wordpiece.train_from_iterator(sample_texts(), vocab_size=600, show_progress=False)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=wordpiece, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]"
-    )
+    specials = {"cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]", "unk": "[UNK]", "mask": "[MASK]"}
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=wordpiece, **{f"{k}_token": v for k, v in specials.items()})
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+    )
     out = tmp_path_factory.mktemp("tiny_bert")
     BertModel(config).save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -160,14 +162,19 @@ def test_bertscore_with_a_transformers_encoder(tiny_bert_dir):
 
 def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
     question = "Что светит днём? (A) луна (B) солнце (C) лампа (D) звезда"
-    original = [{"question": question, "answer": "B", "perturbation": "ru_worldtree"}, {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "ru_worldtree"}]
+    typo = "Что светит днм? (A) луна (B) солнце (C) лампа (D) звезда"
+    original = [
+        {"question": question, "answer": "B", "perturbation": "ru_worldtree"},
+        {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "ru_worldtree"},
+    ]
     copies = [
-        {"question": "Что светит днм? (A) луна (B) солнце (C) лампа (D) звезда", "answer": "B", "perturbation": "butter_fingers"},
+        {"question": typo, "answer": "B", "perturbation": "butter_fingers"},
         {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "eda_swap"},
         {"question": "Гд? (A) тут (B) там", "answer": "A", "perturbation": "butter_fingers"},
     ]
     write_jsonl(tmp_path / "dummy" / "episodes" / "ru_worldtree" / "test.jsonl", [original[0], *copies, original[1]])
-    write_jsonl(tmp_path / "dummy" / "raw" / "ru_worldtree" / "test.jsonl", [{k: v for k, v in r.items() if k != "perturbation"} for r in original])
+    raw = [{"question": r["question"], "answer": r["answer"]} for r in original]
+    write_jsonl(tmp_path / "dummy" / "raw" / "ru_worldtree" / "test.jsonl", raw)
     source, task = open_data(str(tmp_path)), get_task("ru_worldtree")
     assert "raw" in source.load(task, "test").file
     stored = source.load_perturbed(task, "test")
@@ -178,7 +185,8 @@ def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
 
 
 def test_done_when_majority_with_every_perturbation_prints_score_and_asr(cli, tmp_path):
-    result = cli("run", "-t", "winograd,ru_openbook,chegeka,multiq", "-m", "majority", "--perturb", "all", "-o", tmp_path)
+    tasks = "winograd,ru_openbook,chegeka,multiq"
+    result = cli("run", "-t", tasks, "-m", "majority", "--perturb", "all", "-o", tmp_path)
     assert result.exit_code == 0, result.output
     assert "back_translation not included" in result.output and "add_sent not included" in result.output
     table = result.output[result.output.index("under perturbations") :]
@@ -208,8 +216,10 @@ def test_perturb_writes_the_episodes_layout_that_run_reads_back(cli, tmp_path):
     markers = [r["perturbation"] for r in records]
     assert markers[: len(originals)] == ["winograd"] * len(originals)
     assert set(markers[len(originals) :]) == {"butter_fingers", "eda_swap"}
-    assert [{k: v for k, v in r.items() if k not in ("perturbation", "idx")} for r in records[: len(originals)]] == originals
-    assert (tmp_path / "a" / "winograd" / "train.jsonl").read_text() == (SAMPLES_DIR / "winograd" / "train.jsonl").read_text()
+    unmarked = [{k: v for k, v in r.items() if k not in ("perturbation", "idx")} for r in records[: len(originals)]]
+    assert unmarked == originals
+    train = (tmp_path / "a" / "winograd" / "train.jsonl").read_text()
+    assert train == (SAMPLES_DIR / "winograd" / "train.jsonl").read_text()
     for record in read_jsonl(tmp_path / "a" / "multiq" / "test.jsonl"):
         for answers, text in (("bridge_answers", "support_text"), ("main_answers", "main_text")):
             for answer in record[answers]:
@@ -219,9 +229,10 @@ def test_perturb_writes_the_episodes_layout_that_run_reads_back(cli, tmp_path):
     reference = cli("run", "-t", "winograd,multiq", "-m", "random", "-o", tmp_path / "reference")
     assert plain.exit_code == reference.exit_code == 0
     scores = [json.loads((tmp_path / run / "results.json").read_text())["tasks"] for run in ("plain", "reference")]
-    assert {t: r["score"] for t, r in scores[0].items()} == {t: r["score"] for t, r in scores[1].items()}  # originals only
+    assert [r["score"] for r in scores[0].values()] == [r["score"] for r in scores[1].values()]  # originals only
 
-    attacked = cli("run", "-t", "winograd,multiq", "-m", "random", "--data", tmp_path / "a", "--perturb", "all", "-o", tmp_path / "attacked")
+    options = ("-m", "random", "--data", tmp_path / "a", "--perturb", "all", "-o", tmp_path / "attacked")
+    attacked = cli("run", "-t", "winograd,multiq", *options)
     assert attacked.exit_code == 0, attacked.output
     result = json.loads((tmp_path / "attacked" / "results.json").read_text())["tasks"]["winograd"]["perturbations"]
     assert set(result) == {"butter_fingers", "eda_swap"} and {r["source"] for r in result.values()} == {"data"}
@@ -229,9 +240,8 @@ def test_perturb_writes_the_episodes_layout_that_run_reads_back(cli, tmp_path):
 
 
 def test_add_sent_through_the_cli_with_a_causal_lm(cli, tmp_path, tiny_gpt2_dir):
-    result = cli(
-        "perturb", "-t", "winograd", "--perturbations", "add_sent", "--addsent-model", tiny_gpt2_dir, "--limit", "3", "-o", tmp_path
-    )
+    options = ("--perturbations", "add_sent", "--addsent-model", tiny_gpt2_dir, "--limit", "3")
+    result = cli("perturb", "-t", "winograd", *options, "-o", tmp_path)
     assert result.exit_code == 0, result.output
     records = read_jsonl(tmp_path / "winograd" / "test.jsonl")
     added = [r for r in records if r["perturbation"] == "add_sent"]

@@ -37,7 +37,8 @@ CHEGEKA_QUESTION = (
 
 
 def chegeka_example() -> Example:
-    return Example(7, {"question_id": 7, "question": CHEGEKA_QUESTION, "answer": "Санкт-Петербург"}, ("Санкт-Петербург",))
+    fields = {"question_id": 7, "question": CHEGEKA_QUESTION, "answer": "Санкт-Петербург"}
+    return Example(7, fields, ("Санкт-Петербург",))
 
 
 def test_jeopardy_protects_the_clue_x_parentheses_and_quotes():
@@ -99,7 +100,7 @@ def test_referents_survive_every_perturbation(perturbation):
     assert perturbed is not None
     for word in ("Кошка", "мышь", "которая", "поймала", "жила"):
         assert word in perturbed.fields["text"]
-    assert {k: v for k, v in perturbed.fields.items() if k != "text"} == {k: v for k, v in WINOGRAD.items() if k != "text"}
+    assert {**perturbed.fields, "text": ""} == {**WINOGRAD, "text": ""}
 
 
 RWSD_TEXT = "Вчера кошка не смогла поймать мышь, потому что она была слишком проворной и быстрой."
@@ -171,7 +172,8 @@ def test_multihop_offsets_move_when_text_before_the_answer_changes():
 
 @pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
 def test_target_word_offsets_follow_the_word(perturbation):
-    sentence1, sentence2 = "Дедушка всю жизнь собирал почтовые марки и старые монеты.", "Эта марка автомобилей очень популярна в Японии."
+    sentence1 = "Дедушка всю жизнь собирал почтовые марки и старые монеты."
+    sentence2 = "Эта марка автомобилей очень популярна в Японии."
     fields = {"idx": 0, "word": "марка", "sentence1": sentence1, "sentence2": sentence2, "label": False}
     fields |= {"start1": sentence1.index("марки"), "end1": sentence1.index("марки") + 5, "start2": 4, "end2": 9}
     perturbed = perturbation.perturb(Example(0, fields, False), get_task("russe"))
@@ -182,7 +184,8 @@ def test_target_word_offsets_follow_the_word(perturbation):
 
 def test_mentions_keep_every_rucos_candidate_in_the_passage():
     passage = "Компания Газпром объявила, что Москва получит новый газопровод. Газпром начнёт стройку весной."
-    example = Example((0, 0), {"passage": passage, "query": "@placeholder начнёт стройку"}, ("Газпром",), ("Газпром", "Москва", "Газпром"))
+    fields = {"passage": passage, "query": "@placeholder начнёт стройку"}
+    example = Example((0, 0), fields, ("Газпром",), ("Газпром", "Москва", "Газпром"))
     assert sorted(Mentions().protect(example, ["passage"])["passage"]) == [(9, 16), (31, 37), (64, 71)]
     for perturbation in AT_FULL_STRENGTH:
         perturbed = perturbation.perturb(example, get_task("rucos"))

@@ -243,6 +243,12 @@ def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
     assert coverage("rwsd", examples) == [RuleCoverage(NO_RULE, "left to the fallback baseline", None, 4, 0)]
 
 
+def test_rules_refuse_examples_without_their_fields():
+    terra_shaped = example("lidirus", {"premise": "Кошка спит.", "hypothesis": "Кошка спит."}, "entailment")
+    with pytest.raises(RuevalError, match="example 0 has no field 'sentence1'"):
+        coverage("lidirus", [terra_shaped])
+
+
 def test_rule_predicting_names_the_rule_after_its_predicate():
     def sky_is_blue(e):
         return "небо" in e.fields["text"]

@@ -222,7 +222,8 @@ def tiny_translator_dir(tmp_path_factory) -> Path:
     bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False)
     bpe.train_from_iterator(sample_texts(), trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    specials = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, **specials)
     config = BartConfig(
         vocab_size=len(tokenizer),
         d_model=16,

@@ -36,7 +36,7 @@ from rueval.text import lemmas, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
-CANDIDATE_CHUNK = 20_000  # candidate pairs scored at once, bounding memory
+QUERY_CHUNK = 256  # query rows scored at once against their candidates, bounding memory
 # MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
 # of the record-level paths their `inputs` declare.
 EXAMPLE_TEXT_FIELDS = {"muserc": ("passage", "question", "answer"), "rucos": ("passage", "query")}
@@ -304,7 +304,7 @@ def similar_pairs(
     Order features from rare to common. The common end of a query row, as long as its norm stays
     below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot product with
     any unit row is at most its norm), so a match must share one of the query's rarer features.
-    Only pairs sharing such a feature are scored; rare features make them few.
+    Only index rows sharing such a feature are scored; rare features make them few.
     """
     document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
     rank = np.empty(len(document_frequency), dtype=np.int64)
@@ -321,11 +321,13 @@ def similar_pairs(
         cols.append(rare)
     rows_, cols_ = np.concatenate(rows), np.concatenate(cols)
     rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, cols_)), shape=queries.shape)
-    candidates = (rare_part @ (index > 0).T.astype(np.float32)).tocoo()
-    similarity = np.empty(candidates.nnz, dtype=np.float64)
-    for start in range(0, candidates.nnz, CANDIDATE_CHUNK):
-        chunk = slice(start, start + CANDIDATE_CHUNK)
-        products = queries[candidates.row[chunk]].multiply(index[candidates.col[chunk]])
-        similarity[chunk] = np.asarray(products.sum(axis=1)).ravel()
-    keep = similarity >= threshold - 1e-6  # float32 rounding of an exact threshold value
-    return candidates.row[keep], candidates.col[keep], np.minimum(similarity[keep], 1.0)
+    candidates = (rare_part @ (index > 0).T.astype(np.float32)).tocsr()  # pattern: query x index
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for start in range(0, queries.shape[0], QUERY_CHUNK):
+        block = slice(start, start + QUERY_CHUNK)
+        columns = np.unique(candidates[block].indices)  # index rows some query of the block may match
+        similarity = (queries[block] @ index[columns].T).toarray()
+        row, col = np.nonzero(similarity >= threshold - 1e-6)  # float32 rounding of an exact threshold
+        found.append((row + start, columns[col], np.minimum(similarity[row, col], 1.0)))
+    rows_, cols_, similarities = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    return rows_, cols_, similarities

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from rueval import __version__
 from rueval.errors import RuevalError
@@ -45,7 +46,7 @@ def user_errors(command: Callable) -> Callable:
         try:
             return command(*args, **kwargs)
         except RuevalError as e:
-            errors.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+            errors.print(Text.assemble(("error:", "bold red"), f" {e}"), highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -71,7 +72,7 @@ FilterModelOption = Annotated[
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
 ]
 FilterThresholdOption = Annotated[
-    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default: 0.6 (0.85 BERTScore).")
+    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.85).")
 ]
 FilterMinShareOption = Annotated[
     float, typer.Option(min=0, max=1, help="Semantic filter: the threshold is lowered until this share passes.")
@@ -79,7 +80,7 @@ FilterMinShareOption = Annotated[
 TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
-AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, hub name or path.")]
+AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
 
 
 def robustness_options(
@@ -149,6 +150,30 @@ def tasks() -> None:
     console.print(tasks_table(TASKS.values()))
 
 
+RUN_ARGUMENTS = "run.json"  # the options a run was started with, for --resume
+_ENUM_OPTIONS = {"split": SplitName, "fallback": FallbackName, "scoring": ScoringName, "dtype": DtypeName}
+
+
+def save_run_arguments(out: Path, arguments: dict[str, Any]) -> None:
+    from rueval.report.results import write_json
+
+    plain = {k: v.value if isinstance(v, Enum) else str(v) if isinstance(v, Path) else v for k, v in arguments.items()}
+    write_json(out / RUN_ARGUMENTS, {**plain, "out": str(out)})
+
+
+def load_run_arguments(out: Path) -> dict[str, Any]:
+    from rueval.report.results import read_json
+
+    saved = out / RUN_ARGUMENTS
+    if not saved.exists():
+        raise RuevalError(f"{saved}: not found; --resume continues a run started with rueval run -o {out}")
+    arguments = read_json(saved)
+    for name, kind in _ENUM_OPTIONS.items():
+        if arguments.get(name) is not None:
+            arguments[name] = kind(arguments[name])
+    return {**arguments, "out": Path(arguments["out"])}
+
+
 @app.command()
 @user_errors
 def run(
@@ -185,14 +210,22 @@ def run(
     filter_min_share: FilterMinShareOption = 0.8,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the interrupted run in OUT (-o) with the options it was started with.")
+    ] = False,
 ) -> None:
     """Score a model on tasks; write OUT/results.json and OUT/predictions/<task>.jsonl.
 
     Rerunning into the same OUT resumes: finished tasks and computed LM requests are reused."""
+    arguments = {name: value for name, value in locals().items() if name != "resume"}  # the options only
     from rueval.evaluate import run as run_tasks
     from rueval.report.table import industrial_text, perturbations_table, results_table, slices_table
     from rueval.slices import resolve_slices
 
+    if resume:
+        if out is None:
+            raise RuevalError("--resume needs the run's output directory: -o OUT")
+        return run(**load_run_arguments(out))
     out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", model)
     robustness = None
     if perturb:
@@ -224,6 +257,7 @@ def run(
         shots=parse_shots(shots),
         episodes=episodes,
         robustness=robustness,
+        on_start=lambda: save_run_arguments(out, arguments),
     )
     console.print(results_table(summary))
     if slices:
@@ -239,7 +273,7 @@ def run(
 def perturb(
     tasks: TasksOption = "tape",
     data: DataOption = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory, one folder per task.")] = Path("perturbed"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: a folder per task.")] = Path("perturbed"),
     perturbations: Annotated[str, typer.Option(help="all, or comma-separated NAME[:RATE].")] = "all",
     seed: SeedOption = 0,
     split: Annotated[

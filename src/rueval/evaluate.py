@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,10 +74,17 @@ def eval_split(source: DataSource, task: Task, split: str | None, limit: int | N
 
 
 def load_train(source: DataSource, task: Task) -> Split | None:
-    """The task's train split, or the split its label priors are borrowed from (LiDiRus: TERRa)."""
-    for name in (task.name, task.train_task):
-        if name and source.has_split(TASKS[name], "train"):
-            return source.load(TASKS[name], "train")
+    """The task's train split, or the one it borrows (LiDiRus: TERRa's), its fields renamed to
+    the task's own (premise -> sentence1), so solvers see one layout."""
+    if source.has_split(task, "train"):
+        return source.load(task, "train")
+    if task.train_task and source.has_split(TASKS[task.train_task], "train"):
+        borrowed = source.load(TASKS[task.train_task], "train")
+        renames = task.extra.get("train_fields", {})
+        examples = [
+            replace(e, fields={renames.get(name, name): value for name, value in e.fields.items()}) for e in borrowed.examples
+        ]
+        return replace(borrowed, task=task, examples=examples)
     return None
 
 
@@ -100,6 +107,7 @@ def solve_episodes(
         return solve(solver, task, train, examples), {}
     headline: list[Any] | None = None
     by_k: dict[str, Any] = {}
+    computed_before = solver.engine.computed
     for k in shots:
         runs = []
         for episode in range(episodes if k else 1):
@@ -113,17 +121,26 @@ def solve_episodes(
                 run["metrics_norm"] = score_task(task, examples, solve(solver, task, train, examples)).metrics
             runs.append(run)
         by_k[str(k)] = {
-            "metrics": _mean_std(r["metrics"] for r in runs),
-            **({"metrics_norm": _mean_std(r["metrics_norm"] for r in runs)} if "metrics_norm" in runs[0] else {}),
-            "score": _mean_std({"score": r["score"]} for r in runs)["score"],
+            **_mean_std("metrics", [r["metrics"] for r in runs]),
+            **(_mean_std("metrics_norm", [r["metrics_norm"] for r in runs]) if "metrics_norm" in runs[0] else {}),
+            "score": float(np.mean([r["score"] for r in runs])),
+            "score_std": float(np.std([r["score"] for r in runs])),
             "episodes": runs,
         }
-    return headline or [], {"shots": by_k}
+    # Leave the solver as the headline predictions were made, for whatever predicts next (robustness).
+    solver.set_episode(shots[0], 0)
+    solver.fit(task, train.examples if train else [])
+    # Requests the model computed for this task; the rest came from the request cache.
+    return headline or [], {"shots": by_k, "requests_computed": solver.engine.computed - computed_before}
 
 
-def _mean_std(runs: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
-    columns = list(runs)
-    return {m: {"mean": float(np.mean([c[m] for c in columns])), "std": float(np.std([c[m] for c in columns]))} for m in columns[0]}
+def _mean_std(name: str, runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """{name: {metric: mean over episodes}, name_std: {metric: std}}; "metrics" -> "std"."""
+    std_name = "std" if name == "metrics" else f"{name}_std"
+    return {
+        name: {m: float(np.mean([r[m] for r in runs])) for m in runs[0]},
+        std_name: {m: float(np.std([r[m] for r in runs])) for m in runs[0]},
+    }
 
 
 def run(
@@ -139,6 +156,7 @@ def run(
     shots: Sequence[int] = (0,),
     episodes: int = 1,
     robustness: Robustness | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``model`` on ``tasks`` and write OUT/results.json and OUT/predictions/.
 
@@ -162,6 +180,8 @@ def run(
         "slices": list(check_slice_names(slices)),  # names from rueval.slices; scored per task
         **({"robustness": robustness.describe()} if robustness else {}),
     }
+    if on_start is not None:  # the input is valid: the work begins (the CLI records its options for --resume)
+        on_start()
     results: dict[str, dict[str, Any]] = {}
     for task_data in loaded:
         task = task_data.task

@@ -268,7 +268,8 @@ def perturbations_table(summary: dict[str, Any]) -> Table:
         box=box.SIMPLE_HEAD,
     )
     for column in ("task", "perturbation", "source", "n", "score", "change", "ASR"):
-        table.add_column(column, justify="left" if column in ("task", "perturbation", "source") else "right", no_wrap=True)
+        justify = "left" if column in ("task", "perturbation", "source") else "right"
+        table.add_column(column, justify=justify, no_wrap=True)
     for name, result in summary["tasks"].items():
         if "perturbations" not in result:
             continue

@@ -42,7 +42,8 @@ def pair_with_originals(
         i = index.get(example.key)
         if i is None:
             if strict:
-                raise DataError(file, f"{name} copy with idx {example.key} has no original {task.name} record with that idx")
+                message = f"{name} copy with idx {example.key} has no original {task.name} record with that idx"
+                raise DataError(file, message)
             continue
         if originals[i].label != example.label:
             raise DataError(

@@ -27,7 +27,9 @@ def _load(option: str, name: str, model_class: str):
 class Seq2SeqTranslator:
     """Greedy translation with a transformers seq2seq model (e.g. OPUS-MT), batched; loaded on first use."""
 
-    def __init__(self, model: str, batch_size: int = 16, max_new_tokens: int = 256, option: str = "--translation-model"):
+    def __init__(
+        self, model: str, batch_size: int = 16, max_new_tokens: int = 256, option: str = "--translation-model"
+    ):
         self.model_name, self.batch_size, self.max_new_tokens, self.option = model, batch_size, max_new_tokens, option
         self._tokenizer = self._model = None
 
@@ -38,7 +40,8 @@ class Seq2SeqTranslator:
             self._tokenizer, self._model = _load(self.option, self.model_name, "AutoModelForSeq2SeqLM")
         translated: list[str] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = self._tokenizer(list(texts[start : start + self.batch_size]), return_tensors="pt", padding=True, truncation=True)
+            chunk = list(texts[start : start + self.batch_size])
+            batch = self._tokenizer(chunk, return_tensors="pt", padding=True, truncation=True)
             batch.pop("token_type_ids", None)
             with torch.no_grad():
                 output = self._model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=self.max_new_tokens)

@@ -256,10 +256,13 @@ class Multihop(Constraint):
         for answers, text_field in _MULTIHOP_ANSWERS:
             if not example.fields.get(answers):
                 continue
+            if text_field not in moved:  # the text did not change, nor did the offsets
+                continue
             updated = []
             for answer in example.fields[answers]:
                 span = _answer_span(example.fields[text_field], answer)
-                new_span = moved.get(text_field, {}).get(span) if span else None
+                # an answer whose span was not followed (spaces around its segment): its first mention now
+                new_span = moved[text_field].get(span) or _answer_span(perturbed[text_field], {**answer, "offset": None})
                 updated.append({**answer, "offset": new_span[0]} if new_span else dict(answer))
             perturbed[answers] = updated
 

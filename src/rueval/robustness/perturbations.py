@@ -66,7 +66,8 @@ class Perturbation:
         self, example: Example, task: Task, rng: random.Random | None = None, protected: Protected | None = None
     ) -> Example | None:
         """A perturbed copy of ``example`` (gold untouched), or None if nothing could change."""
-        return self.perturb_batch(task, [example], [rng or self.rng(task, example)], None if protected is None else [protected])[0]
+        rngs, spans = [rng or self.rng(task, example)], None if protected is None else [protected]
+        return self.perturb_batch(task, [example], rngs, spans)[0]
 
     def perturb_batch(
         self,
@@ -90,13 +91,16 @@ class Perturbation:
         raise NotImplementedError
 
 
-def _assemble(task: Task, example: Example, split: list[Piece], edits: list[list[Edit]], protected: Protected) -> Example | None:
+def _assemble(
+    task: Task, example: Example, split: list[Piece], edits: list[list[Edit]], protected: Protected
+) -> Example | None:
     """Apply the pieces' edits to their fields, follow the protected spans, let constraints repair."""
     by_field: dict[str, list[Edit]] = {}
     for piece, piece_edits in zip(split, edits, strict=True):
         for edit in piece_edits:
             kept = {(s + piece.start, e + piece.start): new for (s, e), new in edit.kept.items()}
-            by_field.setdefault(piece.field, []).append(Edit(edit.start + piece.start, edit.end + piece.start, edit.text, kept))
+            shifted = Edit(edit.start + piece.start, edit.end + piece.start, edit.text, kept)
+            by_field.setdefault(piece.field, []).append(shifted)
     fields = dict(example.fields)
     moved: dict[str, dict[Span, Span]] = {}
     for f, field_edits in by_field.items():
@@ -110,7 +114,8 @@ def _assemble(task: Task, example: Example, split: list[Piece], edits: list[list
 
 def free_words(piece: Piece) -> list[Span]:
     """Word tokens of a piece that no protected span touches."""
-    return [span for span in token_spans(piece.text) if is_word(piece.text, span) and not overlaps(span, piece.protected)]
+    spans = token_spans(piece.text)
+    return [span for span in spans if is_word(piece.text, span) and not overlaps(span, piece.protected)]
 
 
 # --- word level ---------------------------------------------------------------------------------

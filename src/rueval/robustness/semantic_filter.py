@@ -45,17 +45,22 @@ class CharNgramSimilarity(Similarity):
 
     def score(self, originals: Sequence[str], perturbed: Sequence[str]) -> list[float]:
         from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.metrics.pairwise import cosine_similarity
+        from sklearn.preprocessing import normalize
 
-        scores = []
-        for original, changed in zip(originals, perturbed, strict=True):
-            try:
-                vectors = CountVectorizer(analyzer="char", ngram_range=(self.n, self.n)).fit_transform([original, changed])
-            except ValueError:  # both texts shorter than n characters
-                scores.append(float(original == changed))
-                continue
-            scores.append(float(cosine_similarity(vectors[0], vectors[1])[0, 0]))
-        return scores
+        if len(originals) != len(perturbed):
+            raise ValueError(f"{len(originals)} originals for {len(perturbed)} perturbed texts")
+        if not originals:
+            return []
+        # One vocabulary for the batch: n-grams absent from a pair are zeros, which leave its cosine as it is.
+        vectorizer = CountVectorizer(analyzer="char", ngram_range=(self.n, self.n))
+        try:
+            counts = vectorizer.fit_transform([*originals, *perturbed])
+        except ValueError:  # every text is shorter than n characters
+            return [float(a == b) for a, b in zip(originals, perturbed)]
+        before, after = counts[: len(originals)], counts[len(originals) :]
+        cosines = normalize(before).multiply(normalize(after)).sum(axis=1).A1
+        too_short = (before.getnnz(axis=1) == 0) | (after.getnnz(axis=1) == 0)  # no n-gram: equal or not
+        return [float(a == b) if short else float(c) for a, b, c, short in zip(originals, perturbed, cosines, too_short)]
 
 
 class BertScore(Similarity):
@@ -138,7 +143,8 @@ class Filtered:
     total: int
 
     def summary(self) -> dict[str, float | int]:
-        return {"threshold": round(self.threshold, 4), "kept": len(self.kept), "perturbable": self.perturbable, "total": self.total}
+        kept, threshold = len(self.kept), round(self.threshold, 4)
+        return {"threshold": threshold, "kept": kept, "perturbable": self.perturbable, "total": self.total}
 
 
 @dataclass
@@ -158,7 +164,12 @@ class SemanticFilter:
             raise RuevalError("the semantic filter's threshold and minimum share must lie between 0 and 1")
 
     def describe(self) -> dict[str, float | str]:
-        return {"similarity": self.similarity.name, "threshold": self.threshold, "min_share": self.min_share, "rate_steps": self.rate_steps}
+        return {
+            "similarity": self.similarity.name,
+            "threshold": self.threshold,
+            "min_share": self.min_share,
+            "rate_steps": self.rate_steps,
+        }
 
     def apply(
         self, task: Task, examples: Sequence[Example], perturbation: Perturbation, protected: Sequence[Protected]
@@ -173,10 +184,11 @@ class SemanticFilter:
             rate = perturbation.rate * (self.rate_steps - step) / self.rate_steps
             attempt = perturbation.with_rate(rate)
             batch = progress(pending, f"{perturbation.name} on {task.name} (p={rate:.2f})", total=len(pending))
-            outputs = attempt.perturb_batch(task, [examples[i] for i in batch], protected=[protected[i] for i in pending])
+            outputs = attempt.perturb_batch(task, [examples[i] for i in batch], None, [protected[i] for i in pending])
             changed = [(i, out) for i, out in zip(pending, outputs, strict=True) if out is not None]
             scores = self.similarity.score(
-                [_joined(target.fields, examples[i]) for i, _ in changed], [_joined(target.fields, out) for _, out in changed]
+                [_joined(target.fields, examples[i]) for i, _ in changed],
+                [_joined(target.fields, out) for _, out in changed],
             )
             for (i, out), score in zip(changed, scores, strict=True):
                 if i not in best or score > best[i][0]:

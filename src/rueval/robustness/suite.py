@@ -66,7 +66,8 @@ class Robustness:
                     notes.append(f"{name} not included: give --translation-model RU_EN,EN_RU to include it")
                     continue
                 to_english, to_russian = _translation_models(translation_model)
-                perturbations.append(BackTranslation(Seq2SeqTranslator(to_english), Seq2SeqTranslator(to_russian), rate, seed))
+                translators = Seq2SeqTranslator(to_english), Seq2SeqTranslator(to_russian)
+                perturbations.append(BackTranslation(*translators, rate, seed))
             elif cls_ is AddSent:
                 if addsent_model is None:
                     if rates is not None:
@@ -93,10 +94,16 @@ class Robustness:
     ) -> dict[str, Filtered]:
         """Each perturbation (by default all of the run's) of the examples, semantically filtered."""
         protected = protected_spans_batch(task, examples)
-        return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in perturbations or self.perturbations}
+        chosen = perturbations or self.perturbations
+        return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in chosen}
 
     def evaluate(
-        self, source: DataSource, task_data: TaskData, solver: Solver, predictions: Sequence[Any], limit: int | None = None
+        self,
+        source: DataSource,
+        task_data: TaskData,
+        solver: Solver,
+        predictions: Sequence[Any],
+        limit: int | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Per perturbation: metrics, score, ASR and n, as results.json stores them.
 
@@ -135,8 +142,9 @@ class Robustness:
         origin: str,
     ) -> dict[str, Any]:
         perturbed = [example for _, example in pairs]
-        predictions = solver.predict(task, progress(perturbed, f"{solver.name} on perturbed {task.name}", total=len(perturbed)))
-        return {**score_perturbation(task, originals, original_predictions, pairs, predictions).to_json(), "source": origin}
+        bar = progress(perturbed, f"{solver.name} on perturbed {task.name}", total=len(perturbed))
+        scored = score_perturbation(task, originals, original_predictions, pairs, solver.predict(task, bar))
+        return {**scored.to_json(), "source": origin}
 
 
 def _parse_spec(spec: str) -> dict[str, float | None] | None:
@@ -151,9 +159,9 @@ def _parse_spec(spec: str) -> dict[str, float | None] | None:
         try:
             rates[name] = float(rate) if rate else None
         except ValueError:
-            raise RuevalError(f"--perturb {item}: the rate after ':' must be a number") from None
+            raise RuevalError(f"{item}: the rate after ':' must be a number") from None
     if not rates:
-        raise RuevalError("--perturb: name at least one perturbation, or all")
+        raise RuevalError("name at least one perturbation, or all")
     return rates
 
 
@@ -162,7 +170,7 @@ def _translation_models(option: str | None) -> tuple[str, str]:
         return DEFAULT_TRANSLATION_MODELS
     names = [name.strip() for name in option.split(",") if name.strip()]
     if len(names) != 2:
-        raise RuevalError("--translation-model: give two models, Russian->English and English->Russian, separated by a comma")
+        raise RuevalError("--translation-model: give two models, Russian->English and English->Russian, with a comma")
     return names[0], names[1]
 
 
@@ -182,7 +190,10 @@ def write_attack_sets(
 
     nested = [task.name for task in tasks if task.name in NESTED_TASKS]
     if nested:
-        raise RuevalError(f"{', '.join(nested)}: several examples per record, so no perturbed files are written; use rueval run --perturb")
+        raise RuevalError(
+            f"{', '.join(nested)}: several examples per record, so no perturbed files are written; "
+            "use rueval run --perturb"
+        )
     source = open_data(data)
     loaded = [load_task_data(source, task, split, limit) for task in tasks]  # all data checked before any work
     counts: dict[str, dict[str, int]] = {}

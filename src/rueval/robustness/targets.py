@@ -68,7 +68,7 @@ class Piece:
     start: int
     end: int
     text: str
-    protected: tuple[Span, ...] = ()  # offsets relative to the piece
+    protected: tuple[Span, ...] = ()  # offsets relative to the piece (may reach beyond it)
     role: str = "text"
     distractor: bool = False  # AddSent appends its sentence to this piece
 
@@ -112,9 +112,8 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
         text = text_of(task, example, f)
         ranges = _option_ranges(text, example.label) if target.inline_options else [((0, len(text)), "text")]
         for (start, end), role in ranges:
-            local = tuple(
-                (max(s, start) - start, min(e, end) - start) for s, e in protected.get(f, []) if s < end and start < e
-            )
+            # relative to the piece, unclipped: a span reaching beyond it still blocks what it covers
+            local = tuple((s - start, e - start) for s, e in protected.get(f, []) if s < end and start < e)
             result.append(Piece(f, start, end, text[start:end], local, role, f == target.distractor))
     return result
 

@@ -137,18 +137,15 @@ def _classifier(config: LinearConfig, seed: int, features: sparse.csr_matrix, ta
 
 
 def _text(task: Task, example: Example, path: str) -> str:
-    """A field's text by dotted path; "a|b" reads the first present (LiDiRus learns from TERRa's fields)."""
-    for name in path.split("|"):
-        value: Any = example.fields
-        for part in name.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value is not None:
-            if not isinstance(value, str):
-                where = f"{task.name} example {example.key}: field '{name}'"
-                raise RuevalError(f"{where} should be text, got {value!r:.60}")
-            return value
-    names = " or ".join(f"'{name}'" for name in path.split("|"))
-    raise RuevalError(f"{task.name} example {example.key}: field {names} is missing")
+    """A field's text by dotted path."""
+    value: Any = example.fields
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None:
+        raise RuevalError(f"{task.name} example {example.key}: field '{path}' is missing")
+    if not isinstance(value, str):
+        raise RuevalError(f"{task.name} example {example.key}: field '{path}' should be text, got {value!r:.60}")
+    return value
 
 
 def _parus_options(task: Task, example: Example) -> list[Option]:
@@ -321,7 +318,7 @@ Model = LabelModel | OptionModel | CategoryModel | NearestAnswerModel
 
 # Classification tasks: the fields the classifier reads, each a vector, plus their pairwise cosines.
 LABEL_FIELDS = {
-    "lidirus": ("sentence1|premise", "sentence2|hypothesis"),  # fitted on TERRa's train split
+    "lidirus": ("sentence1", "sentence2"),  # fitted on TERRa's train split, renamed by load_train
     "rcb": ("premise", "hypothesis"),
     "terra": ("premise", "hypothesis"),
     "russe": ("word", "sentence1", "sentence2"),

@@ -93,7 +93,7 @@ RSG_TASKS = (
         split_files={"train": ("train.jsonl",), "test": ("LiDiRus.jsonl", "test.jsonl")},
         train_task="terra",
         parse=parse_flat,
-        extra={"tags": LIDIRUS_TAGS},
+        extra={"tags": LIDIRUS_TAGS, "train_fields": {"premise": "sentence1", "hypothesis": "sentence2"}},
     ),
     Task(
         name="rcb",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from rueval.errors import RuevalError
 from rueval.tasks import Example
 from rueval.text import lemmas, words
 
@@ -37,8 +38,11 @@ class Rule:
 
 
 def text_field(example: Example, name: str) -> str:
-    """A text field of the example; a missing or empty field reads as no text."""
-    value = example.fields.get(name)
+    """A text field of the example (null reads as no text). A missing field is an error, not an
+    empty text: rules given another task's examples (TERRa's for LiDiRus) must not fire on nothing."""
+    if name not in example.fields:
+        raise RuevalError(f"example {example.key} has no field '{name}', which the heuristic rules read")
+    value = example.fields[name]
     return "" if value is None else str(value)
 
 

@@ -1,0 +1,558 @@
+"""rueval's language-model engine against lm-evaluation-harness, on the same model and prompts.
+
+    python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N]
+        [--lm-eval-python /tmp/venv-bench/bin/python]
+
+Not part of the test suite; CPU only. lm-evaluation-harness 0.4.x lives in its own virtualenv
+(it pins other packages than rueval's):
+
+    python3 -m venv /tmp/venv-bench && /tmp/venv-bench/bin/pip install torch==2.13.0 \
+        && /tmp/venv-bench/bin/pip install lm-eval transformers && /tmp/venv-bench/bin/pip install -e .
+
+One run:
+1. builds one random GPT-2 (6 layers, 512 wide, 8 heads, seed 0, a byte-level BPE of 8000 tokens
+   trained on the bundled samples) with ``rueval.models.tiny.build_tiny_gpt2``;
+2. generates PARus items by recombining the bundled PARus samples with a seeded RNG: each item's
+   premise and choices are the words of random sample sentences, shuffled (so no two items share
+   a context, as on real data), its question and label random; they are written in PARus's
+   layout and read back with rueval's loader;
+3. builds the prompts with rueval's PARus prompt through ``LMSolver`` (0-shot, and 4-shot x 5
+   episodes of demonstrations drawn from the bundled train samples by ``episode_demos``);
+4. scores them with rueval (``HFCausalLM`` + ``Engine``, no request cache, batch size auto), each
+   setting in a fresh process, timing the engine's ``loglikelihood`` calls (tokenisation
+   included, model load excluded and reported apart);
+5. scores the same prompts with ``lm_eval --model hf`` (batch size 32) over a generated local task
+   YAML, in a fresh process of the lm-eval virtualenv. A thin wrapper around lm-eval's own CLI
+   times its model load and its ``loglikelihood`` call (tokenisation included) and counts what
+   its ``_model_call`` receives; lm-eval's code runs unchanged;
+6. checks that both encode the same tokens and pick the same answers, and compares the
+   log-likelihoods;
+7. prints a table and writes benchmarks/results/bench_engine.json and .md.
+
+Tokens: "unique" is the number of distinct token prefixes over all encoded sequences of a setting
+(start token + context + continuation), i.e. the nodes of their token trie, the start token
+included: what a scorer that never recomputes a prefix must forward. Peak RSS is the process's
+``ru_maxrss`` right after scoring (interpreter, libraries, model and requests included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
+LM_EVAL_BATCH_SIZE = 32
+SHOTS = 4
+LOAD_AVERAGES: list[float] = []  # the machine's 1-minute load average before and after each timed process
+
+
+# -- the items and prompts (in the parent process) --------------------------------------------
+def generate_items(n: int, seed: int) -> list[dict[str, Any]]:
+    """n PARus records whose sentences are bundled sample sentences with their words shuffled;
+    no two items share a premise."""
+    from rueval.data.local import SAMPLES_DIR
+
+    samples = [json.loads(line) for path in sorted((SAMPLES_DIR / "PARus").glob("*.jsonl")) for line in path.open(encoding="utf-8")]
+    premises = [s["premise"] for s in samples]
+    choices = [s[field] for s in samples for field in ("choice1", "choice2")]
+    rng = random.Random(f"bench_engine/{seed}")
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while len(items) < n:
+        premise = shuffled_sentence(rng.choice(premises), rng)
+        if premise in seen:
+            continue
+        seen.add(premise)
+        item = {
+            "idx": len(items),
+            "premise": premise,
+            "choice1": shuffled_sentence(rng.choice(choices), rng),
+            "choice2": shuffled_sentence(rng.choice(choices), rng),
+            "question": rng.choice(("cause", "effect")),
+            "label": rng.randrange(2),
+        }
+        items.append(item)
+    return items
+
+
+def shuffled_sentence(sentence: str, rng: random.Random) -> str:
+    words = sentence.rstrip(".!?…").split()
+    rng.shuffle(words)
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + "."
+
+
+def write_data(items: list[dict[str, Any]], data_dir: Path) -> None:
+    """The items as PARus/val.jsonl beside a copy of the bundled train samples (the demonstrations)."""
+    from rueval.data.local import SAMPLES_DIR
+
+    folder = data_dir / "PARus"
+    folder.mkdir(parents=True)
+    shutil.copy(SAMPLES_DIR / "PARus" / "train.jsonl", folder / "train.jsonl")
+    (folder / "val.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+
+
+class PromptRecorder:
+    """Stands in for the engine under LMSolver: keeps the requests, answers nothing useful."""
+
+    def __init__(self) -> None:
+        self.requests: list = []
+
+    def loglikelihood(self, requests, description: str = "") -> list:
+        from rueval.models.base import LoglikelihoodResult
+
+        self.requests.extend(requests)
+        return [LoglikelihoodResult(0.0, 1, False)] * len(requests)
+
+    def generate(self, requests, description: str = "") -> list[str]:
+        return [""] * len(requests)
+
+
+def load_split(data_dir: Path, n: int):
+    from rueval.data import open_data
+    from rueval.tasks import get_task
+
+    task = get_task("parus")
+    source = open_data(str(data_dir))
+    return task, source.load(task, "train").examples, source.load(task, "val").examples[:n]
+
+
+def build_prompts(data_dir: Path, shots: int, episodes: int, n: int) -> list[dict[str, Any]]:
+    """Every (episode, item) with its context and continuations, as LMSolver asks them."""
+    from rueval.solvers.lm import LMSolver
+    from rueval.tasks.prompts import get_prompt
+
+    task, train, examples = load_split(data_dir, n)
+    recorder = PromptRecorder()
+    solver = LMSolver(recorder, "bench")  # type: ignore[arg-type]
+    prompt = get_prompt(task)
+    rows = []
+    for episode in range(episodes):
+        solver.set_episode(shots, episode)
+        solver.fit(task, train)
+        start = len(recorder.requests)
+        solver.predict(task, examples)
+        requests = iter(recorder.requests[start:])
+        for example in examples:
+            (question,) = prompt.questions(example)
+            asked = [next(requests) for _ in question.choices]
+            assert len({r.context for r in asked}) == 1
+            labels = [c.label for c in question.choices]
+            rows.append({
+                "episode": episode,
+                "item": example.idx,
+                "context": asked[0].context,
+                "choices": [r.continuation for r in asked],
+                "label": labels.index(example.label),
+            })
+    return rows
+
+
+# -- rueval, in its own process ------------------------------------------------------------------
+def rueval_worker(spec_file: Path, out_file: Path) -> None:
+    """Score one setting with LMSolver + Engine + HFCausalLM, timing the engine's calls."""
+    import torch
+
+    from rueval.models.engine import Engine
+    from rueval.models.hf import HFCausalLM
+    from rueval.solvers.lm import LMSolver
+
+    spec = json.loads(spec_file.read_text(encoding="utf-8"))
+
+    class TimedEngine(Engine):
+        seconds = cpu_seconds = 0.0
+        calls: list = []
+
+        def loglikelihood(self, requests, description="scoring"):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            results = super().loglikelihood(requests, description)
+            TimedEngine.seconds += time.perf_counter() - started
+            TimedEngine.cpu_seconds += time.process_time() - cpu_started
+            TimedEngine.calls.append((list(requests), results))
+            return results
+
+    task, train, examples = load_split(Path(spec["data_dir"]), spec["items"])
+    started = time.perf_counter()
+    model = HFCausalLM(spec["model_dir"], device="cpu", dtype="float32", batch_size="auto")
+    load_s = time.perf_counter() - started
+    solver = LMSolver(TimedEngine(model, cache=None), "bench")
+    predictions = []
+    started = time.perf_counter()
+    for episode in range(spec["episodes"]):
+        solver.set_episode(spec["shots"], episode)
+        solver.fit(task, train)
+        predictions.extend(solver.predict(task, examples))
+    predict_s = time.perf_counter() - started
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    requests = [r for batch, _ in TimedEngine.calls for r in batch]
+    results = [r for _, batch in TimedEngine.calls for r in batch]
+    out = {
+        "load_s": load_s,
+        "score_s": TimedEngine.seconds,
+        "score_cpu_s": TimedEngine.cpu_seconds,  # all threads
+        "predict_s": predict_s,  # LMSolver.predict: prompts + scoring
+        "peak_rss_mb": peak_rss_mb,
+        "torch_threads": torch.get_num_threads(),
+        "stats": vars(model.stats),
+        "max_rows": model.max_rows,
+        "max_batch_tokens": model.max_batch_tokens,
+        "requests": [[r.context, r.continuation] for r in requests],
+        "logprobs": [r.logprob for r in results],
+        "predictions": predictions,
+        "tokens": [model.encode(r)[0] for r in requests],
+    }
+    out_file.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+
+
+# -- lm-evaluation-harness, in its own process (its virtualenv) ----------------------------------
+def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
+    """lm-eval's CLI, unchanged, with timers and counters around HFLM's load, loglikelihood and
+    model calls."""
+    import lm_eval.models.huggingface as hf
+    import torch
+    from lm_eval.__main__ import cli_evaluate
+
+    probe: dict[str, Any] = {"load_s": 0.0, "score_s": 0.0, "score_cpu_s": 0.0, "model_calls": 0, "fed_tokens": 0, "requests": []}
+    init, loglikelihood, tokens, model_call = hf.HFLM.__init__, hf.HFLM.loglikelihood, hf.HFLM._loglikelihood_tokens, hf.HFLM._model_call
+
+    def timed_init(self, *args, **kwargs):
+        started = time.perf_counter()
+        init(self, *args, **kwargs)
+        probe["load_s"] += time.perf_counter() - started
+
+    def timed_loglikelihood(self, requests, *args, **kwargs):
+        started, cpu_started = time.perf_counter(), time.process_time()
+        results = loglikelihood(self, requests, *args, **kwargs)
+        probe["score_s"] += time.perf_counter() - started
+        probe["score_cpu_s"] += time.process_time() - cpu_started
+        probe["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        probe["torch_threads"] = torch.get_num_threads()
+        return results
+
+    def recorded_tokens(self, requests, *args, **kwargs):
+        probe["requests"].extend([list(args_), list(context), list(continuation)] for args_, context, continuation in requests)
+        return tokens(self, requests, *args, **kwargs)
+
+    def counted_call(self, inputs, *args, **kwargs):
+        probe["model_calls"] += 1
+        probe["fed_tokens"] += inputs.numel()  # rows x padded length
+        return model_call(self, inputs, *args, **kwargs)
+
+    hf.HFLM.__init__, hf.HFLM.loglikelihood = timed_init, timed_loglikelihood
+    hf.HFLM._loglikelihood_tokens, hf.HFLM._model_call = recorded_tokens, counted_call
+    sys.argv = ["lm_eval", *argv]
+    try:
+        cli_evaluate()
+    finally:
+        probe_file.write_text(json.dumps(probe, ensure_ascii=False), encoding="utf-8")
+
+
+def run_lm_eval(python: str, rows: list[dict[str, Any]], name: str, model_dir: Path, work: Path, env: dict[str, str]) -> dict[str, Any]:
+    """lm_eval --model hf over a local multiple-choice task of the exported prompts."""
+    tasks = work / f"tasks-{name}"
+    tasks.mkdir()
+    docs = tasks / "docs.jsonl"
+    docs.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    task_name = f"rueval_bench_parus_{name}"
+    config = {  # JSON is YAML
+        "task": task_name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(docs)}},
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{context}}",
+        "doc_to_choice": "{{choices}}",
+        "doc_to_target": "{{label}}",
+        "target_delimiter": "",
+        "num_fewshot": 0,
+        "metric_list": [{"metric": "acc"}],
+    }
+    (tasks / f"{task_name}.yaml").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    output = work / f"lm-eval-{name}"
+    probe_file = work / f"lm-eval-{name}-probe.json"
+    argv = [
+        "--model", "hf",
+        "--model_args", f"pretrained={model_dir},add_bos_token=True,dtype=float32",
+        "--device", "cpu",
+        "--batch_size", str(LM_EVAL_BATCH_SIZE),
+        "--include_path", str(tasks),
+        "--tasks", task_name,
+        "--log_samples",
+        "--output_path", str(output),
+    ]  # fmt: skip
+    env = {**env, "HF_DATASETS_CACHE": str(work / "hf-datasets"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = [python, __file__, "--lm-eval-wrapper", str(probe_file), "--", *argv]
+    wall_s, child_rss_mb = run_child(command, env, work / f"lm-eval-{name}.log")
+    probe = json.loads(probe_file.read_text(encoding="utf-8"))
+    (samples_file,) = output.rglob(f"samples_{task_name}_*.jsonl")
+    samples = sorted((json.loads(line) for line in samples_file.open(encoding="utf-8")), key=lambda s: s["doc_id"])
+    return {"wall_s": wall_s, "process_peak_rss_mb": child_rss_mb, "probe": probe, "samples": samples}
+
+
+def run_child(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """Run a process to completion: its wall time and peak RSS (MB)."""
+    LOAD_AVERAGES.append(os.getloadavg()[0])
+    started = time.perf_counter()
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    LOAD_AVERAGES.append(os.getloadavg()[0])
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        sys.exit(f"{' '.join(command[:3])} ... failed ({process.returncode}); see {log}:\n{log.read_text()[-3000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+# -- measures ----------------------------------------------------------------------------------
+def trie_nodes(sequences: list[list[int]]) -> tuple[int, int]:
+    """Distinct token prefixes of the sequences (trie nodes) and, of those, the leaves (last tokens
+    that no sequence continues, which no scorer needs to forward)."""
+    root: dict = {}
+    nodes = 0
+    for tokens in sequences:
+        node = root
+        for token in tokens:
+            if token not in node:
+                node[token] = {}
+                nodes += 1
+            node = node[token]
+    leaves, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        for child in node.values():
+            leaves += not child
+            stack.append(child)
+    return nodes, leaves
+
+
+def lm_eval_forwarded(requests: list[list]) -> tuple[int, int]:
+    """Tokens lm-eval forwards, without padding, and its forward rows. Its Collator (group_by
+    "contexts") runs one row per distinct context + continuation minus the last token, so only
+    requests whose tokens differ in the last one alone share a row; a row is that whole sequence."""
+    groups = {tuple(context + continuation[:-1]) for _, context, continuation in requests}
+    return sum(len(g) for g in groups), len(groups)
+
+
+def compare(setting: dict[str, Any], rueval: dict[str, Any], lm_eval: dict[str, Any]) -> dict[str, Any]:
+    """Prompt and token identity, answer agreement and log-likelihood differences of the two tools."""
+    rows, samples = setting["rows"], lm_eval["samples"]
+    asked = [[r["context"], c] for r in rows for c in r["choices"]]
+    assert rueval["requests"] == asked, "rueval's worker asked other requests than the exported prompts"
+    assert [(s["doc"]["episode"], s["doc"]["item"]) for s in samples] == [(r["episode"], r["item"]) for r in rows]
+    lm_asked = [[a["arg_0"], a["arg_1"]] for s in samples for a in s["arguments"].values()]
+    lm_logprobs = [float(logprob) for s in samples for logprob, _ in s["filtered_resps"]]
+    lm_tokens = {(args[0], args[1]): context + continuation for args, context, continuation in lm_eval["probe"]["requests"]}
+    picks: dict[str, list[int]] = {"rueval": [], "lm_eval": []}
+    start = 0
+    for row in rows:
+        end = start + len(row["choices"])
+        for tool, logprobs in (("rueval", rueval["logprobs"]), ("lm_eval", lm_logprobs)):
+            scores = logprobs[start:end]
+            picks[tool].append(max(range(len(scores)), key=scores.__getitem__))
+        start = end
+    labels = [r["label"] for r in rows]
+    return {
+        "same_prompts": lm_asked == asked,
+        "same_tokens": all(lm_tokens[(c, x)] == t for (c, x), t in zip(asked, rueval["tokens"], strict=True)),
+        "solver_picks_argmax": rueval["predictions"] == picks["rueval"],  # LMSolver's labels are the choice indices
+        "agreement": sum(a == b for a, b in zip(picks["rueval"], picks["lm_eval"], strict=True)) / len(rows),
+        "max_abs_logprob_diff": max(abs(a - b) for a, b in zip(rueval["logprobs"], lm_logprobs, strict=True)),
+        "accuracy": {tool: sum(p == g for p, g in zip(ps, labels, strict=True)) / len(rows) for tool, ps in picks.items()},
+    }
+
+
+# -- the run -----------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=350)
+    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument("--fewshot-items", type=int, default=None, help="items for the 4-shot setting (default: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)")
+    parser.add_argument("--lm-eval-python", default="/tmp/venv-bench/bin/python")
+    parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
+    parser.add_argument("--worker-rueval", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--lm-eval-wrapper", type=Path, help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.worker_rueval:
+        return rueval_worker(*args.worker_rueval)
+    if args.lm_eval_wrapper:
+        return lm_eval_wrapper(args.lm_eval_wrapper, rest[1:] if rest[:1] == ["--"] else rest)
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        report = run(args, work)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    write_report(report)
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from rueval.models.tiny import build_tiny_gpt2
+
+    started = time.perf_counter()
+    model_dir = build_tiny_gpt2(work / "model", **MODEL)
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_dir)
+    print(f"model: GPT-2, {config.n_layer} layers, {config.n_embd} wide, vocab {config.vocab_size} ({time.perf_counter() - started:.1f} s to build)")
+    items = generate_items(args.items, args.seed)
+    write_data(items, work / "data")
+    fewshot_items = args.fewshot_items or args.items
+    settings = [
+        {"name": "0shot", "title": "0-shot", "shots": 0, "episodes": 1, "items": args.items},
+        {"name": f"{SHOTS}shot", "title": f"{SHOTS}-shot x {args.episodes}", "shots": SHOTS, "episodes": args.episodes, "items": fewshot_items},
+    ]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    if args.threads:  # read by torch at start-up, in both tools' processes
+        env |= {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    for setting in settings:
+        setting["rows"] = build_prompts(work / "data", setting["shots"], setting["episodes"], setting["items"])
+        spec = work / f"rueval-{setting['name']}.json"
+        spec.write_text(json.dumps({"data_dir": str(work / "data"), "model_dir": str(model_dir), **{k: setting[k] for k in ("shots", "episodes", "items")}}))
+        out = work / f"rueval-{setting['name']}-out.json"
+        print(f"{setting['title']}: {len(setting['rows'])} items, rueval ...", flush=True)
+        wall, rss = run_child([sys.executable, __file__, "--worker-rueval", str(spec), str(out)], env, work / f"rueval-{setting['name']}.log")
+        rueval = json.loads(out.read_text(encoding="utf-8"))
+        rueval.update(wall_s=wall, process_peak_rss_mb=rss)
+        print(f"  rueval {rueval['score_s']:.1f} s scoring, {wall:.1f} s in all; lm-eval ...", flush=True)
+        lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], setting["name"], model_dir, work, env)
+        print(f"  lm-eval {lm_eval['probe']['score_s']:.1f} s scoring, {lm_eval['wall_s']:.1f} s in all", flush=True)
+        setting["result"] = summarize(setting, rueval, lm_eval)
+    return {
+        "environment": environment(args.lm_eval_python),
+        "model": {**MODEL, "vocab_size": config.vocab_size, "n_positions": config.n_positions},
+        "load_averages": LOAD_AVERAGES,
+        "items": args.items,
+        "seed": args.seed,
+        "threads": args.threads,
+        "settings": [{k: s[k] for k in ("title", "shots", "episodes", "items")} | s["result"] for s in settings],
+    }
+
+
+def summarize(setting: dict[str, Any], rueval: dict[str, Any], lm_eval: dict[str, Any]) -> dict[str, Any]:
+    n = len(setting["rows"])
+    unique, leaves = trie_nodes(rueval["tokens"])
+    probe = lm_eval["probe"]
+    lm_forwarded, lm_rows = lm_eval_forwarded(probe["requests"])
+    stats = rueval["stats"]
+    return {
+        "scored_items": n,
+        "requests": sum(len(r["choices"]) for r in setting["rows"]),
+        "unique_tokens": unique,
+        "leaf_tokens": leaves,
+        "rueval": {
+            "load_s": rueval["load_s"],
+            "score_s": rueval["score_s"],
+            "score_cpu_s": rueval["score_cpu_s"],
+            "items_per_s": n / rueval["score_s"],
+            "predict_s": rueval["predict_s"],
+            "process_wall_s": rueval["wall_s"],
+            "forwarded_tokens": stats["forwarded_tokens"],
+            "padded_tokens": stats["padded_tokens"],
+            "forward_calls": stats["forward_calls"],
+            "forwarded_per_unique": stats["forwarded_tokens"] / unique,
+            "fed_per_unique": (stats["forwarded_tokens"] + stats["padded_tokens"]) / unique,
+            "peak_rss_mb": rueval["peak_rss_mb"],
+            "torch_threads": rueval["torch_threads"],
+            "process_peak_rss_mb": rueval["process_peak_rss_mb"],
+            "batch": {"max_rows": rueval["max_rows"], "max_batch_tokens": rueval["max_batch_tokens"]},
+        },
+        "lm_eval": {
+            "load_s": probe["load_s"],
+            "score_s": probe["score_s"],
+            "score_cpu_s": probe["score_cpu_s"],
+            "items_per_s": n / probe["score_s"],
+            "process_wall_s": lm_eval["wall_s"],
+            "forwarded_tokens": lm_forwarded,
+            "forward_rows": lm_rows,
+            "padded_tokens": probe["fed_tokens"] - lm_forwarded,
+            "forward_calls": probe["model_calls"],
+            "forwarded_per_unique": lm_forwarded / unique,
+            "fed_per_unique": probe["fed_tokens"] / unique,
+            "peak_rss_mb": probe["peak_rss_mb"],
+            "torch_threads": probe["torch_threads"],
+            "process_peak_rss_mb": lm_eval["process_peak_rss_mb"],
+            "batch": {"batch_size": LM_EVAL_BATCH_SIZE},
+        },
+        "speedup": probe["score_s"] / rueval["score_s"],
+        "speedup_cpu": probe["score_cpu_s"] / rueval["score_cpu_s"],
+        "speedup_end_to_end": lm_eval["wall_s"] / rueval["wall_s"],
+        **compare(setting, rueval, lm_eval),
+    }
+
+
+def environment(lm_eval_python: str) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    lm_eval_version = subprocess.run(
+        [lm_eval_python, "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "transformers": transformers.__version__,
+        "lm_eval": lm_eval_version,
+    }
+
+
+def write_report(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="rueval vs lm-evaluation-harness: PARus, random GPT-2 (6 x 512), CPU")
+    header = ("setting", "items", "rueval items/s", "lm-eval items/s", "speedup", "rueval fwd/unique", "lm-eval fwd/unique",
+              "rueval RSS MB", "lm-eval RSS MB", "agreement", "max |Δ logprob|")  # fmt: skip
+    for column in header:
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for s in report["settings"]:
+        ru, lm = s["rueval"], s["lm_eval"]
+        cells = (
+            s["title"], str(s["scored_items"]), f"{ru['items_per_s']:.1f}", f"{lm['items_per_s']:.1f}", f"{s['speedup']:.2f}x",
+            f"{ru['forwarded_per_unique']:.3f} ({ru['fed_per_unique']:.2f})", f"{lm['forwarded_per_unique']:.2f} ({lm['fed_per_unique']:.2f})",
+            f"{ru['peak_rss_mb']:.0f}", f"{lm['peak_rss_mb']:.0f}", f"{s['agreement']:.1%}", f"{s['max_abs_logprob_diff']:.1e}",
+        )  # fmt: skip
+        table.add_row(*cells)
+        lines.append("| " + " | ".join(cells) + " |")
+    Console().print(table)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_engine.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    model = report["model"]
+    notes = [
+        f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, vocab {model['vocab_size']}, seed {model['seed']}, float32, CPU "
+        f"({report['environment']['cpus']} cores, torch {report['environment']['torch']}, transformers {report['environment']['transformers']}, "
+        f"lm-eval {report['environment']['lm_eval']}).",
+        "items/s: scored items per second of scoring (tokenisation included, model load excluded); rueval batch size auto, lm-eval 32.",
+        "fwd/unique: forwarded tokens per unique token (distinct token prefixes, start token included); in brackets with padding.",
+        "RSS: the process's peak resident memory right after scoring. Agreement: same answer picked, from each tool's log-likelihoods.",
+    ]
+    markdown = "\n".join(["# bench_engine", "", *lines, "", *(f"- {n}" for n in notes), ""])
+    (RESULTS / "bench_engine.md").write_text(markdown, encoding="utf-8")
+    print(f"wrote {RESULTS / 'bench_engine.json'} and {RESULTS / 'bench_engine.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Language models end to end: every task, few-shot episodes, and a killed run resumed."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rueval.fewshot import episode_demos
+from rueval.tasks import TASKS, Example, get_task
+from rueval.tasks.prompts import PROMPTS
+
+from conftest import read_jsonl
+
+
+@pytest.fixture
+def short_generations(monkeypatch):
+    """A random model never stops by itself: cap MultiQ and CheGeKa at a few tokens to keep tests quick."""
+    for name in ("multiq", "chegeka"):
+        monkeypatch.setattr(PROMPTS[name], "max_new_tokens", (4, 4))
+
+
+def valid(task, prediction):
+    if task.kind == "classification":
+        return prediction in task.labels
+    if task.kind == "multilabel":
+        return len(prediction) == len(task.categories) and set(prediction) <= {0, 1}
+    return isinstance(prediction, str)
+
+
+@pytest.mark.parametrize("scoring", ["loglik", "ppl"])
+def test_every_task_runs_with_few_shot_episodes(cli, tmp_path, tiny_gpt2_dir, short_generations, scoring):
+    out = tmp_path / "out"
+    result = cli("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "all", "--limit", "2", "--shots", "0,1", "--episodes", "2", "--scoring", scoring, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((out / "results.json").read_text())
+    assert list(summary["tasks"]) == list(TASKS) and summary["rsg_total"] is not None
+    assert summary["model_identity"].startswith(f"hf:{tiny_gpt2_dir}@")
+    for name, task_result in summary["tasks"].items():
+        task = TASKS[name]
+        shots = task_result["shots"]
+        assert set(shots) == {"0", "1"} and len(shots["0"]["episodes"]) == 1 and len(shots["1"]["episodes"]) == 2
+        episode_scores = [e["score"] for e in shots["1"]["episodes"]]
+        assert shots["1"]["score"] == pytest.approx(sum(episode_scores) / 2)
+        assert shots["1"]["score_std"] == pytest.approx(abs(episode_scores[0] - episode_scores[1]) / 2)
+        assert shots["1"]["metrics"].keys() == shots["1"]["std"].keys() == set(task.metrics)
+        assert task_result["metrics"] == shots["0"]["episodes"][0]["metrics"]
+        assert ("metrics_norm" in shots["0"]) == (scoring == "loglik" and name not in ("multiq", "chegeka"))
+        rows = read_jsonl(out / "predictions" / f"{name}.jsonl")
+        assert all(valid(task, tuple(r["prediction"]) if task.kind == "multilabel" else r["prediction"]) for r in rows)
+
+
+def test_shots_need_a_language_model(cli, tmp_path):
+    result = cli("run", "-t", "rcb", "--shots", "0,4", "-o", tmp_path / "out")
+    assert result.exit_code == 2 and "need a language model" in result.stderr
+
+
+def test_episodes_come_from_the_episode_field_when_present():
+    train = [Example(idx=i, fields={"episode": [10, 11] if i < 2 else [11]}, label=0) for i in range(5)]
+    assert [e.idx for e in episode_demos(train, 2, 0, 0, "winograd")] == [0, 1]  # episode 10 has two members
+    plain = [Example(idx=i, fields={}, label=i % 2) for i in range(20)]
+    first = episode_demos(plain, 4, 0, 0, "winograd")
+    assert first == episode_demos(plain, 4, 0, 0, "winograd") and first != episode_demos(plain, 4, 1, 0, "winograd")
+    assert len({e.idx for e in first}) == 4
+
+
+def rows(cache_dir):
+    with sqlite3.connect(cache_dir / "requests" / "requests.sqlite") as db:
+        return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+
+def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tiny_gpt2_dir):
+    tasks = "parus,rcb,terra,danetqa,russe,rwsd,lidirus"
+    args = ["run", "-m", f"hf:{tiny_gpt2_dir}", "-t", tasks, "--shots", "0,1", "--episodes", "3"]
+
+    def rueval(out, cache, *extra):
+        env = {**os.environ, "RUEVAL_CACHE_DIR": str(cache)}
+        return subprocess.Popen([sys.executable, "-m", "rueval", *extra, "-o", str(out)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    out, cache = tmp_path / "killed", tmp_path / "cache"
+    process = rueval(out, cache, *args)
+    deadline = time.time() + 240
+    while not (out / "tasks" / "parus.json").exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (out / "results.json").exists()
+    finished = {p.name: p.read_bytes() for p in (out / "tasks").glob("*.json")}
+    assert "parus.json" in finished
+    computed_before = rows(cache)
+
+    resumed = rueval(out, cache, "run", "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    summary = json.loads((out / "results.json").read_text())
+    assert {name: (out / "tasks" / name).read_bytes() for name in finished} == finished  # reused as they were
+    recomputed = sum(summary["tasks"][p[:-5]]["requests_computed"] for p in {f"{t}.json" for t in summary["tasks"]} - set(finished))
+    assert rows(cache) == computed_before + recomputed  # every request computed once over both runs
+
+    reference = rueval(tmp_path / "whole", tmp_path / "cache2", *args)
+    assert reference.wait() == 0
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    for name in summary["tasks"]:
+        assert summary["tasks"][name]["shots"] == whole["tasks"][name]["shots"]
+        assert read_jsonl(out / "predictions" / f"{name}.jsonl") == read_jsonl(tmp_path / "whole" / "predictions" / f"{name}.jsonl")
