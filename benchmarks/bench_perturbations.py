@@ -10,8 +10,8 @@ the multiple-choice tasks), so nearly every text is new and no analysis is reuse
 
 The constraints' protected spans (natasha NER and syntax, regular expressions) are computed once,
 batched, and timed on their own, as a run does; each perturbation is then timed on the same
-examples, with and (--filter) without the semantic filter (character 3-gram similarity, rate
-lowered on failure). Writes benchmarks/results/bench_perturbations.json.
+examples, without and (--filter) also with the semantic filter (character 3-gram similarity,
+rate lowered on failure). Writes benchmarks/results/bench_perturbations.json.
 """
 
 from __future__ import annotations

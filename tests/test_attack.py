@@ -28,7 +28,7 @@ def test_correct_means_gold_class_all_categories_or_exact_match():
     assert is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 0))
     assert not is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 1))  # one category wrong
     chegeka = get_task("chegeka")
-    assert is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "санкт петербург")  # EM after normalisation
+    assert is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "санкт-петербург!")  # EM after normalisation
     assert not is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "Петербург")  # token F1 < 1
 
 
@@ -107,9 +107,18 @@ def test_filter_lowers_the_rate_until_an_example_passes():
 def test_filter_lowers_the_threshold_until_enough_pass():
     examples, filtered = filter_ethics(threshold=0.9, min_share=1.0)
     assert len(filtered.kept) == len(examples)
-    assert filtered.threshold == pytest.approx(0.7)  # 0.9 -> 0.85 -> ... -> 0.7, where the 0.72 pass
+    assert filtered.threshold == 0.7  # 0.9 -> 0.85 -> ... -> 0.7, where the 0.72 pass; no float drift
     _, strict = filter_ethics(threshold=0.9, min_share=0.0)
     assert strict.kept == [] and strict.perturbable == len(examples) and strict.threshold == 0.9
+
+
+def test_filter_settings_that_could_not_work_are_refused():
+    from rueval.errors import RuevalError
+
+    with pytest.raises(RuevalError, match="between 0 and 1"):
+        SemanticFilter(Calm(), threshold=1.5)
+    with pytest.raises(RuevalError, match="positive threshold step"):
+        SemanticFilter(Calm(), threshold_step=0)  # would lower the threshold forever
 
 
 def test_char_ngram_similarity():
@@ -179,7 +188,7 @@ def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
     assert "raw" in source.load(task, "test").file
     stored = source.load_perturbed(task, "test")
     assert "episodes" in stored.file and set(stored.perturbed) == {"butter_fingers", "eda_swap"}
-    assert [e.idx for e in stored.originals] == [0, 4]  # place in the file, as a normal run numbers them
+    assert [e.idx for e in stored.originals] == [0, 1]  # place among the originals, as a normal run numbers them
     assert [e.idx for e in stored.perturbed["butter_fingers"]] == [0, 1]  # place among the copies
     assert source.load_perturbed(get_task("winograd"), "test") is None
 
@@ -254,6 +263,18 @@ def test_rerun_with_perturbations_recomputes_instead_of_resuming(cli, tmp_path):
     result = json.loads((tmp_path / "results.json").read_text())
     assert list(result["tasks"]["winograd"]["perturbations"]) == ["eda_delete"]
     assert result["robustness"]["perturbations"] == [{"name": "eda_delete", "rate": 0.5, "seed": 0}]
+
+
+def test_malformed_data_to_perturb_ends_in_one_line_naming_file_and_field(cli, tmp_path, data_dir):
+    path = data_dir / "multiq" / "test.jsonl"
+    records = read_jsonl(path)
+    records[1]["bridge_answers"] = ["Вологда"]
+    write_jsonl(path, records)
+    for command in (("perturb", "--perturbations", "eda_swap"), ("run", "--perturb", "eda_swap")):
+        result = cli(*command, "-t", "multiq", "--data", data_dir, "-o", tmp_path / command[0])
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.output.split())
+        assert "test.jsonl: field 'bridge_answers[0]': multiq example with idx 1: expected an object" in message
 
 
 @pytest.mark.parametrize(

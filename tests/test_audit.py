@@ -1,11 +1,16 @@
 import json
+import random
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write_jsonl
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.metrics.pairwise import cosine_similarity
 
-from rueval.audit import audit, expected_weighted_random_accuracy, label_distribution
+import rueval.audit
+from rueval.audit import audit, expected_weighted_random_accuracy, label_distribution, similar_pairs
 from rueval.solvers.heuristics import NO_RULE, RULES, coverage
 from rueval.tasks import Example, get_task
 
@@ -31,7 +36,7 @@ TRAIN = [
     ),
     rcb(2, "Бабушка испекла пирог с яблоками и угостила соседей.", "Соседи попробовали пирог.", "entailment"),
     rcb(3, "Поезд из Москвы прибыл в Казань точно по расписанию.", "Поезд пришёл вовремя.", "entailment"),
-    rcb(4, "Футбольная команда выиграла финальный матч со счётом три — один.", "Команда победила в финале.", "entailment"),
+    rcb(4, "Футбольная команда выиграла финальный матч со счётом три — один.", "Команда победила.", "entailment"),
     # the planted artifact: every contradiction, and nothing else, mentions a cat (in three forms)
     rcb(5, "Мальчик сказал, что видел во дворе кошки соседа.", "Во дворе не было животных.", "contradiction"),
     rcb(6, "Девочка уверяла, будто накормила кошку молоком.", "Девочка ничего не давала.", "contradiction"),
@@ -106,7 +111,8 @@ def test_planted_artifact_word_tops_its_label(report):
     # in all 3 contradictions and nowhere else: chi2 = (3 - 0.9)^2 / 0.9 + 2.1^2 / 2.1
     assert top == {"lemma": "кошка", "chi2": pytest.approx(7.0), "count": 3, "total": 3}
     assert len(report["artifacts"]["entailment"]) <= 10
-    assert all("кошка" not in (row["lemma"] for row in report["artifacts"][label]) for label in ("entailment", "neutral"))
+    for label in ("entailment", "neutral"):
+        assert "кошка" not in [row["lemma"] for row in report["artifacts"][label]]
 
 
 def test_exact_and_near_duplicates_are_found(report):
@@ -140,10 +146,38 @@ def test_audit_json_is_written(rcb_dir, tmp_path):
     assert saved["leakage"]["weighted_random_expected_accuracy"] == pytest.approx(30.0)
 
 
+@pytest.mark.parametrize("crowded_share", [1.0, 0.0])  # pruned search, and every query scored against all
+def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, crowded_share):
+    monkeypatch.setattr(rueval.audit, "CROWDED_SHARE", crowded_share)
+    rng = random.Random(0)
+    vocabulary = "кот пёс дом лес река гора город поле снег дождь ветер мост окно дверь стол книга".split()
+    vocabulary += [f"{stem}{ending}" for stem in ("слов", "лист", "звон") for ending in ("о", "а", "ом", "ами")]
+
+    def sentence():
+        return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 12)))
+
+    def edit(text):
+        words = text.split()
+        words[rng.randrange(len(words))] = rng.choice(vocabulary)
+        return " ".join(words)
+
+    index_texts = [sentence() for _ in range(150)]
+    query_texts = [edit(rng.choice(index_texts)) if rng.random() < 0.5 else sentence() for _ in range(80)]
+    vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32).fit_transform(
+        index_texts + query_texts
+    )
+    index, queries = vectors[:150], vectors[150:]
+    brute = cosine_similarity(queries.astype(np.float64), index.astype(np.float64))
+    for threshold in (0.9, 0.6):
+        rows, columns, similarities = similar_pairs(queries, index, threshold)
+        assert set(zip(rows.tolist(), columns.tolist())) == set(zip(*np.nonzero(brute >= threshold)))
+        assert similarities == pytest.approx(brute[rows, columns], abs=1e-5)
+
+
 def test_lidirus_is_audited_against_terra_train(tmp_path):
     terra = [
         {"idx": 0, "premise": "Кот спит на тёплой печке.", "hypothesis": "Кот спит.", "label": "entailment"},
-        {"idx": 1, "premise": "Дети играют в снежки во дворе.", "hypothesis": "Дети в школе.", "label": "not_entailment"},
+        {"idx": 1, "premise": "Дети играют в снежки.", "hypothesis": "Дети в школе.", "label": "not_entailment"},
         {"idx": 2, "premise": "Магазин закрылся на ремонт.", "hypothesis": "Магазин закрыт.", "label": "entailment"},
     ]
     lidirus = [
@@ -157,7 +191,8 @@ def test_lidirus_is_audited_against_terra_train(tmp_path):
     # the copy is found although TERRa names its fields premise/hypothesis and LiDiRus sentence1/sentence2
     assert report["duplicates"]["test"]["exact_pairs"] == [{"train": 0, "eval": 0, "similarity": 1.0}]
     assert report["prior_only"]["test"]["weighted_random_expected_accuracy"] == pytest.approx(50.0)  # 2/3*1/2 + 1/3*1/2
-    assert set(report["heuristics"]) == {"test"}  # LiDiRus rules read sentence1/2, not TERRa's fields
+    assert "train is terra's train split" in report["notes"][0]
+    assert set(report["heuristics"]) == {"train", "test"}
 
 
 def test_multilabel_expectation_is_averaged_over_categories():

@@ -107,7 +107,7 @@ def test_compare_reports_malformed_predictions(cli, two_runs, tmp_path):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = cli("compare", run_a, broken)
     assert result.exit_code == 2
-    assert "winograd.jsonl:2: not valid JSON" in result.stderr
+    assert "winograd.jsonl:2: malformed JSON" in result.stderr
 
     lines[1] = json.dumps({"idx": 1, "prediction": 0, "gold": 7})
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from rueval.data import open_data
+from rueval.errors import DataError
 from rueval.robustness.constraints import Jeopardy, Mentions, Multihop, NamedEntities, Referents, TargetWord
 from rueval.robustness.perturbations import ButterFingers, ChangeCharCase, EdaDelete, EdaSwap, Emojify
-from rueval.robustness.targets import TARGETS, protected_spans
+from rueval.robustness.targets import TARGETS, protected_spans, protected_spans_batch
 from rueval.tasks import TASKS, Example, Record, get_task
 
 # Every word that may change does change (or moves, or goes): what survives was protected.
@@ -101,6 +102,14 @@ def test_referents_survive_every_perturbation(perturbation):
     for word in ("Кошка", "мышь", "которая", "поймала", "жила"):
         assert word in perturbed.fields["text"]
     assert {**perturbed.fields, "text": ""} == {**WINOGRAD, "text": ""}
+
+
+def test_referents_find_an_option_given_in_another_case_by_its_lemmas():
+    text = "Ветер раскачал фонарь у высокой башни, которая давно покосилась."
+    fields = {**WINOGRAD, "text": text, "options": ["Ветер", "высокая башня"], "reference": "которая"}
+    kept = protected_texts("winograd", Example(0, fields, 1), "text")
+    assert {"высокой", "башни", "Ветер", "которая"} <= set(kept)
+    assert "фонарь" not in kept  # neither an antecedent nor the anaphor
 
 
 RWSD_TEXT = "Вчера кошка не смогла поймать мышь, потому что она была слишком проворной и быстрой."
@@ -199,3 +208,31 @@ def test_constraints_are_declared_where_tape_uses_them():
     assert any(isinstance(c, Multihop) for c in TARGETS["multiq"].constraints)
     assert any(isinstance(c, NamedEntities) for c in TARGETS["ru_openbook"].constraints)
     assert any(isinstance(c, TargetWord) for c in TARGETS["russe"].constraints)
+
+
+RUSSE = {"idx": 0, "word": "марка", "sentence1": "Марка стоит дорого.", "sentence2": "Эта марка редкая.", "label": True}
+
+
+@pytest.mark.parametrize(
+    ("task_name", "fields", "field", "message"),
+    [
+        ("multiq", {"bridge_answers": [5]}, "bridge_answers[0]", "expected an object with segment and offset"),
+        ("multiq", {"bridge_answers": "Вологда"}, "bridge_answers", "expected a list of answers"),
+        ("multiq", {"main_answers": [{"offset": "x", "segment": "Вологде"}]}, "main_answers[0].offset", "offset"),
+        ("multiq", {"main_answers": [{"offset": 3, "segment": ""}]}, "main_answers[0].segment", "answer's text"),
+        ("multiq", {"main_text": None}, "main_text", "expected text to perturb, got NoneType"),
+        ("winograd", {**WINOGRAD, "options": "Кошка"}, "options", "expected a list of strings"),
+        ("winograd", {**WINOGRAD, "text": 5}, "text", "expected text to perturb, got int 5"),
+        ("rwsd", {"text": RWSD_TEXT, "target": ["мышь"]}, "target", "expected an object"),
+        ("russe", {**RUSSE, "start1": 0, "end1": 50}, "start1", "not a word's offsets in sentence1"),
+        ("russe", {**RUSSE, "start2": 4}, "start2", "not a word's offsets in sentence2"),
+    ],
+)
+def test_malformed_annotations_are_a_data_error_naming_file_example_and_field(task_name, fields, field, message):
+    """A constraint that could not read its annotations would protect nothing: refused up front."""
+    base = multiq_record() if task_name == "multiq" else {}
+    example = Example(7, {**base, **fields}, ("Вологде",))
+    with pytest.raises(DataError, match=message) as raised:
+        protected_spans_batch(get_task(task_name), [example], "data/test.jsonl")
+    assert raised.value.file == "data/test.jsonl" and raised.value.field == field
+    assert f"{task_name} example with idx 7" in str(raised.value)

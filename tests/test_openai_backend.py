@@ -3,6 +3,7 @@ GPT-2 on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -213,3 +214,15 @@ def test_requests_run_concurrently_and_prompts_share_http_requests(server):
     batched = OpenAICompletionsModel("tiny-gpt2", server.url, prompts_per_request=4).loglikelihood(requests)
     assert server.completion_requests == 2
     assert [r.logprob for r in batched] == pytest.approx([r.logprob for r in parallel], abs=1e-4)
+
+
+def test_cli_runs_a_task_through_an_openai_compatible_server(cli, server, tmp_path):
+    out = tmp_path / "out"
+    result = cli("run", "-m", "openai:tiny-gpt2", "--base-url", server.url, "-t", "parus,terra", "--limit", "4", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["model_identity"] == f"openai:tiny-gpt2@{server.url}"
+    assert [summary["tasks"][t]["n"] for t in ("parus", "terra")] == [4, 4]
+    assert server.completion_requests > 0
+    missing = cli("run", "-m", "openai:tiny-gpt2", "-t", "parus", "-o", tmp_path / "other")
+    assert missing.exit_code == 2 and "--base-url" in missing.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rueval.data import open_data
-from rueval.robustness.backends import CausalLMGenerator, Seq2SeqTranslator
+from rueval.robustness.backends import EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import (
     KEYBOARD_NEIGHBOURS,
     AddSent,
@@ -159,13 +159,17 @@ def test_gold_and_other_fields_are_untouched(cls, task_name):
 @pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
 def test_multiple_choice_markers_stay_and_options_are_perturbed_apart(cls):
     task = get_task("ru_openbook")
+    perturbed_examples = 0
     for example in SAMPLES.load(task, "test").examples:
         perturbed = cls(1.0).perturb(example, task)
         if perturbed is None:
             continue
+        perturbed_examples += 1
         question = perturbed.fields["question"]
         assert re.findall(r"\(([A-D])\)", question) == ["A", "B", "C", "D"]
+        assert all(option.strip() for option in re.split(r"\([A-D]\)", question)[1:])  # none emptied
         assert perturbed.label == example.label
+    assert perturbed_examples > 0
 
 
 # --- model based ---------------------------------------------------------------------------------
@@ -261,7 +265,7 @@ def test_back_translation_through_a_transformers_seq2seq_model(tiny_translator_d
 
 
 def test_add_sent_appends_a_generated_sentence_of_bounded_length(tiny_gpt2_dir):
-    generate = CausalLMGenerator(str(tiny_gpt2_dir), max_new_tokens=12)
+    generate = EngineGenerator(str(tiny_gpt2_dir), max_new_tokens=12)
     task = get_task("winograd")
     examples = SAMPLES.load(task, "test").examples[:4]
     runs = [AddSent(generate, rate=0.5).perturb_batch(task, examples) for _ in range(2)]
@@ -290,5 +294,5 @@ def test_add_sent_replaces_one_wrong_option_of_a_multiple_choice_question(tiny_g
     assert options[1] == "солнце" and perturbed.label == "B"  # the gold option is never replaced
     assert sum(option != old for option, old in zip(options, ["луна", "солнце", "лампа", "звезда"])) == 1
     assert "ответ" in options  # cut to p x the words of the option it replaces (one word)
-    real = AddSent(CausalLMGenerator(str(tiny_gpt2_dir), max_new_tokens=12), rate=1.0).perturb(example, task)
+    real = AddSent(EngineGenerator(str(tiny_gpt2_dir), max_new_tokens=12), rate=1.0).perturb(example, task)
     assert re.findall(r"\(([A-D])\)", real.fields["question"]) == ["A", "B", "C", "D"]

@@ -9,7 +9,7 @@ from rueval.slices import (
     SLICES,
     answer_category,
     flesch_reading_ease,
-    inline_options,
+    gold_answer_text,
     resolve_slices,
     slice_scores,
     type_token_ratio,
@@ -46,9 +46,13 @@ def test_answer_category(answer, category):
     assert answer_category(answer) == category
 
 
-def test_inline_options_are_read_from_the_question():
+def test_gold_answer_text_reads_the_chosen_inline_option():
     question = "Чем измеряют температуру? (A) линейкой (B) термометром (C) весами (D) часами"
-    assert inline_options(question) == {"A": "линейкой", "B": "термометром", "C": "весами", "D": "часами"}
+    example = Example(idx=0, fields={"question": question}, label="B")
+    assert gold_answer_text(TASKS["ru_worldtree"], example) == "термометром"
+    broken = Example(idx=1, fields={"question": "Чем измеряют температуру? (A) линейкой (B) весами"}, label="B")
+    assert gold_answer_text(TASKS["ru_worldtree"], broken) is None  # unreadable options: no answer bucket
+    assert gold_answer_text(TASKS["chegeka"], Example(idx=2, fields={}, label=("Пушкин", "А. С. Пушкин"))) == "Пушкин"
 
 
 def test_resolve_slices():

@@ -36,7 +36,8 @@ from rueval.text import lemmas, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
-QUERY_CHUNK = 256  # query rows scored at once against their candidates, bounding memory
+CROWDED_SHARE = 0.2  # a query with candidates in more than this share of the index is scored against all of it
+CROWDED_CHUNK = 256  # such queries scored at once, bounding memory
 # MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
 # of the record-level paths their `inputs` declare.
 EXAMPLE_TEXT_FIELDS = {"muserc": ("passage", "question", "answer"), "rucos": ("passage", "query")}
@@ -49,6 +50,7 @@ class AuditData:
     task: Task
     train: Split | None
     evals: list[Split]
+    borrowed_train: str | None = None  # the task whose train split stands in (LiDiRus: TERRa)
 
 
 def load_audit_data(source: DataSource, task: Task) -> AuditData:
@@ -57,7 +59,8 @@ def load_audit_data(source: DataSource, task: Task) -> AuditData:
     train = load_train(source, task)
     if train is None and not evals:
         raise source.missing(task, "test")
-    return AuditData(task, train, evals)
+    borrowed = task.train_task if train is not None and not source.has_split(task, "train") else None
+    return AuditData(task, train, evals, borrowed)
 
 
 def audit(tasks: Sequence[Task], data: str | None = None, out: Path = Path("audits")) -> dict[str, Any]:
@@ -88,17 +91,14 @@ def audit_task(item: AuditData) -> dict[str, Any]:
         notes.append("no train split: no prior-only scores, artifact tokens or duplicates")
     elif not train.labelled:
         notes.append("the train split has no gold labels: no prior-only scores or artifact tokens")
-    if train is not None and train.task != task:
-        notes.append(f"train is {train.task.name}'s train split: its label prior stands in, as in the paper")
+    if item.borrowed_train:
+        notes.append(f"train is {item.borrowed_train}'s train split: its label prior stands in, as in the paper")
     if task.kind == "span":
         notes.append("span task: answer lengths in words instead of a label distribution; no artifact tokens")
     result: dict[str, Any] = {
         "benchmark": task.benchmark,
         "kind": task.kind,
-        "splits": {
-            split.name: _describe(split)
-            for split in [*([train] if train else []), *item.evals]
-        },
+        "splits": {split.name: _describe(split) for split in [*([train] if train else []), *item.evals]},
         "labels": {split.name: label_distribution(task, split.examples) for split in labelled},
         "prior_only": {},
         "artifacts": {},
@@ -107,16 +107,15 @@ def audit_task(item: AuditData) -> dict[str, Any]:
         "notes": notes,
     }
     if train is not None:
-        result["duplicates"] = {split.name: duplicates(train, split) for split in item.evals}
+        result["duplicates"] = duplicates(train, item.evals)
         if train.labelled:
             result["prior_only"] = {s.name: prior_only(task, train.examples, s.examples) for s in labelled_evals}
             if task.kind != "span":
-                result["artifacts"] = artifact_tokens(train.task, train.examples)  # LiDiRus: TERRa's fields
+                result["artifacts"] = artifact_tokens(task, train.examples)
     if task.name in RULES:
         for split in labelled:
-            if split.task == task:  # not on a borrowed train split: the rules read the task's own fields
-                rows = [asdict(row) for row in coverage(task, split.examples)]  # the last: no rule fires
-                result["heuristics"][split.name] = {"n": len(split.examples), "rules": rows}
+            rows = [asdict(row) for row in coverage(task, split.examples)]  # the last: no rule fires
+            result["heuristics"][split.name] = {"n": len(split.examples), "rules": rows}
     return result
 
 
@@ -250,44 +249,53 @@ def _lemmatised(task: Task, examples: Sequence[Example]) -> list[list[str]]:
     return result
 
 
-def duplicates(train: Split, split: Split) -> dict[str, Any]:
-    """Train/eval pairs whose input texts are identical after normalisation (exact) or, otherwise,
-    have TF-IDF character n-gram cosine similarity >= NEAR_DUPLICATE_THRESHOLD (near).
-    Texts are compared once per distinct normalised text."""
-    train_rows, eval_rows = _rows_by_text(train), _rows_by_text(split)
-    exact = [(i, j, 1.0) for text, js in eval_rows.items() for j in js for i in train_rows.get(text, ())]
-    near: list[tuple[int, int, float]] = []
-    train_texts, eval_texts = list(train_rows), list(eval_rows)
-    if any(train_texts) and any(eval_texts):
-        vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32).fit_transform(
-            train_texts + eval_texts
-        )
-        train_vectors, eval_vectors = vectors[: len(train_texts)], vectors[len(train_texts) :]
-        for k, t, similarity in zip(*similar_pairs(eval_vectors, train_vectors, NEAR_DUPLICATE_THRESHOLD), strict=True):
-            if eval_texts[k] != train_texts[t]:
-                near += [(i, j, float(similarity)) for j in eval_rows[eval_texts[k]] for i in train_rows[train_texts[t]]]
-    near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
+def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]]:
+    """Per evaluation split, the train/eval pairs whose input texts are identical after
+    normalisation (exact) or, otherwise, have a cosine similarity of TF-IDF character n-grams of
+    at least NEAR_DUPLICATE_THRESHOLD (near). Each distinct normalised text is vectorised once,
+    with one vocabulary fitted on all the splits."""
+    train_rows = _rows_by_text(train)
+    eval_rows = [_rows_by_text(split) for split in evals]
+    distinct = list(dict.fromkeys([*train_rows, *(text for rows in eval_rows for text in rows)]))
+    position = {text: k for k, text in enumerate(distinct)}
+    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32)
+    vectors = vectorizer.fit_transform(distinct) if any(distinct) else None
+    train_texts = list(train_rows)
 
-    def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
-        return [
-            {"train": train.examples[i].idx, "eval": split.examples[j].idx, "similarity": round(similarity, 4)}
-            for i, j, similarity in pairs
-        ]
+    def compare(split: Split, rows: dict[str, list[int]]) -> dict[str, Any]:
+        exact = [(i, j, 1.0) for text, js in rows.items() for j in js for i in train_rows.get(text, ())]
+        near: list[tuple[int, int, float]] = []
+        if vectors is not None:
+            eval_texts = list(rows)
+            queries = vectors[[position[text] for text in eval_texts]]
+            index = vectors[[position[text] for text in train_texts]]
+            for k, t, similarity in zip(*similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD), strict=True):
+                eval_text, train_text = eval_texts[k], train_texts[t]
+                if eval_text != train_text:  # identical texts are the exact duplicates
+                    near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
+        near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
 
-    return {
-        "n": len(split.examples),
-        "exact": len(exact),
-        "near": len(near),
-        "eval_with_exact": len({j for _, j, _ in exact}),
-        "eval_with_near": len({j for _, j, _ in near}),
-        "exact_pairs": listed(exact),
-        "near_pairs": listed(near),
-    }
+        def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
+            return [
+                {"train": train.examples[i].idx, "eval": split.examples[j].idx, "similarity": round(similarity, 4)}
+                for i, j, similarity in pairs
+            ]
+
+        return {
+            "n": len(split.examples),
+            "exact": len(exact),
+            "near": len(near),
+            "eval_with_exact": len({j for _, j, _ in exact}),
+            "eval_with_near": len({j for _, j, _ in near}),
+            "exact_pairs": listed(exact),
+            "near_pairs": listed(near),
+        }
+
+    return {split.name: compare(split, rows) for split, rows in zip(evals, eval_rows, strict=True)}
 
 
 def _rows_by_text(split: Split) -> dict[str, list[int]]:
-    """Example positions by normalised input text; texts in the split's own task's fields
-    (LiDiRus is compared with TERRa's train)."""
+    """Example positions by normalised input text."""
     rows: dict[str, list[int]] = defaultdict(list)
     examples = split.examples
     for i, example in enumerate(progress(examples, f"normalising {split.task.name}/{split.name}", total=len(examples))):
@@ -304,30 +312,51 @@ def similar_pairs(
     Order features from rare to common. The common end of a query row, as long as its norm stays
     below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot product with
     any unit row is at most its norm), so a match must share one of the query's rarer features.
-    Only index rows sharing such a feature are scored; rare features make them few.
+    Only the index rows sharing such a feature are scored; in real text they are few. A query whose
+    candidates are most of the index (text made of common n-grams only) is scored against all of it.
     """
+    candidates = _candidates(queries, index, threshold)
+    cutoff = threshold - 1e-6  # float32 rounding of an exact threshold value
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    crowded = []
+    dense_query = np.zeros(queries.shape[1], dtype=np.float32)
+    for row in range(queries.shape[0]):
+        columns = candidates.indices[candidates.indptr[row] : candidates.indptr[row + 1]]
+        if len(columns) > CROWDED_SHARE * index.shape[0]:
+            crowded.append(row)
+            continue
+        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
+        dense_query[features] = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
+        similarity = index[columns] @ dense_query
+        dense_query[features] = 0
+        hits = similarity >= cutoff
+        found.append((np.full(hits.sum(), row), columns[hits], similarity[hits]))
+    if crowded:
+        index_by_feature = index.T.tocsr()
+        for start in range(0, len(crowded), CROWDED_CHUNK):
+            rows = np.array(crowded[start : start + CROWDED_CHUNK])
+            similarity = (queries[rows] @ index_by_feature).toarray()
+            hit_rows, hit_columns = np.nonzero(similarity >= cutoff)
+            found.append((rows[hit_rows], hit_columns, similarity[hit_rows, hit_columns]))
+    rows_, columns_, similarities = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    return rows_, columns_, np.minimum(similarities, 1.0)
+
+
+def _candidates(queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float) -> sparse.csr_matrix:
+    """Query x index pattern of the pairs that share one of the query's rare features (see similar_pairs)."""
     document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
     rank = np.empty(len(document_frequency), dtype=np.int64)
     rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
-    rows, cols = [], []
+    rows, columns = [], []
     for row in range(queries.shape[0]):
         features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
         weights = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
         common_first = np.argsort(-rank[features], kind="stable")
-        # features at the common end whose squared weights sum below threshold^2 (less a margin for float32)
+        # the common features whose squared weights sum below threshold^2, less a margin for float32
         n_common = np.searchsorted(np.cumsum(weights[common_first] ** 2), threshold**2 - 1e-4)
         rare = features[common_first[n_common:]]
         rows.append(np.full(len(rare), row))
-        cols.append(rare)
-    rows_, cols_ = np.concatenate(rows), np.concatenate(cols)
-    rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, cols_)), shape=queries.shape)
-    candidates = (rare_part @ (index > 0).T.astype(np.float32)).tocsr()  # pattern: query x index
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for start in range(0, queries.shape[0], QUERY_CHUNK):
-        block = slice(start, start + QUERY_CHUNK)
-        columns = np.unique(candidates[block].indices)  # index rows some query of the block may match
-        similarity = (queries[block] @ index[columns].T).toarray()
-        row, col = np.nonzero(similarity >= threshold - 1e-6)  # float32 rounding of an exact threshold
-        found.append((row + start, columns[col], np.minimum(similarity[row, col], 1.0)))
-    rows_, cols_, similarities = (np.concatenate(parts) for parts in zip(*found, strict=True))
-    return rows_, cols_, similarities
+        columns.append(rare)
+    rows_, columns_ = np.concatenate(rows), np.concatenate(columns)
+    rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, columns_)), shape=queries.shape)
+    return (rare_part @ (index > 0).T.astype(np.float32)).tocsr()

@@ -64,6 +64,9 @@ DataOption = Annotated[
     typer.Option("--data", help="A directory or zip in the official layout, or 'hf'. Default: the bundled samples."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
+BaseUrlOption = Annotated[
+    Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
+]
 FallbackOption = Annotated[
     FallbackName, typer.Option("--fallback", help="-m heuristic: the baseline for examples no rule covers.")
 ]
@@ -91,12 +94,14 @@ def robustness_options(
     addsent_model: str | None,
     filter_threshold: float | None,
     filter_min_share: float,
+    base_url: str | None,
 ):
-    """The perturbations and semantic filter of --perturb, with notes on what `all` left out printed."""
+    """The perturbations and semantic filter of --perturb, with notes on what `all` left out printed.
+    ``base_url`` serves an `openai:` AddSent model."""
     from rueval.robustness import Robustness
 
     robustness = Robustness.from_options(
-        perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share
+        perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
     )
     for note in robustness.notes:
         console.print(f"note: {note}", highlight=False)
@@ -199,7 +204,7 @@ def run(
     dtype: Annotated[DtypeName, typer.Option(help="hf: weights dtype.")] = DtypeName.auto,
     batch_size: Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")] = "auto",
     trust_remote_code: Annotated[bool, typer.Option(help="hf: run code shipped with the model.")] = False,
-    base_url: Annotated[Optional[str], typer.Option(help="openai: the server, e.g. http://localhost:8000/v1.")] = None,
+    base_url: BaseUrlOption = None,
     concurrency: Annotated[int, typer.Option(min=1, help="openai: requests in flight.")] = 8,
     perturb: Annotated[
         Optional[str],
@@ -230,7 +235,7 @@ def run(
     robustness = None
     if perturb:
         robustness = robustness_options(
-            perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share
+            perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
         )
     summary = run_tasks(
         resolve_tasks(tasks),
@@ -285,12 +290,13 @@ def perturb(
     filter_min_share: FilterMinShareOption = 0.8,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Write perturbed test sets in TAPE's episodes layout (OUT/<task>/test.jsonl, `perturbation` field)."""
     from rueval.robustness import write_attack_sets
 
     robustness = robustness_options(
-        perturbations, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share
+        perturbations, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
     )
     counts = write_attack_sets(robustness, resolve_tasks(tasks), data, out, split.value if split else None, limit)
     for task, written in counts.items():

@@ -45,9 +45,10 @@ def grouped_exact_match(golds: Sequence[Any], preds: Sequence[Any], groups: Sequ
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD-style normalisation adapted to Russian: case, ё -> е, punctuation, spaces."""
+    """SQuAD-style normalisation adapted to Russian: case, ё -> е, punctuation, spaces.
+    Punctuation is deleted, as the SQuAD and ReCoRD scorers that RSG's RuCoS metric follows do."""
     text = text.lower().replace("ё", "е")
-    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
     return " ".join(text.split())
 
 

@@ -20,6 +20,7 @@ from rueval.errors import RuevalError
 from rueval.metrics import score_task
 from rueval.progress import progress
 from rueval.tasks import TASKS, Example, Task
+from rueval.tasks.tape import split_options
 from rueval.text import lemmas, parse, sentences, words
 
 # Buckets with fewer examples get their size but no metrics: MCC and macro-F1 of a single
@@ -100,21 +101,18 @@ def class_bucket(task: Task, example: Example) -> str | None:
     return None if example.label is None else str(example.label)
 
 
-_OPTION = re.compile(r"\(([A-D])\)\s*(.*?)\s*(?=\([A-D]\)|$)", re.S)
-
-
-def inline_options(question: str) -> dict[str, str]:
-    """The "(A) .. (D)" answer options written inside a RuOpenBookQA / RuWorldTree question."""
-    return {letter: text for letter, text in _OPTION.findall(question)}
-
-
 def gold_answer_text(task: Task, example: Example) -> str | None:
-    """The gold answer as text: the chosen option for multiple choice, the first gold string for QA."""
+    """The gold answer as text: the chosen option for multiple choice, the first gold string for QA.
+    A question whose inline options cannot be read has no answer text (and no answer bucket)."""
     if example.label is None:
         return None
     if task.kind == "span":
         return example.label[0] if example.label else None
-    return inline_options(str(example.fields.get("question", ""))).get(example.label)
+    try:
+        _, options = split_options(str(example.fields.get("question", "")))
+    except RuevalError:
+        return None
+    return options.get(example.label)
 
 
 def answer_category(answer: str) -> str:

@@ -8,6 +8,7 @@ so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found.
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 import json
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -65,7 +66,12 @@ class DataSource:
     def folders(self, task: Task) -> list[Node]:
         """Every folder of the task under the roots, best first."""
         if task.name not in self._folders:
-            found = [(depth, node) for root in self.roots(task) for depth, node in _walk(root) if node.name.lower() in task.names]
+            found = [
+                (depth, node)
+                for root in self.roots(task)
+                for depth, node in _walk(root)
+                if node.name.lower() in task.names
+            ]
             # TAPE ships raw and episodes copies of each task: prefer raw, then the shallowest.
             found.sort(key=lambda item: ("episodes" in str(item[1]).lower(), item[0], str(item[1])))
             self._folders[task.name] = [node for _, node in found]
@@ -128,29 +134,28 @@ def _parse_examples(
 ) -> dict[str | None, list[Example]]:
     """The examples of a split file: originals under None and, if asked, perturbed copies under
     their perturbation's name. ``limit`` counts records of every kind, as they come in the file."""
-    try:
-        lines = raw.decode("utf-8-sig").splitlines()
-    except UnicodeDecodeError as e:
-        raise DataError(file, f"not UTF-8 text (byte {e.start})") from None
+    lines = decode_lines(raw, file)
     groups: dict[str | None, list[Example]] = {None: []}
     first_line: dict[tuple[str | None, str], int] = {}
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
+    positions: dict[str | None, int] = defaultdict(int)
     records = 0
     for line_no, line in progress(enumerate(lines, 1), description, total=len(lines)):
         if not line.strip():
             continue
         if limit is not None and records >= limit:
             break
-        data = _parse_json(line, file, line_no)
-        # Originals are numbered by their place in the file; a perturbed copy without an idx field
-        # by its place among its perturbation's copies, so that it matches its original by position.
+        data = parse_json_line(line, file, line_no)
+        # A record without an idx field is numbered by its place among the records of its group
+        # (originals, or one perturbation's copies), so a copy matches its original by position.
         name = _perturbation_name(data, task)
         records += 1
         if name is not None and not with_perturbed:
             continue  # a perturbed copy from TAPE's episodes layout: scored by robustness runs only
         group = groups.setdefault(name, [])
-        record = Record(data, file, line_no, records - 1 if name is None else len(group))
+        record = Record(data, file, line_no, positions[name])
+        positions[name] += 1
         for example in task.parse(task, record):
             if (name, example.key) in first_line:
                 seen = first_line[name, example.key]
@@ -175,7 +180,16 @@ def _walk(root: Node, depth: int = 1) -> Iterator[tuple[int, Node]]:
                 yield from _walk(node, depth + 1)
 
 
-def _parse_json(line: str, file: str, line_no: int) -> dict:
+def decode_lines(raw: bytes, file: str) -> list[str]:
+    """The lines of a UTF-8 file (a byte-order mark is allowed); a DataError if it is not UTF-8."""
+    try:
+        return raw.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as e:
+        raise DataError(file, f"not UTF-8 text (byte {e.start})") from None
+
+
+def parse_json_line(line: str, file: str, line_no: int) -> dict:
+    """One JSON Lines record, which must be an object; a DataError naming the file and line if not."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as e:

@@ -8,32 +8,18 @@ paired-bootstrap difference (A minus B) of every metric, with its interval and p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rueval.data.local import decode_lines, parse_json_line
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
-from rueval.report.results import read_json
+from rueval.report.runs import load_results
 from rueval.report.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, paired_bootstrap
 from rueval.tasks import TASKS, Example, Task
 
 SIGNIFICANCE_LEVEL = 0.05
-
-
-def load_run(run_dir: Path) -> dict[str, Any]:
-    """A run directory's results.json, checked to be one."""
-    path = run_dir / "results.json"
-    if not path.is_file():
-        raise RuevalError(f"{run_dir}: no results.json; expected the output directory of `rueval run`")
-    try:
-        summary = read_json(path)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(str(path), f"not valid JSON: {e}") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("tasks"), dict):
-        raise DataError(str(path), "missing", field="tasks")
-    return summary
 
 
 def compare_runs(
@@ -44,7 +30,7 @@ def compare_runs(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Paired-bootstrap differences, A minus B, of every metric of every task both runs scored."""
-    summary_a, summary_b = load_run(run_a), load_run(run_b)
+    summary_a, summary_b = load_results(run_a), load_results(run_b)
     common = [name for name in summary_a["tasks"] if name in summary_b["tasks"]]
     if not common:
         raise RuevalError(
@@ -53,9 +39,7 @@ def compare_runs(
         )
     tasks: dict[str, Any] = {}
     for name in progress(common, "comparing runs", total=len(common)):
-        if name not in TASKS:
-            raise DataError(str(run_a / "results.json"), f"unknown task '{name}'", field="tasks")
-        task = TASKS[name]
+        task = TASKS[name]  # load_results has checked that every task name is known
         examples, preds_a = read_predictions(task, run_a)
         examples_b, preds_b = read_predictions(task, run_b)
         _check_same_examples(task, run_a, examples, run_b, examples_b)
@@ -82,15 +66,10 @@ def read_predictions(task: Task, run_dir: Path) -> tuple[list[Example], list[Any
     if not path.is_file():
         raise RuevalError(f"{path}: missing; the run lists {task.name} but has no predictions for it")
     examples, preds = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(decode_lines(path.read_bytes(), str(path)), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(str(path), f"not valid JSON: {e.msg}", line=number) from None
-        if not isinstance(row, dict):
-            raise DataError(str(path), "expected an object", line=number)
+        row = parse_json_line(line, str(path), number)
         for key in ("idx", "prediction", "gold"):
             if key not in row:
                 raise DataError(str(path), "missing", line=number, field=key)

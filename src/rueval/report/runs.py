@@ -57,7 +57,7 @@ def load_runs(dirs: Sequence[Path]) -> list[Run]:
     """Read and check each RUN_DIR/results.json; label runs by model, disambiguated by directory."""
     if not dirs:
         raise RuevalError("no run directory given")
-    loaded = [(Path(d), _load_results(Path(d))) for d in dirs]
+    loaded = [(Path(d), load_results(Path(d))) for d in dirs]
     models = Counter(results["model"] for _, results in loaded)
     return [
         Run(d, results["model"] if models[results["model"]] == 1 else f"{results['model']} ({d.name})", results)
@@ -65,7 +65,8 @@ def load_runs(dirs: Sequence[Path]) -> list[Run]:
     ]
 
 
-def _load_results(run_dir: Path) -> dict[str, Any]:
+def load_results(run_dir: Path) -> dict[str, Any]:
+    """A run directory's results.json, its shape checked; a user error names the file and field at fault."""
     path = run_dir / "results.json"
     if not run_dir.is_dir():
         raise RuevalError(f"{run_dir}: not a directory; give the output directory of `rueval run`")

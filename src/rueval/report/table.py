@@ -21,7 +21,12 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
     table.add_column("splits")
     for task in tasks:
         other_names = [n for n in dict.fromkeys((task.folder, *task.aliases)) if n != task.name]
-        labels = " / ".join(map(str, task.labels)) or "0/1: " + ", ".join(task.categories) if task.kind != "span" else "answer text"
+        if task.kind == "classification":
+            labels = " / ".join(map(str, task.labels))
+        elif task.kind == "multilabel":
+            labels = "0/1: " + ", ".join(task.categories)
+        else:
+            labels = "answer text"
         table.add_row(
             task.name + (f"\n[dim]{', '.join(other_names)}[/]" if other_names else ""),
             task.benchmark.upper(),

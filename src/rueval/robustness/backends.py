@@ -1,12 +1,13 @@
-"""transformers models behind the model-based perturbations: a seq2seq translator for
-BackTranslation and a sampling causal LM for AddSent. Both are plain callables over a batch of
-texts, so any other backend (the LM engine's) can stand in for them."""
+"""The models behind the model-based perturbations: a transformers seq2seq translator for
+BackTranslation, and for AddSent a rueval language model sampled through the LM engine. Both
+are plain callables over a batch of texts, so a test can stand in a function for either."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rueval.errors import RuevalError
+from rueval.solvers.lm import LM_BACKENDS
 
 DEFAULT_TRANSLATION_MODELS = ("Helsinki-NLP/opus-mt-ru-en", "Helsinki-NLP/opus-mt-en-ru")  # TAPE's OPUS-MT
 
@@ -49,45 +50,24 @@ class Seq2SeqTranslator:
         return translated
 
 
-class CausalLMGenerator:
-    """Continuations sampled with top-p (nucleus) sampling from a transformers causal LM, batched
-    with left padding; seeded on every call, so the same prompts give the same continuations."""
+class EngineGenerator:
+    """AddSent's continuations from a rueval language model (``hf:PATH_OR_HUB_ID``, a bare name or
+    path meaning hf:, or ``openai:MODEL`` served at ``base_url``), through the LM engine: nucleus sampling seeded by the prompts and the
+    seed, so the same prompts give the same continuations, and the request cache keeps them."""
 
     def __init__(
-        self,
-        model: str,
-        seed: int = 0,
-        top_p: float = 0.9,
-        max_new_tokens: int = 40,
-        batch_size: int = 8,
-        option: str = "--addsent-model",
+        self, model: str, seed: int = 0, top_p: float = 0.9, max_new_tokens: int = 40, base_url: str | None = None
     ):
-        self.model_name, self.seed, self.top_p = model, seed, top_p
-        self.max_new_tokens, self.batch_size, self.option = max_new_tokens, batch_size, option
-        self._tokenizer = self._model = None
+        self.model_name = model if model.partition(":")[0] in LM_BACKENDS else f"hf:{model}"
+        self.seed, self.top_p, self.max_new_tokens, self.base_url = seed, top_p, max_new_tokens, base_url
+        self._engine = None
 
     def __call__(self, prompts: Sequence[str]) -> list[str]:
-        import torch
+        from rueval.models.base import Generation
+        from rueval.solvers.lm import make_lm_solver  # torch and transformers load only when used
 
-        if self._model is None:
-            self._tokenizer, self._model = _load(self.option, self.model_name, "AutoModelForCausalLM")
-            self._tokenizer.padding_side = "left"
-            if self._tokenizer.pad_token is None:
-                self._tokenizer.pad_token = self._tokenizer.eos_token
-        torch.manual_seed(self.seed)
-        continuations: list[str] = []
-        for start in range(0, len(prompts), self.batch_size):
-            batch = self._tokenizer(list(prompts[start : start + self.batch_size]), return_tensors="pt", padding=True)
-            batch.pop("token_type_ids", None)
-            with torch.no_grad():
-                output = self._model.generate(
-                    **batch,
-                    do_sample=True,
-                    top_p=self.top_p,
-                    top_k=0,
-                    max_new_tokens=self.max_new_tokens,
-                    pad_token_id=self._tokenizer.pad_token_id,
-                )
-            new_tokens = output[:, batch["input_ids"].shape[1] :]
-            continuations += self._tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        return continuations
+        if self._engine is None:  # loaded on first use, like the translator
+            self._engine = make_lm_solver(self.model_name, self.seed, base_url=self.base_url).engine
+        sampled = {"top_p": self.top_p, "temperature": 1.0, "seed": self.seed}
+        requests = [Generation(prompt, self.max_new_tokens, **sampled) for prompt in prompts]
+        return self._engine.generate(requests, "add_sent distractors")

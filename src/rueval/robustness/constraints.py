@@ -3,6 +3,8 @@
 A constraint names character spans of the input fields that perturbations must leave untouched
 (they skip every token overlapping one), and may repair annotations that point into the text
 (MultiQ answer offsets, RUSSE target-word offsets, RWSD word indices) once the text has changed.
+``check`` refuses malformed annotations up front: a constraint that cannot read them would
+protect nothing and let the gold answer be perturbed away silently.
 """
 
 from __future__ import annotations
@@ -14,18 +16,23 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from rueval.robustness.spans import Span, find_all, token_spans
+from rueval.robustness.spans import Span, find_all, is_word, token_spans
 from rueval.tasks import Example
-from rueval.text import lemma
+from rueval.text import lemma, words
 
 Protected = dict[str, list[Span]]  # field -> spans in the field's original text
 Moved = Mapping[str, Mapping[Span, Span]]  # field -> protected span -> where it is in the perturbed text
+Problem = tuple[str, str]  # (field, what is wrong with it)
 
 
 class Constraint(ABC):
     """Spans a perturbation must keep (``protect``) and annotations to update after it (``repair``)."""
 
     name: str
+
+    def check(self, example: Example) -> Problem | None:
+        """What is malformed in the annotations this constraint reads, if anything."""
+        return None
 
     def prepare(self, examples: Sequence[Example], fields: Sequence[str]) -> None:
         """Batch work ahead of ``protect`` calls on these examples (natasha runs ~10x faster on batches)."""
@@ -165,6 +172,22 @@ class Referents(Constraint):
 
     name = "referents"
 
+    def check(self, example: Example) -> Problem | None:
+        fields = example.fields
+        if "target" in fields:  # RWSD
+            if not isinstance(fields["target"], Mapping):
+                return "target", "expected an object with span1_text, span1_index, span2_text, span2_index"
+            for key in ("span1_index", "span2_index"):
+                if not _is_int(fields["target"].get(key, 0)):
+                    return f"target.{key}", f"expected a word index, got {fields['target'][key]!r:.60}"
+            return None
+        options = fields.get("options")
+        if not isinstance(options, list) or not all(isinstance(option, str) for option in options):
+            return "options", f"expected a list of strings (the candidate antecedents), got {options!r:.60}"
+        if not isinstance(fields.get("reference"), str):
+            return "reference", f"expected a string (the anaphor), got {fields.get('reference')!r:.60}"
+        return None
+
     def prepare(self, examples: Sequence[Example], fields: Sequence[str]) -> None:
         dependency_parse.prepare([e.fields["text"] for e in examples])
 
@@ -188,14 +211,20 @@ class Referents(Constraint):
 
 
 def _winograd_anchors(text: str, options: Sequence[str], reference: str | None) -> list[Span]:
-    words = [span for span in token_spans(text) if any(ch.isalnum() for ch in text[span[0] : span[1]])]
+    """Each option where the text has it verbatim, else the words sharing a lemma with it (an option
+    given in another case, "старый сарай" for "в старом сарае"); every word of the anaphor's lemma."""
+    text_words = [(span, lemma(text[span[0] : span[1]])) for span in token_spans(text) if is_word(text, span)]
+
+    def same_lemma(phrase: str) -> list[Span]:
+        wanted = {lemma(word) for word in words(phrase)}
+        return [span for span, word_lemma in text_words if word_lemma in wanted]
+
     anchors: list[Span] = []
     for option in options:
         found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(option)}(?!\w)", text, re.IGNORECASE)]
-        anchors += found or [w for w in words if lemma(text[w[0] : w[1]]) == lemma(option)]
+        anchors += found or same_lemma(option)
     if reference:
-        reference_lemmas = {lemma(word) for word in reference.split()}
-        anchors += [w for w in words if lemma(text[w[0] : w[1]]) in reference_lemmas]
+        anchors += same_lemma(reference)
     return anchors
 
 
@@ -239,12 +268,27 @@ class Multihop(Constraint):
 
     name = "multihop"
 
+    def check(self, example: Example) -> Problem | None:
+        for answers, _ in _MULTIHOP_ANSWERS:
+            value = example.fields.get(answers) or []
+            if not isinstance(value, list):
+                return answers, f"expected a list of answers, got {type(value).__name__}"
+            for i, answer in enumerate(value):
+                where = f"{answers}[{i}]"
+                if not isinstance(answer, Mapping):
+                    return where, f"expected an object with segment and offset, got {answer!r:.60}"
+                if not isinstance(answer.get("segment"), str) or not answer["segment"]:
+                    return f"{where}.segment", f"expected the answer's text, got {answer.get('segment')!r:.60}"
+                if "offset" in answer and not _is_int(answer["offset"]):
+                    return f"{where}.offset", f"expected a character offset, got {answer['offset']!r:.60}"
+        return None
+
     def protect(self, example: Example, fields: Sequence[str]) -> Protected:
         protected: Protected = {f: [] for f in fields}
         segments = set()
         for answers, text_field in _MULTIHOP_ANSWERS:
             for answer in example.fields.get(answers) or []:
-                segments.add(answer.get("segment") or "")
+                segments.add(answer["segment"])
                 span = _answer_span(example.fields[text_field], answer)
                 if span and text_field in protected:
                     protected[text_field].append(span)
@@ -262,16 +306,15 @@ class Multihop(Constraint):
             for answer in example.fields[answers]:
                 span = _answer_span(example.fields[text_field], answer)
                 # an answer whose span was not followed (spaces around its segment): its first mention now
-                new_span = moved[text_field].get(span) or _answer_span(perturbed[text_field], {**answer, "offset": None})
+                first_mention = {**answer, "offset": None}
+                new_span = moved[text_field].get(span) or _answer_span(perturbed[text_field], first_mention)
                 updated.append({**answer, "offset": new_span[0]} if new_span else dict(answer))
             perturbed[answers] = updated
 
 
 def _answer_span(text: str, answer: Mapping[str, Any]) -> Span | None:
     """Where an answer is: its offset when the segment is there, else the segment's first mention."""
-    segment, offset = answer.get("segment") or "", answer.get("offset")
-    if not segment:
-        return None
+    segment, offset = answer["segment"], answer.get("offset")
     if isinstance(offset, int) and text.startswith(segment, offset):
         return offset, offset + len(segment)
     start = text.find(segment)
@@ -283,6 +326,17 @@ class TargetWord(Constraint):
 
     name = "target_word"
     anchors = (("sentence1", "start1", "end1"), ("sentence2", "start2", "end2"))
+
+    def check(self, example: Example) -> Problem | None:
+        for text_field, start_key, end_key in self.anchors:
+            if start_key not in example.fields and end_key not in example.fields:
+                continue  # no offsets to keep right
+            start, end = example.fields.get(start_key), example.fields.get(end_key)
+            length = len(example.fields[text_field])
+            if not (_is_int(start) and _is_int(end) and 0 <= start < end <= length):
+                problem = f"{start_key}/{end_key} {start!r:.20}/{end!r:.20} are not a word's offsets in {text_field}"
+                return start_key, f"{problem} ({length} characters)"
+        return None
 
     def protect(self, example: Example, fields: Sequence[str]) -> Protected:
         protected: Protected = {}
@@ -297,12 +351,8 @@ class TargetWord(Constraint):
                 perturbed[start_key], perturbed[end_key] = moved[text_field][span]
 
     def _spans(self, example: Example) -> list[tuple[tuple[str, str, str], Span]]:
-        spans = []
-        for anchor in self.anchors:
-            start, end = example.fields.get(anchor[1]), example.fields.get(anchor[2])
-            if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
-                spans.append((anchor, (start, end)))
-        return spans
+        fields = example.fields  # check() made sure that offsets, where present, are a span of their text
+        return [(anchor, (fields[anchor[1]], fields[anchor[2]])) for anchor in self.anchors if anchor[1] in fields]
 
 
 class Mentions(Constraint):
@@ -313,3 +363,7 @@ class Mentions(Constraint):
     def protect(self, example: Example, fields: Sequence[str]) -> Protected:
         candidates = set(example.candidates)
         return {f: [span for c in candidates for span in find_all(example.fields[f], c)] for f in fields}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

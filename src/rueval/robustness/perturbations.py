@@ -24,7 +24,16 @@ from typing import Any, ClassVar
 
 from rueval.errors import RuevalError
 from rueval.robustness.constraints import Protected
-from rueval.robustness.spans import Edit, Span, apply_edits, is_word, locate_in_order, overlaps, token_spans
+from rueval.robustness.spans import (
+    Edit,
+    Span,
+    apply_edits,
+    is_word,
+    locate_in_order,
+    overlaps,
+    substring_spans,
+    token_spans,
+)
 from rueval.robustness.targets import Piece, pieces, protected_spans_batch, target_for
 from rueval.tasks import Example, Task
 from rueval.text import lemma, sentences
@@ -118,6 +127,16 @@ def free_words(piece: Piece) -> list[Span]:
     return [span for span in spans if is_word(piece.text, span) and not overlaps(span, piece.protected)]
 
 
+def rewrite_free_words(piece: Piece, rewrite_word: Callable[[str], str]) -> list[Edit]:
+    """An edit for each free word that ``rewrite_word`` changes (word-level perturbations)."""
+    edits = []
+    for start, end in free_words(piece):
+        new = rewrite_word(piece.text[start:end])
+        if new != piece.text[start:end]:
+            edits.append(Edit(start, end, new))
+    return edits
+
+
 # --- word level ---------------------------------------------------------------------------------
 
 _KEYBOARD_ROWS = ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю")
@@ -149,17 +168,14 @@ class ButterFingers(Perturbation):
     default_rate = 0.15
 
     def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
-        edits = []
-        for start, end in free_words(piece):
-            word = list(piece.text[start:end])
-            for i, char in enumerate(word):
-                near = KEYBOARD_NEIGHBOURS.get(char.lower())
-                if near and rng.random() < self.rate:
-                    typo = rng.choice(near)
-                    word[i] = typo.upper() if char.isupper() else typo
-            if "".join(word) != piece.text[start:end]:
-                edits.append(Edit(start, end, "".join(word)))
-        return edits
+        def typo(char: str) -> str:
+            near = KEYBOARD_NEIGHBOURS.get(char.lower())
+            if not near or rng.random() >= self.rate:
+                return char
+            key = rng.choice(near)
+            return key.upper() if char.isupper() else key
+
+        return rewrite_free_words(piece, lambda word: "".join(map(typo, word)))
 
 
 class ChangeCharCase(Perturbation):
@@ -169,15 +185,12 @@ class ChangeCharCase(Perturbation):
     default_rate = 0.35
 
     def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
-        edits = []
-        for start, end in free_words(piece):
-            word = piece.text[start:end]
-            new = "".join(
-                c.swapcase() if c.isalpha() and len(c.swapcase()) == 1 and rng.random() < self.rate else c for c in word
-            )
-            if new != word:
-                edits.append(Edit(start, end, new))
-        return edits
+        def flip(char: str) -> str:
+            # len 1: "ß".swapcase() is "SS", which would shift every offset after it
+            flippable = char.isalpha() and len(char.swapcase()) == 1
+            return char.swapcase() if flippable and rng.random() < self.rate else char
+
+        return rewrite_free_words(piece, lambda word: "".join(map(flip, word)))
 
 
 EMOJI_FILE = Path(__file__).with_name("emoji_ru.json")
@@ -196,12 +209,11 @@ class Emojify(Perturbation):
     default_rate = 0.4
 
     def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
-        edits = []
-        for start, end in free_words(piece):
-            emoji = emoji_dictionary().get(lemma(piece.text[start:end]))
-            if emoji and rng.random() < self.rate:
-                edits.append(Edit(start, end, emoji))
-        return edits
+        def emojify(word: str) -> str:
+            emoji = emoji_dictionary().get(lemma(word))
+            return emoji if emoji and rng.random() < self.rate else word
+
+        return rewrite_free_words(piece, emojify)
 
 
 # --- sentence level (EDA, Wei and Zou, 2019) ----------------------------------------------------
@@ -273,7 +285,8 @@ class BackTranslation(Perturbation):
         chosen: list[tuple[int, int, Span]] = []  # (example, piece, sentence span) to translate
         for e, (split, rng) in enumerate(zip(examples, rngs, strict=True)):
             for p, piece in enumerate(split):
-                chosen += [(e, p, span) for span in _sentence_spans(piece.text) if rng.random() < self.rate]
+                spans = substring_spans(piece.text, sentences(piece.text))
+                chosen += [(e, p, span) for span in spans if rng.random() < self.rate]
         originals = [examples[e][p].text[s:t] for e, p, (s, t) in chosen]
         translations = _once_each(lambda texts: self.to_russian(self.to_english(texts)), originals)
         edits: list[list[list[Edit]]] = [[[] for _ in split] for split in examples]
@@ -296,13 +309,6 @@ def _once_each(model: Texts, texts: list[str]) -> list[str]:
     return [outputs[text] for text in texts]
 
 
-def _sentence_spans(text: str) -> list[Span]:
-    spans, position = [], 0
-    for sentence in sentences(text):
-        start = text.index(sentence, position)
-        position = start + len(sentence)
-        spans.append((start, position))
-    return spans
 
 
 class AddSent(Perturbation):
@@ -359,4 +365,5 @@ PERTURBATIONS: dict[str, type[Perturbation]] = {
 
 
 def describe(perturbations: Sequence[Perturbation]) -> list[dict[str, Any]]:
+    """Name, rate and seed of each perturbation, for results.json and the resume fingerprint."""
     return [{"name": p.name, "rate": p.rate, "seed": p.seed} for p in perturbations]

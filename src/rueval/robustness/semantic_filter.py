@@ -60,7 +60,8 @@ class CharNgramSimilarity(Similarity):
         before, after = counts[: len(originals)], counts[len(originals) :]
         cosines = normalize(before).multiply(normalize(after)).sum(axis=1).A1
         too_short = (before.getnnz(axis=1) == 0) | (after.getnnz(axis=1) == 0)  # no n-gram: equal or not
-        return [float(a == b) if short else float(c) for a, b, c, short in zip(originals, perturbed, cosines, too_short)]
+        pairs = zip(originals, perturbed, cosines, too_short)
+        return [float(a == b) if short else float(c) for a, b, c, short in pairs]
 
 
 class BertScore(Similarity):
@@ -162,6 +163,8 @@ class SemanticFilter:
             self.threshold = self.similarity.default_threshold
         if not 0 <= self.threshold <= 1 or not 0 <= self.min_share <= 1:
             raise RuevalError("the semantic filter's threshold and minimum share must lie between 0 and 1")
+        if self.rate_steps < 1 or self.threshold_step <= 0:
+            raise RuevalError("the semantic filter needs at least one rate step and a positive threshold step")
 
     def describe(self) -> dict[str, float | str]:
         return {
@@ -198,9 +201,10 @@ class SemanticFilter:
             pending = [i for i in pending if i not in passed]
             if not pending or rate == 0:
                 break
-        threshold = self.threshold
+        threshold, lowered = self.threshold, 0
         while best and len(passed) < self.min_share * len(best) and threshold > 0:
-            threshold = max(0.0, threshold - self.threshold_step)
+            lowered += 1  # from the start each time: 0.9 less 0.05 four times over is 0.6999999999999998
+            threshold = max(0.0, round(self.threshold - lowered * self.threshold_step, 9))
             passed |= {i for i, (score, _, _) in best.items() if score >= threshold}
         kept = [Kept(examples[i], best[i][2], best[i][0], best[i][1]) for i in sorted(passed)]
         return Filtered(kept, threshold, len(best), len(examples))

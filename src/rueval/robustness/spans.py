@@ -22,14 +22,19 @@ class Edit:
     kept: Mapping[Span, Span] = field(default_factory=dict)
 
 
-def token_spans(text: str) -> list[Span]:
-    """The spans of razdel's tokens (rueval.text.tokens), words and punctuation alike."""
+def substring_spans(text: str, parts: Iterable[str]) -> list[Span]:
+    """Where each of ``parts`` (consecutive substrings of ``text``, as a tokenizer returns them) lies."""
     spans, position = [], 0
-    for token in tokens(text):
-        start = text.index(token, position)
-        position = start + len(token)
+    for part in parts:
+        start = text.index(part, position)
+        position = start + len(part)
         spans.append((start, position))
     return spans
+
+
+def token_spans(text: str) -> list[Span]:
+    """The spans of razdel's tokens (rueval.text.tokens), words and punctuation alike."""
+    return substring_spans(text, tokens(text))
 
 
 def is_word(text: str, span: Span) -> bool:

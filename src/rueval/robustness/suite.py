@@ -13,7 +13,7 @@ from rueval.errors import RuevalError
 from rueval.progress import progress
 from rueval.report.results import write_jsonl, write_text
 from rueval.robustness.attack import pair_with_originals, score_perturbation
-from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, CausalLMGenerator, Seq2SeqTranslator
+from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
 from rueval.robustness.targets import protected_spans_batch
@@ -52,9 +52,11 @@ class Robustness:
         addsent_model: str | None = None,
         filter_threshold: float | None = None,
         filter_min_share: float = 0.8,
+        base_url: str | None = None,
     ) -> Robustness:
         """Parse ``--perturb all|NAME[:RATE],...``. In ``all`` the model-based perturbations come
-        only with their model option; named explicitly, BackTranslation falls back to OPUS-MT."""
+        only with their model option; named explicitly, BackTranslation falls back to OPUS-MT.
+        ``base_url`` serves an ``openai:MODEL`` given as --addsent-model."""
         rates = _parse_spec(spec)
         notes, perturbations = [], []
         for name, cls_ in PERTURBATIONS.items():
@@ -71,10 +73,10 @@ class Robustness:
             elif cls_ is AddSent:
                 if addsent_model is None:
                     if rates is not None:
-                        raise RuevalError(f"{name} needs --addsent-model: a transformers causal LM (hub name or path)")
+                        raise RuevalError(f"{name} needs --addsent-model: a language model, hf:PATH_OR_HUB_ID")
                     notes.append(f"{name} not included: give --addsent-model MODEL to include it")
                     continue
-                perturbations.append(AddSent(CausalLMGenerator(addsent_model, seed), rate, seed))
+                perturbations.append(AddSent(EngineGenerator(addsent_model, seed, base_url=base_url), rate, seed))
             else:
                 perturbations.append(cls_(rate, seed))
         similarity = BertScore(filter_model) if filter_model else CharNgramSimilarity()
@@ -90,10 +92,10 @@ class Robustness:
         }
 
     def generate(
-        self, task: Task, examples: Sequence[Example], perturbations: Sequence[Perturbation] | None = None
+        self, task: Task, examples: Sequence[Example], file: str, perturbations: Sequence[Perturbation] | None = None
     ) -> dict[str, Filtered]:
-        """Each perturbation (by default all of the run's) of the examples, semantically filtered."""
-        protected = protected_spans_batch(task, examples)
+        """Each perturbation (by default all of the run's) of the examples from ``file``, semantically filtered."""
+        protected = protected_spans_batch(task, examples, file)
         chosen = perturbations or self.perturbations
         return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in chosen}
 
@@ -124,7 +126,7 @@ class Robustness:
         made_here = [p for p in self.perturbations if p.name not in results and (stored is None or self.requested)]
         if made_here:
             index = {example.key: i for i, example in enumerate(split.examples)}
-            for name, filtered in self.generate(task, split.examples, made_here).items():
+            for name, filtered in self.generate(task, split.examples, split.file, made_here).items():
                 pairs = [(index[kept.original.key], kept.perturbed) for kept in filtered.kept]
                 results[name] = {
                     **self._score(task, solver, split.examples, predictions, pairs, "generated"),
@@ -201,7 +203,7 @@ def write_attack_sets(
         task, examples = task_data.task, task_data.eval.examples
         records = [_record(example, task.name) for example in examples]
         counts[task.name] = {"original": len(records)}
-        for name, filtered in robustness.generate(task, examples).items():
+        for name, filtered in robustness.generate(task, examples, task_data.eval.file).items():
             records += [_record(kept.perturbed, name, kept.original) for kept in filtered.kept]
             counts[task.name][name] = len(filtered.kept)
         folder = out / task.folder

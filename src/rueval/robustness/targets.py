@@ -4,16 +4,18 @@ gold answer, and where AddSent puts a distractor. Declared once, here, for every
 from __future__ import annotations
 
 import re
+from itertools import chain
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rueval.errors import RuevalError
+from rueval.errors import DataError, RuevalError
 from rueval.robustness.constraints import (
     Constraint,
     Jeopardy,
     Mentions,
     Multihop,
     NamedEntities,
+    Problem,
     Protected,
     Referents,
     TargetWord,
@@ -79,8 +81,30 @@ def target_for(task: Task) -> Target:
     return TARGETS[task.name]
 
 
-def protected_spans_batch(task: Task, examples: Sequence[Example]) -> list[Protected]:
-    """``protected_spans`` of many examples, the constraints' analyses batched."""
+def check_examples(task: Task, examples: Sequence[Example], file: str) -> None:
+    """A DataError naming ``file``, the example and the field, for the first example whose text to
+    perturb is not text or whose annotations a constraint reads are malformed."""
+    target = target_for(task)
+    for example in examples:
+        # lazily, in this order: a constraint's check may rely on the fields being text
+        checks = chain((_not_text(example, f) for f in target.fields), (c.check(example) for c in target.constraints))
+        problem = next(filter(None, checks), None)
+        if problem:
+            field, message = problem
+            raise DataError(file, f"{task.name} example with idx {example.key}: {message}", field=field)
+
+
+def _not_text(example: Example, field: str) -> Problem | None:
+    value = example.fields.get(field)
+    if isinstance(value, str):
+        return None
+    return field, f"expected text to perturb, got {type(value).__name__} {value!r:.60}"
+
+
+def protected_spans_batch(task: Task, examples: Sequence[Example], file: str | None = None) -> list[Protected]:
+    """``protected_spans`` of many examples, checked first (``file`` names them in errors), the
+    constraints' analyses batched."""
+    check_examples(task, examples, file or f"{task.name} examples")
     target = target_for(task)
     for constraint in target.constraints:
         constraint.prepare(examples, target.fields)
@@ -94,14 +118,7 @@ def protected_spans(task: Task, example: Example) -> Protected:
     for constraint in target.constraints:
         for f, spans in constraint.protect(example, target.fields).items():
             protected.setdefault(f, []).extend(spans)
-    return {f: tighten(text_of(task, example, f), spans) for f, spans in protected.items()}
-
-
-def text_of(task: Task, example: Example, field: str) -> str:
-    value = example.fields.get(field)
-    if not isinstance(value, str):
-        raise RuevalError(f"{task.name} example {example.key}: field '{field}' is not text, so it cannot be perturbed")
-    return value
+    return {f: tighten(example.fields[f], spans) for f, spans in protected.items()}
 
 
 def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
@@ -109,7 +126,7 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
     target = target_for(task)
     result = []
     for f in target.fields:
-        text = text_of(task, example, f)
+        text = example.fields[f]
         ranges = _option_ranges(text, example.label) if target.inline_options else [((0, len(text)), "text")]
         for (start, end), role in ranges:
             # relative to the piece, unclipped: a span reaching beyond it still blocks what it covers

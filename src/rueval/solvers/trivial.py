@@ -21,11 +21,15 @@ STRATEGIES = ("majority", "random", "weighted-random")
 
 
 class TrivialSolver(Solver):
+    """One of STRATEGIES; label counts come from the train split given to ``fit``."""
+
     def __init__(self, strategy: str, seed: int = 0):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}")
         self.name = strategy
         self.seed = seed
+        self._task_name = ""
+        self._rng = random.Random(seed)
         self._priors: list[Counter] = []
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
