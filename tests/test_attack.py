@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import read_jsonl, write_jsonl
+
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError

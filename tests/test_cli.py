@@ -4,12 +4,11 @@ import zipfile
 from collections import Counter
 
 import pytest
+from conftest import read_jsonl, write_jsonl
 
 from rueval.data.local import SAMPLES_DIR
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import TASKS
-
-from conftest import read_jsonl, write_jsonl
 
 
 def test_tasks_lists_all_sixteen(cli):
@@ -27,7 +26,9 @@ def test_run_without_arguments_scores_every_task_offline(cli, tmp_path, monkeypa
     summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert list(summary["tasks"]) == list(TASKS)
     assert summary["model"] == "majority" and summary["data"] == "bundled samples"
-    assert summary["rsg_total"] == pytest.approx(sum(summary["tasks"][t.name]["score"] for t in TASKS.values() if t.benchmark == "rsg") / 9)
+    assert summary["rsg_total"] == pytest.approx(
+        sum(summary["tasks"][t.name]["score"] for t in TASKS.values() if t.benchmark == "rsg") / 9
+    )
     for name, task_result in summary["tasks"].items():
         assert name in result.stdout
         assert task_result["n"] == len(read_jsonl(out / "predictions" / f"{name}.jsonl"))
@@ -93,18 +94,38 @@ def test_official_layout_with_only_train_and_test(cli, tmp_path):
         shutil.copy(SAMPLES_DIR / folder / "train.jsonl", data / folder / "train.jsonl")
         shutil.copy(SAMPLES_DIR / folder / "val.jsonl", data / folder / "test.jsonl")
     terra = read_jsonl(SAMPLES_DIR / "TERRa" / "train.jsonl")
-    write_jsonl(data / "LiDiRus" / "train.jsonl", [{"idx": r["idx"], "sentence1": r["premise"], "sentence2": r["hypothesis"], "label": r["label"]} for r in terra])
+    write_jsonl(
+        data / "LiDiRus" / "train.jsonl",
+        [
+            {"idx": r["idx"], "sentence1": r["premise"], "sentence2": r["hypothesis"], "label": r["label"]}
+            for r in terra
+        ],
+    )
     shutil.copy(SAMPLES_DIR / "LiDiRus" / "LiDiRus.jsonl", data / "LiDiRus" / "test.jsonl")
     shutil.copytree(SAMPLES_DIR / "ru_worldtree", data / "RuWorldTree")
     out = tmp_path / "out"
-    result = cli("run", "-t", "parus,rcb,lidirus,russe,rwsd,ru_worldtree", "-m", "majority", "--data", data, "--split", "test", "-o", out)
+    result = cli(
+        "run",
+        "-t",
+        "parus,rcb,lidirus,russe,rwsd,ru_worldtree",
+        "-m",
+        "majority",
+        "--data",
+        data,
+        "--split",
+        "test",
+        "-o",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "results.json").read_text())
     assert {r["split"] for r in summary["tasks"].values()} == {"test"}
     assert summary["tasks"]["lidirus"]["metrics"]["mcc"] == 0.0  # a constant prediction
     russe_test = [r["label"] for r in read_jsonl(data / "RUSSE" / "test.jsonl")]
     russe_major = Counter(r["label"] for r in read_jsonl(data / "RUSSE" / "train.jsonl")).most_common(1)[0][0]
-    assert summary["tasks"]["russe"]["metrics"]["accuracy"] == pytest.approx(100 * russe_test.count(russe_major) / len(russe_test))
+    assert summary["tasks"]["russe"]["metrics"]["accuracy"] == pytest.approx(
+        100 * russe_test.count(russe_major) / len(russe_test)
+    )
     assert summary["rsg_total"] is None  # not all nine RSG tasks
 
 
@@ -127,9 +148,18 @@ def test_submit_writes_the_leaderboard_zip(cli, tmp_path):
     def shape(record):  # MuSeRC: the nesting of idx values, input and submission alike
         return [record["idx"], [[q["idx"], [a["idx"] for a in q["answers"]]] for q in record["passage"]["questions"]]]
 
-    assert [shape(line) for line in files["MuSeRC.jsonl"]] == [shape(r) for r in read_jsonl(SAMPLES_DIR / "MuSeRC" / "test.jsonl")]
-    assert all(a["label"] in (0, 1) for line in files["MuSeRC.jsonl"] for q in line["passage"]["questions"] for a in q["answers"])
+    assert [shape(line) for line in files["MuSeRC.jsonl"]] == [
+        shape(r) for r in read_jsonl(SAMPLES_DIR / "MuSeRC" / "test.jsonl")
+    ]
+    assert all(
+        a["label"] in (0, 1)
+        for line in files["MuSeRC.jsonl"]
+        for q in line["passage"]["questions"]
+        for a in q["answers"]
+    )
     for line, record in zip(files["RuCoS.jsonl"], read_jsonl(SAMPLES_DIR / "RuCoS" / "test.jsonl"), strict=True):
         text = record["passage"]["text"]
         assert line["idx"] == record["idx"] and [q["idx"] for q in line["qas"]] == [q["idx"] for q in record["qas"]]
-        assert all(q["label"] in {text[e["start"]:e["end"]] for e in record["passage"]["entities"]} for q in line["qas"])
+        assert all(
+            q["label"] in {text[e["start"] : e["end"]] for e in record["passage"]["entities"]} for q in line["qas"]
+        )

@@ -3,7 +3,6 @@ import re
 import shutil
 
 import pytest
-
 from conftest import read_jsonl, write_jsonl
 
 TASK_LIST = "rcb,muserc,rucos,sit_ethics,winograd"

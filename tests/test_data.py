@@ -1,17 +1,12 @@
-import json
 import shutil
 import zipfile
-from pathlib import Path
 
 import pytest
-
-from rueval.data import open_data
-from rueval.data import hub
-from rueval.data.local import SAMPLES_DIR
-from rueval.errors import DataError
-from rueval.tasks import TASKS, get_task
-
 from conftest import read_jsonl, write_jsonl
+
+from rueval.data import hub, open_data
+from rueval.data.local import SAMPLES_DIR
+from rueval.tasks import TASKS, get_task
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -73,12 +68,14 @@ def test_nested_tasks_flatten_with_idx_paths():
     assert example.idx == (first["idx"], question["idx"], question["answers"][0]["idx"])
     assert example.group == (first["idx"], question["idx"])
     assert example.fields["question"] == question["question"] and example.label == question["answers"][0]["label"]
-    assert len(muserc) == sum(len(q["answers"]) for r in read_jsonl(SAMPLES_DIR / "MuSeRC" / "val.jsonl") for q in r["passage"]["questions"])
+    assert len(muserc) == sum(
+        len(q["answers"]) for r in read_jsonl(SAMPLES_DIR / "MuSeRC" / "val.jsonl") for q in r["passage"]["questions"]
+    )
 
     rucos = source.load(get_task("rucos"), "val").examples[0]
     record = read_jsonl(SAMPLES_DIR / "RuCoS" / "val.jsonl")[0]
     text = record["passage"]["text"]
-    assert rucos.candidates == tuple(text[e["start"]:e["end"]] for e in record["passage"]["entities"])
+    assert rucos.candidates == tuple(text[e["start"] : e["end"]] for e in record["passage"]["entities"])
     assert set(rucos.label) <= set(rucos.candidates)
 
 

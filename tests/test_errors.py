@@ -1,10 +1,15 @@
 """Bad input: exit code 2, one line naming file, line and field, no traceback, no results.json."""
 
 import pytest
-
 from conftest import write_jsonl
 
-PARUS = {"idx": 0, "premise": "Стекло разбилось.", "choice1": "Мяч попал в окно.", "choice2": "Пошёл снег.", "question": "cause"}
+PARUS = {
+    "idx": 0,
+    "premise": "Стекло разбилось.",
+    "choice1": "Мяч попал в окно.",
+    "choice2": "Пошёл снег.",
+    "question": "cause",
+}
 
 
 @pytest.fixture

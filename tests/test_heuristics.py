@@ -1,19 +1,17 @@
 import json
 
 import pytest
+from conftest import write_jsonl
 
 from rueval.errors import RuevalError
 from rueval.solvers import make_solver
 from rueval.solvers.heuristics import NO_RULE, RULES, HeuristicSolver, Rule, RuleCoverage, coverage, first_prediction
 from rueval.tasks import TASKS, Example, get_task
 
-from conftest import write_jsonl
-
 LONG_PREMISE = " ".join(["Учёные долго наблюдали за птицами в северном лесу."] * 5)  # 40 words
 LONG_PASSAGE = " ".join(["Лось — крупное парнокопытное животное, которое живёт в лесах Евразии."] * 11)  # 99 words
 RUCOS_PASSAGE = (
-    "Путин встретился с Макроном в Москве. Макрон и Путин обсудили ситуацию. "
-    "Москва готовится к визиту, сказал Макрон."
+    "Путин встретился с Макроном в Москве. Макрон и Путин обсудили ситуацию. Москва готовится к визиту, сказал Макрон."
 )
 RUCOS_MENTIONS = ("Путин", "Макроном", "Москве", "Макрон", "Путин", "Москва", "Макрон")
 MUSERC_PASSAGE = (
@@ -23,121 +21,352 @@ TERRA_PREMISE = "Компания Яндекс открыла новый офи�
 
 # (task, rule, fields where it fires, its prediction there, a wrong gold label, fields where it does not fire)
 BRANCHES = [
-    ("lidirus", "same_lemmas",
-     {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит кошка."}, "entailment", "not_entailment",
-     {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит собака."}),
-    ("lidirus", "entailment_word_in_both",
-     {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."}, "entailment", "not_entailment",
-     {"sentence1": "Мальчик пришёл домой рано.", "sentence2": "Девочка пришла домой поздно."}),
-    ("lidirus", "many_unshared_tokens",
-     {"sentence1": "Вчера вечером в маленьком городе на севере страны прошёл сильный дождь с градом.",
-      "sentence2": "Шёл дождь."}, "not_entailment", "entailment",
-     {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."}),
-    ("lidirus", "unshared_commas",
-     {"sentence1": "Маша, которая живёт рядом, купила хлеб.", "sentence2": "Маша купила хлеб."},
-     "not_entailment", "entailment",
-     {"sentence1": "Маша купила хлеб, молоко.", "sentence2": "Маша купила хлеб."}),
-    ("lidirus", "two_unshared_words",
-     {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."}, "not_entailment", "entailment",
-     {"sentence1": "Кошка спит.", "sentence2": "кошка спит."}),
-    ("lidirus", "word_in_one_sentence",
-     {"sentence1": "Петя не любит кашу.", "sentence2": "Петя любит кашу."}, "not_entailment", "entailment",
-     {"sentence1": "Петя любит кашу.", "sentence2": "Петя ест кашу."}),
-    ("rcb", "hypothesis_in_premise",
-     {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в сахарнице."},
-     "entailment", "neutral",
-     {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в шкафу."}),
-    ("rcb", "shared_vocabulary",
-     {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Завтра пойдёт сильный дождь."},
-     "entailment", "contradiction",
-     {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Послезавтра будет солнечно."}),
-    ("rcb", "admit_verb",
-     {"premise": "Министр признал, что реформа провалилась.", "hypothesis": "Реформа провалилась."},
-     "entailment", "neutral",
-     {"premise": "Министр сказал, что реформа провалилась.", "hypothesis": "Реформа провалилась."}),
-    ("rcb", "opinion_verb",
-     {"premise": "Я думаю, что он опоздает.", "hypothesis": "Он опоздает."}, "neutral", "entailment",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."}),
-    ("rcb", "short_hypothesis",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."}, "contradiction", "neutral",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."}),
-    ("rcb", "mid_length_hypothesis",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."}, "neutral", "entailment",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он, как обычно, опоздает на утренний поезд до Твери."}),
-    ("rcb", "long_premise",
-     {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."}, "entailment", "neutral",
-     {"premise": "Я знаю, что он опоздает.", "hypothesis": "Птицы улетели."}),
-    ("parus", "more_shared_lemmas",
-     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Лёд растаял от тепла."}, 1, 0,
-     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."}),
-    ("parus", "more_words",
-     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.",
-      "choice2": "Наступила долгая тёплая оттепель."}, 1, 0,
-     {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."}),
-    ("muserc", "all_answer_lemmas_in_text",
-     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом."}, 1, 0,
-     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
-    ("muserc", "long_answer",
-     {"passage": MUSERC_PASSAGE, "answer": "Он долго тренировался каждый день после школы и в итоге выиграл турнир."},
-     1, 0, {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
-    ("muserc", "many_shared_lemmas",
-     {"passage": MUSERC_PASSAGE, "answer": "Мальчик Тимур пошёл в кружок и стал чемпионом города."}, 1, 0,
-     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
-    ("muserc", "no_shared_lemmas", {"passage": MUSERC_PASSAGE, "answer": "Лётчиком."}, 0, 1,
-     {"passage": MUSERC_PASSAGE, "answer": "Тимуром."}),
-    ("muserc", "short_answer", {"passage": MUSERC_PASSAGE, "answer": "Тимур."}, 0, 1,
-     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом города."}),
-    ("muserc", "one_shared_lemma", {"passage": MUSERC_PASSAGE, "answer": "Тимур уехал."}, 0, 1,
-     {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."}),
-    ("terra", "hypothesis_in_premise", {"premise": TERRA_PREMISE, "hypothesis": "Новый офис в Казани."},
-     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Офис в Казани закрыт."}),
-    ("terra", "low_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Погода в Москве была солнечной."},
-     "not_entailment", "entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."}),
-    ("terra", "three_quarters_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."},
-     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."}),
-    ("terra", "two_thirds_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."},
-     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."}),
-    ("terra", "full_overlap", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."},
-     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."}),
-    ("terra", "short_premise", {"premise": TERRA_PREMISE, "hypothesis": "Офис открыт."},
-     "not_entailment", "entailment", {"premise": LONG_PREMISE, "hypothesis": "Офис открыт."}),
-    ("terra", "long_premise", {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."},
-     "entailment", "not_entailment", {"premise": TERRA_PREMISE, "hypothesis": "Птицы улетели."}),
-    ("terra", "marker_word", {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают только мужчины."},
-     "not_entailment", "entailment", {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают женщины."}),
-    ("russe", "same_form",
-     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эти марки лежали в альбоме."},
-     True, False,
-     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эта марка очень популярна."}),
-    ("russe", "token_overlap",
-     {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Дедушка продал почтовые марки."},
-     True, False,
-     {"word": "марка", "sentence1": "Дедушка собирал марки.", "sentence2": "Эта марка очень популярна."}),
-    ("russe", "length_gap",
-     {"word": "марка", "sentence1": "Марки собраны.",
-      "sentence2": "Эта марка автомобилей особенно популярна в Японии и соседних с ней странах."}, False, True,
-     {"word": "марка", "sentence1": "Марки собраны.", "sentence2": "Марка популярна."}),
-    ("danetqa", "starts_with_was", {"question": "Были ли у Пушкина дети?", "passage": "У Пушкина было четверо детей."},
-     True, False, {"question": "Является ли Пушкин поэтом?", "passage": "Пушкин — поэт."}),
-    ("danetqa", "starts_with_is", {"question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета."},
-     True, False, {"question": "Является ли Марс планетой?", "passage": "Марс — планета."}),
-    ("danetqa", "starts_with_belongs", {"question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров."},
-     False, True, {"question": "Входят ли Курилы в состав России?", "passage": "Курилы — острова."}),
-    ("danetqa", "starts_with_eat", {"question": "Едят ли кошки траву?", "passage": "Кошки иногда едят траву."},
-     False, True, {"question": "Едят кошки траву?", "passage": "Кошки иногда едят траву."}),
-    ("danetqa", "starts_with_is_it_true", {"question": "Правда ли, что киты — рыбы?", "passage": "Киты — звери."},
-     False, True, {"question": "Киты — рыбы?", "passage": "Киты — звери."}),
-    ("danetqa", "long_question",
-     {"question": "Является ли лось самым крупным представителем семейства оленевых?", "passage": "Лось — олень."},
-     False, True, {"question": "Лось — олень?", "passage": "Лось — олень."}),
-    ("danetqa", "long_passage", {"question": "Лось — олень?", "passage": LONG_PASSAGE},
-     False, True, {"question": "Лось — олень?", "passage": "Лось — олень."}),
-    ("rucos", "frequent_entity_not_in_query",
-     {"passage": RUCOS_PASSAGE, "query": "@placeholder прилетел в Москву по приглашению Путина."}, "Макрон", ("Путин",),
-     {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."}),
-    ("rucos", "entity_not_in_query",
-     {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."}, "Путин", ("Москва",),
-     {"passage": RUCOS_PASSAGE, "query": "Путин пригласил @placeholder Макрона в Москву."}),
+    (
+        "lidirus",
+        "same_lemmas",
+        {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит кошка."},
+        "entailment",
+        "not_entailment",
+        {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит собака."},
+    ),
+    (
+        "lidirus",
+        "entailment_word_in_both",
+        {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."},
+        "entailment",
+        "not_entailment",
+        {"sentence1": "Мальчик пришёл домой рано.", "sentence2": "Девочка пришла домой поздно."},
+    ),
+    (
+        "lidirus",
+        "many_unshared_tokens",
+        {
+            "sentence1": "Вчера вечером в маленьком городе на севере страны прошёл сильный дождь с градом.",
+            "sentence2": "Шёл дождь.",
+        },
+        "not_entailment",
+        "entailment",
+        {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."},
+    ),
+    (
+        "lidirus",
+        "unshared_commas",
+        {"sentence1": "Маша, которая живёт рядом, купила хлеб.", "sentence2": "Маша купила хлеб."},
+        "not_entailment",
+        "entailment",
+        {"sentence1": "Маша купила хлеб, молоко.", "sentence2": "Маша купила хлеб."},
+    ),
+    (
+        "lidirus",
+        "two_unshared_words",
+        {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."},
+        "not_entailment",
+        "entailment",
+        {"sentence1": "Кошка спит.", "sentence2": "кошка спит."},
+    ),
+    (
+        "lidirus",
+        "word_in_one_sentence",
+        {"sentence1": "Петя не любит кашу.", "sentence2": "Петя любит кашу."},
+        "not_entailment",
+        "entailment",
+        {"sentence1": "Петя любит кашу.", "sentence2": "Петя ест кашу."},
+    ),
+    (
+        "rcb",
+        "hypothesis_in_premise",
+        {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в сахарнице."},
+        "entailment",
+        "neutral",
+        {"premise": "Оказалось, что ключи лежали в сахарнице.", "hypothesis": "Ключи лежали в шкафу."},
+    ),
+    (
+        "rcb",
+        "shared_vocabulary",
+        {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Завтра пойдёт сильный дождь."},
+        "entailment",
+        "contradiction",
+        {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Послезавтра будет солнечно."},
+    ),
+    (
+        "rcb",
+        "admit_verb",
+        {"premise": "Министр признал, что реформа провалилась.", "hypothesis": "Реформа провалилась."},
+        "entailment",
+        "neutral",
+        {"premise": "Министр сказал, что реформа провалилась.", "hypothesis": "Реформа провалилась."},
+    ),
+    (
+        "rcb",
+        "opinion_verb",
+        {"premise": "Я думаю, что он опоздает.", "hypothesis": "Он опоздает."},
+        "neutral",
+        "entailment",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."},
+    ),
+    (
+        "rcb",
+        "short_hypothesis",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает."},
+        "contradiction",
+        "neutral",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."},
+    ),
+    (
+        "rcb",
+        "mid_length_hypothesis",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он опоздает на поезд сегодня."},
+        "neutral",
+        "entailment",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Он, как обычно, опоздает на утренний поезд до Твери."},
+    ),
+    (
+        "rcb",
+        "long_premise",
+        {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."},
+        "entailment",
+        "neutral",
+        {"premise": "Я знаю, что он опоздает.", "hypothesis": "Птицы улетели."},
+    ),
+    (
+        "parus",
+        "more_shared_lemmas",
+        {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Лёд растаял от тепла."},
+        1,
+        0,
+        {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."},
+    ),
+    (
+        "parus",
+        "more_words",
+        {
+            "premise": "Лёд на катке начал таять.",
+            "choice1": "Ударил мороз.",
+            "choice2": "Наступила долгая тёплая оттепель.",
+        },
+        1,
+        0,
+        {"premise": "Лёд на катке начал таять.", "choice1": "Ударил мороз.", "choice2": "Наступила оттепель."},
+    ),
+    (
+        "muserc",
+        "all_answer_lemmas_in_text",
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом."},
+        1,
+        0,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."},
+    ),
+    (
+        "muserc",
+        "long_answer",
+        {
+            "passage": MUSERC_PASSAGE,
+            "answer": "Он долго тренировался каждый день после школы и в итоге выиграл турнир.",
+        },
+        1,
+        0,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."},
+    ),
+    (
+        "muserc",
+        "many_shared_lemmas",
+        {"passage": MUSERC_PASSAGE, "answer": "Мальчик Тимур пошёл в кружок и стал чемпионом города."},
+        1,
+        0,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."},
+    ),
+    (
+        "muserc",
+        "no_shared_lemmas",
+        {"passage": MUSERC_PASSAGE, "answer": "Лётчиком."},
+        0,
+        1,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимуром."},
+    ),
+    (
+        "muserc",
+        "short_answer",
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур."},
+        0,
+        1,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал чемпионом города."},
+    ),
+    (
+        "muserc",
+        "one_shared_lemma",
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур уехал."},
+        0,
+        1,
+        {"passage": MUSERC_PASSAGE, "answer": "Тимур стал врачом."},
+    ),
+    (
+        "terra",
+        "hypothesis_in_premise",
+        {"premise": TERRA_PREMISE, "hypothesis": "Новый офис в Казани."},
+        "entailment",
+        "not_entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Офис в Казани закрыт."},
+    ),
+    (
+        "terra",
+        "low_overlap",
+        {"premise": TERRA_PREMISE, "hypothesis": "Погода в Москве была солнечной."},
+        "not_entailment",
+        "entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."},
+    ),
+    (
+        "terra",
+        "three_quarters_overlap",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."},
+        "entailment",
+        "not_entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."},
+    ),
+    (
+        "terra",
+        "two_thirds_overlap",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."},
+        "entailment",
+        "not_entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис вчера."},
+    ),
+    (
+        "terra",
+        "full_overlap",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."},
+        "entailment",
+        "not_entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл магазин."},
+    ),
+    (
+        "terra",
+        "short_premise",
+        {"premise": TERRA_PREMISE, "hypothesis": "Офис открыт."},
+        "not_entailment",
+        "entailment",
+        {"premise": LONG_PREMISE, "hypothesis": "Офис открыт."},
+    ),
+    (
+        "terra",
+        "long_premise",
+        {"premise": LONG_PREMISE, "hypothesis": "Птицы улетели."},
+        "entailment",
+        "not_entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "Птицы улетели."},
+    ),
+    (
+        "terra",
+        "marker_word",
+        {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают только мужчины."},
+        "not_entailment",
+        "entailment",
+        {"premise": TERRA_PREMISE, "hypothesis": "В офисе работают женщины."},
+    ),
+    (
+        "russe",
+        "same_form",
+        {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эти марки лежали в альбоме."},
+        True,
+        False,
+        {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эта марка очень популярна."},
+    ),
+    (
+        "russe",
+        "token_overlap",
+        {
+            "word": "марка",
+            "sentence1": "Дедушка собирал почтовые марки.",
+            "sentence2": "Дедушка продал почтовые марки.",
+        },
+        True,
+        False,
+        {"word": "марка", "sentence1": "Дедушка собирал марки.", "sentence2": "Эта марка очень популярна."},
+    ),
+    (
+        "russe",
+        "length_gap",
+        {
+            "word": "марка",
+            "sentence1": "Марки собраны.",
+            "sentence2": "Эта марка автомобилей особенно популярна в Японии и соседних с ней странах.",
+        },
+        False,
+        True,
+        {"word": "марка", "sentence1": "Марки собраны.", "sentence2": "Марка популярна."},
+    ),
+    (
+        "danetqa",
+        "starts_with_was",
+        {"question": "Были ли у Пушкина дети?", "passage": "У Пушкина было четверо детей."},
+        True,
+        False,
+        {"question": "Является ли Пушкин поэтом?", "passage": "Пушкин — поэт."},
+    ),
+    (
+        "danetqa",
+        "starts_with_is",
+        {"question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета."},
+        True,
+        False,
+        {"question": "Является ли Марс планетой?", "passage": "Марс — планета."},
+    ),
+    (
+        "danetqa",
+        "starts_with_belongs",
+        {"question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров."},
+        False,
+        True,
+        {"question": "Входят ли Курилы в состав России?", "passage": "Курилы — острова."},
+    ),
+    (
+        "danetqa",
+        "starts_with_eat",
+        {"question": "Едят ли кошки траву?", "passage": "Кошки иногда едят траву."},
+        False,
+        True,
+        {"question": "Едят кошки траву?", "passage": "Кошки иногда едят траву."},
+    ),
+    (
+        "danetqa",
+        "starts_with_is_it_true",
+        {"question": "Правда ли, что киты — рыбы?", "passage": "Киты — звери."},
+        False,
+        True,
+        {"question": "Киты — рыбы?", "passage": "Киты — звери."},
+    ),
+    (
+        "danetqa",
+        "long_question",
+        {"question": "Является ли лось самым крупным представителем семейства оленевых?", "passage": "Лось — олень."},
+        False,
+        True,
+        {"question": "Лось — олень?", "passage": "Лось — олень."},
+    ),
+    (
+        "danetqa",
+        "long_passage",
+        {"question": "Лось — олень?", "passage": LONG_PASSAGE},
+        False,
+        True,
+        {"question": "Лось — олень?", "passage": "Лось — олень."},
+    ),
+    (
+        "rucos",
+        "frequent_entity_not_in_query",
+        {"passage": RUCOS_PASSAGE, "query": "@placeholder прилетел в Москву по приглашению Путина."},
+        "Макрон",
+        ("Путин",),
+        {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."},
+    ),
+    (
+        "rucos",
+        "entity_not_in_query",
+        {"passage": RUCOS_PASSAGE, "query": "@placeholder пригласил Макрона в Москву."},
+        "Путин",
+        ("Москва",),
+        {"passage": RUCOS_PASSAGE, "query": "Путин пригласил @placeholder Макрона в Москву."},
+    ),
 ]
 
 
@@ -178,8 +407,15 @@ def test_rules_predict_the_task_labels_they_declare():
 
 
 def test_russe_reads_the_target_form_from_the_given_spans():
-    fields = {"word": "марка", "sentence1": "Марки и марка.", "sentence2": "Эта марка популярна.",
-              "start1": 8, "end1": 13, "start2": 4, "end2": 9}
+    fields = {
+        "word": "марка",
+        "sentence1": "Марки и марка.",
+        "sentence2": "Эта марка популярна.",
+        "start1": 8,
+        "end1": 13,
+        "start2": 4,
+        "end2": 9,
+    }
     assert find_rule("russe", "same_form").apply(example("russe", fields)) is True
     fields["start1"], fields["end1"] = 0, 5  # now "Марки" against "марка"
     assert find_rule("russe", "same_form").apply(example("russe", fields)) is None
@@ -230,8 +466,12 @@ def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
         ("Правда ли, что киты — рыбы?", False),  # row 5 right (5 words: not a long question)
         ("Кит — рыба?", True),  # nothing fires
     ]
-    examples = [example("danetqa", {"question": q, "passage": "Текст."}, gold, i) for i, (q, gold) in enumerate(labelled)]
-    examples.append(example("danetqa", {"question": "Кит — рыба?", "passage": "Текст."}, None, 9))  # unlabelled: ignored
+    examples = [
+        example("danetqa", {"question": q, "passage": "Текст."}, gold, i) for i, (q, gold) in enumerate(labelled)
+    ]
+    examples.append(
+        example("danetqa", {"question": "Кит — рыба?", "passage": "Текст."}, None, 9)
+    )  # unlabelled: ignored
     rows = {row.name: row for row in coverage(get_task("danetqa"), examples)}
     assert list(rows)[-1] == NO_RULE and len(rows) == len(RULES["danetqa"]) + 1
     assert (rows["starts_with_was"].covered, rows["starts_with_was"].correct) == (2, 1)
@@ -259,12 +499,15 @@ def test_rule_predicting_names_the_rule_after_its_predicate():
 
 
 def test_heuristics_command_prints_each_rule_with_its_counts(cli, data_dir):
-    write_jsonl(data_dir / "DaNetQA" / "val.jsonl", [
-        {"idx": 0, "question": "Был ли Пушкин поэтом?", "passage": "Пушкин — поэт.", "label": True},
-        {"idx": 1, "question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров.", "label": False},
-        {"idx": 2, "question": "Кит — рыба?", "passage": "Кит — зверь.", "label": False},
-        {"idx": 3, "question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета.", "label": False},
-    ])
+    write_jsonl(
+        data_dir / "DaNetQA" / "val.jsonl",
+        [
+            {"idx": 0, "question": "Был ли Пушкин поэтом?", "passage": "Пушкин — поэт.", "label": True},
+            {"idx": 1, "question": "Входит ли Крит в состав Греции?", "passage": "Крит — остров.", "label": False},
+            {"idx": 2, "question": "Кит — рыба?", "passage": "Кит — зверь.", "label": False},
+            {"idx": 3, "question": "Есть ли жизнь на Марсе?", "passage": "Марс — планета.", "label": False},
+        ],
+    )
     result = cli("heuristics", "-t", "danetqa", "--data", data_dir)
     assert result.exit_code == 0, result.stderr
     for rule in RULES["danetqa"]:

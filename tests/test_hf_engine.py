@@ -67,7 +67,9 @@ def test_full_logits_path_agrees_with_the_split_output_head(model):
     expected = model.loglikelihood(REQUESTS[:3])
     model._split_head = False
     try:
-        assert [r.logprob for r in model.loglikelihood(REQUESTS[:3])] == pytest.approx([r.logprob for r in expected], abs=1e-4)
+        assert [r.logprob for r in model.loglikelihood(REQUESTS[:3])] == pytest.approx(
+            [r.logprob for r in expected], abs=1e-4
+        )
     finally:
         model._split_head = True
 
@@ -94,7 +96,9 @@ def test_generation_is_deterministic_and_stops(model):
     requests.append(Generation("Кошка сидит", 5))
     texts = model.generate(requests)
     assert texts == model.generate(requests)  # seeded: the same requests give the same texts
-    assert model.generate([Generation(requests[0].prompt, 12, ("\n",), 0.8, 1.0, seed=4)]) != model.generate(requests[:1])
+    assert model.generate([Generation(requests[0].prompt, 12, ("\n",), 0.8, 1.0, seed=4)]) != model.generate(
+        requests[:1]
+    )
     assert all(isinstance(t, str) and "\n" not in t for t in texts[:2])
     assert len(model.tokenizer(texts[2], add_special_tokens=False)["input_ids"]) <= 6
     assert cut_at_stop("ответ\nещё", ("\n",)) == "ответ" and cut_at_stop("без стопа", ("\n",)) == "без стопа"

@@ -9,12 +9,11 @@ import sys
 import time
 
 import pytest
+from conftest import read_jsonl
 
 from rueval.fewshot import episode_demos
-from rueval.tasks import TASKS, Example, get_task
+from rueval.tasks import TASKS, Example
 from rueval.tasks.prompts import PROMPTS
-
-from conftest import read_jsonl
 
 
 @pytest.fixture
@@ -35,7 +34,23 @@ def valid(task, prediction):
 @pytest.mark.parametrize("scoring", ["loglik", "ppl"])
 def test_every_task_runs_with_few_shot_episodes(cli, tmp_path, tiny_gpt2_dir, short_generations, scoring):
     out = tmp_path / "out"
-    result = cli("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "all", "--limit", "2", "--shots", "0,1", "--episodes", "2", "--scoring", scoring, "-o", out)
+    result = cli(
+        "run",
+        "-m",
+        f"hf:{tiny_gpt2_dir}",
+        "-t",
+        "all",
+        "--limit",
+        "2",
+        "--shots",
+        "0,1",
+        "--episodes",
+        "2",
+        "--scoring",
+        scoring,
+        "-o",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "results.json").read_text())
     assert list(summary["tasks"]) == list(TASKS) and summary["rsg_total"] is not None
@@ -79,8 +94,12 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
 
     def rueval(out, cache, *extra):
         env = {**os.environ, "RUEVAL_CACHE_DIR": str(cache)}
-        return subprocess.Popen([sys.executable, "-m", "rueval", *extra, "-o", str(out)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return subprocess.Popen(
+            [sys.executable, "-m", "rueval", *extra, "-o", str(out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     out, cache = tmp_path / "killed", tmp_path / "cache"
     process = rueval(out, cache, *args)
@@ -98,7 +117,9 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
     assert resumed.wait() == 0, resumed.stderr.read().decode()
     summary = json.loads((out / "results.json").read_text())
     assert {name: (out / "tasks" / name).read_bytes() for name in finished} == finished  # reused as they were
-    recomputed = sum(summary["tasks"][p[:-5]]["requests_computed"] for p in {f"{t}.json" for t in summary["tasks"]} - set(finished))
+    recomputed = sum(
+        summary["tasks"][p[:-5]]["requests_computed"] for p in {f"{t}.json" for t in summary["tasks"]} - set(finished)
+    )
     assert rows(cache) == computed_before + recomputed  # every request computed once over both runs
 
     reference = rueval(tmp_path / "whole", tmp_path / "cache2", *args)
@@ -106,4 +127,6 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
     whole = json.loads((tmp_path / "whole" / "results.json").read_text())
     for name in summary["tasks"]:
         assert summary["tasks"][name]["shots"] == whole["tasks"][name]["shots"]
-        assert read_jsonl(out / "predictions" / f"{name}.jsonl") == read_jsonl(tmp_path / "whole" / "predictions" / f"{name}.jsonl")
+        assert read_jsonl(out / "predictions" / f"{name}.jsonl") == read_jsonl(
+            tmp_path / "whole" / "predictions" / f"{name}.jsonl"
+        )

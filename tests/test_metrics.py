@@ -61,7 +61,9 @@ def test_token_f1_and_span_scores_take_the_best_gold():
 
 
 def _examples(golds, groups=None, **fields):
-    return [Example(idx=i, fields=fields, label=g, group=None if groups is None else groups[i]) for i, g in enumerate(golds)]
+    return [
+        Example(idx=i, fields=fields, label=g, group=None if groups is None else groups[i]) for i, g in enumerate(golds)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -120,7 +122,10 @@ def test_lidirus_mcc_per_feature_tag():
 
 def test_span_task_scores_use_max_over_gold_answers():
     task = get_task("rucos")
-    examples = [Example(idx=(0, 0), fields={}, label=("Путин", "Владимир Путин")), Example(idx=(1, 1), fields={}, label=("ТАСС",))]
+    examples = [
+        Example(idx=(0, 0), fields={}, label=("Путин", "Владимир Путин")),
+        Example(idx=(1, 1), fields={}, label=("ТАСС",)),
+    ]
     scores = score_task(task, examples, ["владимир путин", "РИА"])
     assert scores.metrics == {"f1": pytest.approx(50.0), "em": pytest.approx(50.0)}
 
@@ -128,15 +133,29 @@ def test_span_task_scores_use_max_over_gold_answers():
 def test_rsg_total_reproduces_the_papers_averages():
     # Shavrina et al. (2020), Table 2, RuBERT column: per-task metrics; "Average" 0.546.
     rubert = {
-        "lidirus": [0.186], "rcb": [0.432, 0.468], "parus": [0.61], "muserc": [0.656, 0.256], "terra": [0.639],
-        "russe": [0.894], "rwsd": [0.675], "danetqa": [0.749], "rucos": [0.255, 0.251],
+        "lidirus": [0.186],
+        "rcb": [0.432, 0.468],
+        "parus": [0.61],
+        "muserc": [0.656, 0.256],
+        "terra": [0.639],
+        "russe": [0.894],
+        "rwsd": [0.675],
+        "danetqa": [0.749],
+        "rucos": [0.255, 0.251],
     }
     scores = {task: 100 * sum(values) / len(values) for task, values in rubert.items()}
     assert rsg_total(scores) == pytest.approx(54.6, abs=0.05)
     # Iazykova et al. (2021), Table 8, majority-class column: "Total" 0.374.
     majority = {
-        "lidirus": [0.0], "rcb": [0.217, 0.484], "parus": [0.498], "muserc": [0.0, 0.0], "terra": [0.513],
-        "russe": [0.587], "rwsd": [0.669], "danetqa": [0.503], "rucos": [0.25, 0.247],
+        "lidirus": [0.0],
+        "rcb": [0.217, 0.484],
+        "parus": [0.498],
+        "muserc": [0.0, 0.0],
+        "terra": [0.513],
+        "russe": [0.587],
+        "rwsd": [0.669],
+        "danetqa": [0.503],
+        "rucos": [0.25, 0.247],
     }
     scores = {task: 100 * sum(values) / len(values) for task, values in majority.items()}
     assert rsg_total(scores) == pytest.approx(37.4, abs=0.05)

@@ -218,7 +218,9 @@ def test_requests_run_concurrently_and_prompts_share_http_requests(server):
 
 def test_cli_runs_a_task_through_an_openai_compatible_server(cli, server, tmp_path):
     out = tmp_path / "out"
-    result = cli("run", "-m", "openai:tiny-gpt2", "--base-url", server.url, "-t", "parus,terra", "--limit", "4", "-o", out)
+    result = cli(
+        "run", "-m", "openai:tiny-gpt2", "--base-url", server.url, "-t", "parus,terra", "--limit", "4", "-o", out
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "results.json").read_text())
     assert summary["model_identity"] == f"openai:tiny-gpt2@{server.url}"

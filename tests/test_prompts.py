@@ -63,8 +63,18 @@ def test_prompts_render_every_bundled_sample(task, split):
         assert predicted in example.label if task.name == "rucos" else predicted == example.label
 
 
-YES_MEANS = {"lidirus": "entailment", "terra": "entailment", "rcb": "entailment", "muserc": 1, "russe": True,
-             "rwsd": True, "danetqa": True, "winograd": 1, "sit_ethics": 1, "per_ethics": 1}
+YES_MEANS = {
+    "lidirus": "entailment",
+    "terra": "entailment",
+    "rcb": "entailment",
+    "muserc": 1,
+    "russe": True,
+    "rwsd": True,
+    "danetqa": True,
+    "winograd": 1,
+    "sit_ethics": 1,
+    "per_ethics": 1,
+}
 
 
 @pytest.mark.parametrize(("task", "positive"), YES_MEANS.items())
@@ -117,8 +127,12 @@ def test_generative_prompts_follow_tape():
 
 
 def test_parus_continues_the_premise_mid_sentence():
-    fields = {"premise": "Маша опоздала на автобус.", "choice1": "Маша проспала.", "choice2": "Автобус ушёл рано.",
-              "question": "cause"}
+    fields = {
+        "premise": "Маша опоздала на автобус.",
+        "choice1": "Маша проспала.",
+        "choice2": "Автобус ушёл рано.",
+        "question": "cause",
+    }
     (question,) = PROMPTS["parus"].questions(Example(idx=0, fields=fields, label=0))
     assert question.context == "Маша опоздала на автобус, потому что"
     # a name keeps its capital, an ordinary first word is lower-cased
@@ -152,7 +166,10 @@ def test_science_qa_continues_the_stem_with_each_option():
     (question,) = PROMPTS["ru_worldtree"].questions(Example(idx=7, fields=fields, label="B"))
     assert question.context == "Что тонет в воде?"
     assert [(c.continuation, c.label) for c in question.choices] == [
-        (" пробка", "A"), (" камень", "B"), (" лёд", "C"), (" дерево", "D")
+        (" пробка", "A"),
+        (" камень", "B"),
+        (" лёд", "C"),
+        (" дерево", "D"),
     ]
     assert question.target == " камень"
     with pytest.raises(RuevalError, match=r"ru_openbook example 8: question: expected inline options"):

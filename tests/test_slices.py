@@ -39,8 +39,15 @@ def test_type_token_ratio_counts_lemmas_not_word_forms():
 
 @pytest.mark.parametrize(
     ("answer", "category"),
-    [("1812 год", "number"), ("три", "number"), ("Пушкин", "person"), ("Юрием Всеволодовичем", "person"),
-     ("Москва", "place"), ("ртуть", "other"), ("толстому слою жира", "other")],
+    [
+        ("1812 год", "number"),
+        ("три", "number"),
+        ("Пушкин", "person"),
+        ("Юрием Всеволодовичем", "person"),
+        ("Москва", "place"),
+        ("ртуть", "other"),
+        ("толстому слою жира", "other"),
+    ],
 )
 def test_answer_category(answer, category):
     assert answer_category(answer) == category
@@ -64,7 +71,9 @@ def test_resolve_slices():
 
 def test_winograd_slices_bucket_by_candidate_morphology_and_count():
     examples = [
-        winograd("Художница подарила картину подруге, которая мечтала о море.", ["картину", "подруге"], "подруге", 1, 0),
+        winograd(
+            "Художница подарила картину подруге, которая мечтала о море.", ["картину", "подруге"], "подруге", 1, 0
+        ),
         winograd("Мы купили книгу в лавке, которая стояла у реки.", ["книгу", "лавке"], "книгу", 0, 1),
         winograd("Студенты встретили профессора, который читал лекцию.", ["Студенты", "профессора"], "Студенты", 0, 2),
         winograd("Повар взял соль из кастрюли, которую закрыл.", ["соль", "кастрюли", "крышкой"], "кастрюли", 1, 3),

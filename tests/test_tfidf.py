@@ -8,8 +8,7 @@ from rueval.data import open_data
 from rueval.errors import RuevalError
 from rueval.evaluate import load_train
 from rueval.paths import cache_dir
-from rueval.solvers import make_solver
-from rueval.solvers import tfidf
+from rueval.solvers import make_solver, tfidf
 from rueval.tasks import TASKS, Example, get_task
 from rueval.tasks.tape import split_options
 
@@ -50,8 +49,20 @@ def test_run_scores_every_task_with_tfidf(cli, tmp_path):
     assert summary["model"] == "tfidf" and list(summary["tasks"]) == list(TASKS)
 
 
-TOPICS = ["новый мост", "старую крепость", "городской парк", "школьный музей", "речной порт", "лесной заповедник",
-          "горное озеро", "северный вокзал", "зимний стадион", "детскую больницу", "сельскую школу", "морской маяк"]
+TOPICS = [
+    "новый мост",
+    "старую крепость",
+    "городской парк",
+    "школьный музей",
+    "речной порт",
+    "лесной заповедник",
+    "горное озеро",
+    "северный вокзал",
+    "зимний стадион",
+    "детскую больницу",
+    "сельскую школу",
+    "морской маяк",
+]
 
 
 def nli_toy(topics, first_idx=0):
@@ -80,8 +91,10 @@ def choice_toy(start, count):
     for i in range(start, start + count):
         letters = "ABCD"
         gold = letters[i % 4]
-        options = [f"({letter}) {OBJECTS[(i + k) % len(OBJECTS)]} {'зелёного' if letter == gold else 'синего'} цвета"
-                   for k, letter in enumerate(letters)]
+        options = [
+            f"({letter}) {OBJECTS[(i + k) % len(OBJECTS)]} {'зелёного' if letter == gold else 'синего'} цвета"
+            for k, letter in enumerate(letters)
+        ]
         question = f"Какой предмет Маша положила на полку номер {i}? " + " ".join(options)
         examples.append(Example(idx=i, fields={"question": question, "answer": gold}, label=gold))
     return examples
@@ -97,8 +110,11 @@ def test_ethics_learns_each_category_on_its_own():
     task = get_task("sit_ethics")
     texts = [("Сосед {} вернул найденный кошелёк владельцу.", 1), ("Сосед {} украл кошелёк у прохожего.", 0)]
     names = ["Иван", "Олег", "Пётр", "Семён", "Артём", "Глеб", "Фёдор", "Лев"]
-    train = [Example(idx=f"{n}{i}", fields={"text": t.format(n)}, label=(label, 0, 1 - label, 0, 0))
-             for n in names for i, (t, label) in enumerate(texts)]
+    train = [
+        Example(idx=f"{n}{i}", fields={"text": t.format(n)}, label=(label, 0, 1 - label, 0, 0))
+        for n in names
+        for i, (t, label) in enumerate(texts)
+    ]
     test = [Example(idx=i, fields={"text": t.format("Гриша")}, label=None) for i, (t, _) in enumerate(texts)]
     # virtue and law follow the verb; moral, justice and util are always 0 in train, so stay 0
     assert fit_predict(task, train, test) == [(1, 0, 0, 0, 0), (0, 0, 1, 0, 0)]
@@ -135,8 +151,9 @@ def test_second_fit_on_the_same_data_loads_the_cached_model(monkeypatch):
 
 
 def test_split_options_reads_the_inline_options():
-    stem, options = split_options("Растения получают энергию для роста (A) из почвы (B) из солнечного света "
-                                  "(C) из воды (D) из воздуха")
+    stem, options = split_options(
+        "Растения получают энергию для роста (A) из почвы (B) из солнечного света (C) из воды (D) из воздуха"
+    )
     assert stem == "Растения получают энергию для роста"
     assert options == {"A": "из почвы", "B": "из солнечного света", "C": "из воды", "D": "из воздуха"}
 
@@ -151,8 +168,10 @@ def test_split_options_reads_the_inline_options():
 )
 def test_a_malformed_options_question_is_an_error_naming_the_example(question, problem):
     task = get_task("ru_openbook")
-    train = [Example(idx=0, fields={"question": "Что легче? (A) перо (B) гиря (C) камень (D) кирпич"}, label="A"),
-             Example(idx=7, fields={"question": question}, label="B")]
+    train = [
+        Example(idx=0, fields={"question": "Что легче? (A) перо (B) гиря (C) камень (D) кирпич"}, label="A"),
+        Example(idx=7, fields={"question": question}, label="B"),
+    ]
     with pytest.raises(RuevalError, match=rf"ru_openbook example 7: .*{problem}"):
         fit_predict(task, train, [])
 
@@ -170,6 +189,7 @@ def test_field_vectors_keep_an_options_own_words_and_its_cosine_with_the_shared_
     vocabulary = len(features.vectorizer.vocabulary_)
     assert matrix.shape == (2, vocabulary + 1)  # the shared passage's own vector is left out
     vectors = features.vectorizer.transform([text for pair in inputs for text in pair])
-    assert matrix[:, -1] == pytest.approx([cosine_similarity(vectors[0], vectors[1])[0, 0],
-                                          cosine_similarity(vectors[2], vectors[3])[0, 0]])
+    assert matrix[:, -1] == pytest.approx(
+        [cosine_similarity(vectors[0], vectors[1])[0, 0], cosine_similarity(vectors[2], vectors[3])[0, 0]]
+    )
     assert matrix[1, -1] > matrix[0, -1] > 0

@@ -296,7 +296,14 @@ def perturb(
     from rueval.robustness import write_attack_sets
 
     robustness = robustness_options(
-        perturbations, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
+        perturbations,
+        seed,
+        filter_model,
+        translation_model,
+        addsent_model,
+        filter_threshold,
+        filter_min_share,
+        base_url,
     )
     counts = write_attack_sets(robustness, resolve_tasks(tasks), data, out, split.value if split else None, limit)
     for task, written in counts.items():

@@ -82,7 +82,8 @@ def load_train(source: DataSource, task: Task) -> Split | None:
         borrowed = source.load(TASKS[task.train_task], "train")
         renames = task.extra.get("train_fields", {})
         examples = [
-            replace(e, fields={renames.get(name, name): value for name, value in e.fields.items()}) for e in borrowed.examples
+            replace(e, fields={renames.get(name, name): value for name, value in e.fields.items()})
+            for e in borrowed.examples
         ]
         return replace(borrowed, task=task, examples=examples)
     return None

@@ -8,9 +8,9 @@ so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 import json
 import zipfile
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -22,7 +22,9 @@ class Engine:
         self.computed = 0  # requests the backend computed (not served from a cache)
         self._memory: dict[str, Any] = {}  # this process's results, also when there is no cache on disk
 
-    def loglikelihood(self, requests: Sequence[Loglikelihood], description: str = "scoring") -> list[LoglikelihoodResult]:
+    def loglikelihood(
+        self, requests: Sequence[Loglikelihood], description: str = "scoring"
+    ) -> list[LoglikelihoodResult]:
         results = self._run(
             requests,
             self.model.loglikelihood,
@@ -33,7 +35,13 @@ class Engine:
         return [r if isinstance(r, LoglikelihoodResult) else LoglikelihoodResult(**r) for r in results]
 
     def generate(self, requests: Sequence[Generation], description: str = "generating") -> list[str]:
-        return self._run(requests, self.model.generate, sort_key=lambda r: r.prompt, encode=lambda text: text, description=description)
+        return self._run(
+            requests,
+            self.model.generate,
+            sort_key=lambda r: r.prompt,
+            encode=lambda text: text,
+            description=description,
+        )
 
     def _run(
         self,

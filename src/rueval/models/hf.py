@@ -68,7 +68,9 @@ class HFCausalLM(LanguageModel):
         if len(ids) > self.max_length:  # drop the oldest context tokens
             cut = len(ids) - self.max_length
             if cut >= first:
-                raise RuevalError(f"a continuation of {len(ids) - first} tokens does not fit the model's {self.max_length}")
+                raise RuevalError(
+                    f"a continuation of {len(ids) - first} tokens does not fit the model's {self.max_length}"
+                )
             ids, first = ids[cut:], first - cut
         return ids, first
 
@@ -77,7 +79,9 @@ class HFCausalLM(LanguageModel):
 
         encoded = [self.encode(r) for r in requests]
         with torch.inference_mode():
-            scores = score_sequences(encoded, self._forward, self._head, self.max_rows, self.max_batch_tokens, self.stats)
+            scores = score_sequences(
+                encoded, self._forward, self._head, self.max_rows, self.max_batch_tokens, self.stats
+            )
         return [
             LoglikelihoodResult(logprob, len(ids) - first, greedy)
             for (ids, first), (logprob, greedy) in zip(encoded, scores, strict=True)
@@ -142,7 +146,9 @@ class HFCausalLM(LanguageModel):
         import torch
 
         first = requests[0]
-        prompts = [[self.start_token, *self._tokens(r.prompt)][-(self.max_length - first.max_new_tokens) :] for r in requests]
+        prompts = [
+            [self.start_token, *self._tokens(r.prompt)][-(self.max_length - first.max_new_tokens) :] for r in requests
+        ]
         width = max(map(len, prompts))
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
         input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)

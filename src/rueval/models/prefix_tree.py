@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+WINDOW_BATCHES = 4  # how many batches' worth of pending segments are sorted by length at a time
+
 # (input_ids, past or None, attention_mask, position_ids) -> (hidden states, new past)
 Forward = Callable[..., tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]
 
@@ -91,16 +93,21 @@ def _segment(node: _TrieNode, token: int, parent: _Segment | None, past_len: int
 
 
 def _take(pending: list[_Segment], max_rows: int, max_tokens: int) -> list[_Segment]:
-    """The next batch from the top of the stack, as many rows as fit the padded-token budget."""
+    """The next batch. Candidates come from the top of the stack (depth first, so a finished
+    subtree frees its caches soon), a few batches' worth, sorted by length so that the rows
+    padded together are alike; the longest that fit the padded-token budget go first."""
+    window = pending[-WINDOW_BATCHES * max_rows :]
+    del pending[len(pending) - len(window) :]
+    window.sort(key=lambda s: (len(s.tokens), s.past_len))
     batch: list[_Segment] = []
     longest = 0
-    while pending and len(batch) < max_rows:
-        segment = pending[-1]
-        length = max(longest, segment.past_len + len(segment.tokens))
+    while window and len(batch) < max_rows:
+        length = max(longest, window[-1].past_len + len(window[-1].tokens))
         if batch and length * (len(batch) + 1) > max_tokens:
             break
-        batch.append(pending.pop())
+        batch.append(window.pop())
         longest = length
+    pending.extend(window)
     return batch
 
 
@@ -143,11 +150,19 @@ def _forward(batch: list[_Segment], forward: Forward, head, stats: TreeStats) ->
         end = segment.nodes[-1]
         if end.children:
             n = len(segment.tokens)
-            own = [(k[r : r + 1, :, past_max : past_max + n].clone(), v[r : r + 1, :, past_max : past_max + n].clone()) for k, v in new_past]
-            parent_past = segment.parent.past if segment.parent else None
-            segment.past = own if parent_past is None else [
-                (torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)) for (pk, pv), (k, v) in zip(parent_past, own, strict=True)
+            own = [
+                (k[r : r + 1, :, past_max : past_max + n].clone(), v[r : r + 1, :, past_max : past_max + n].clone())
+                for k, v in new_past
             ]
+            parent_past = segment.parent.past if segment.parent else None
+            segment.past = (
+                own
+                if parent_past is None
+                else [
+                    (torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2))
+                    for (pk, pv), (k, v) in zip(parent_past, own, strict=True)
+                ]
+            )
             length = segment.past_len + n
             segment.children = [_segment(child, token, segment, length) for token, child in end.children.items()]
             segment.waiting = len(segment.children)
@@ -159,7 +174,9 @@ def _forward(batch: list[_Segment], forward: Forward, head, stats: TreeStats) ->
     return ready
 
 
-def _stack_pasts(pasts: list[list[tuple[torch.Tensor, torch.Tensor]] | None], length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _stack_pasts(
+    pasts: list[list[tuple[torch.Tensor, torch.Tensor]] | None], length: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per layer, every row's cache right-padded to ``length`` (the padding is masked out)."""
     template = next(p for p in pasts if p is not None)
     stacked = []

@@ -47,8 +47,12 @@ def build_tiny_gpt2(
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(sample_texts(), vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS)
+    bpe.train_from_iterator(
+        sample_texts(), vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS
+    )
     config = GPT2Config(
         vocab_size=len(tokenizer),
         n_positions=n_positions,

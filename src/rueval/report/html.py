@@ -94,8 +94,9 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
     sections.append(("references", "References", _references()))
     nav = "".join(f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title, _ in sections)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    body = "".join(f'<section id="{anchor}"><h2>{escape(title)}</h2>{html}</section>' 
-                   for anchor, title, html in sections)
+    body = "".join(
+        f'<section id="{anchor}"><h2>{escape(title)}</h2>{html}</section>' for anchor, title, html in sections
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -111,10 +112,18 @@ def _runs_table(runs: Sequence[Run]) -> str:
     for run in runs:
         r = run.results
         total = r.get("rsg_total")
-        rows.append([
-            run.label, str(r.get("model", "")), str(r.get("seed", "")), str(r.get("data", "")), str(run.dir),
-            str(len(run.tasks)), "–" if total is None else format_score(total), str(r.get("created", "")),
-        ])
+        rows.append(
+            [
+                run.label,
+                str(r.get("model", "")),
+                str(r.get("seed", "")),
+                str(r.get("data", "")),
+                str(run.dir),
+                str(len(run.tasks)),
+                "–" if total is None else format_score(total),
+                str(r.get("created", "")),
+            ]
+        )
     header = ["run", "model", "seed", "data", "directory", "tasks", "RSG total", "created"]
     return _table(header, rows, text_columns={0, 1, 3, 4, 7})
 
@@ -148,8 +157,16 @@ def _metrics_table(runs: Sequence[Run]) -> str:
                 f"{escape(m)} {format_score(v)}" + (_interval(ci[m]) if m in ci else "")
                 for m, v in result["metrics"].items()
             )
-            rows.append([escape(task), escape(run.label), escape(str(result.get("split", ""))), str(result["n"]),
-                         metrics, format_score(result["score"])])
+            rows.append(
+                [
+                    escape(task),
+                    escape(run.label),
+                    escape(str(result.get("split", ""))),
+                    str(result["n"]),
+                    metrics,
+                    format_score(result["score"]),
+                ]
+            )
     header = ["task", "run", "split", "n", "metrics (95% CI when computed)", "score"]
     return _table(header, rows, text_columns={0, 1, 2, 4}, raw=True)
 
@@ -160,16 +177,28 @@ def _attacks_table(runs: Sequence[Run]) -> str:
         for run in runs:
             for name, attack in run.tasks.get(task, {}).get("perturbations", {}).items():
                 metrics = ", ".join(f"{m} {format_score(v)}" for m, v in attack["metrics"].items())
-                rows.append([task, run.label, name, str(attack.get("n", "")), metrics,
-                             _optional(attack.get("score")), _optional(attack.get("asr"))])
+                rows.append(
+                    [
+                        task,
+                        run.label,
+                        name,
+                        str(attack.get("n", "")),
+                        metrics,
+                        _optional(attack.get("score")),
+                        _optional(attack.get("asr")),
+                    ]
+                )
     if not rows:
         return ""
     return _table(["task", "run", "perturbation", "n", "metrics", "score", "ASR, %"], rows, text_columns={0, 1, 2, 4})
 
 
 def _industrial_table(runs: Sequence[Run]) -> str:
-    rows = [[run.label, *(_measure(run.results["industrial"].get(f)) for f in INDUSTRIAL_FIELDS)]
-            for run in runs if run.results.get("industrial")]
+    rows = [
+        [run.label, *(_measure(run.results["industrial"].get(f)) for f in INDUSTRIAL_FIELDS)]
+        for run in runs
+        if run.results.get("industrial")
+    ]
     if not rows:
         return ""
     header = ["run", "examples/s", "latency, ms/example", "peak RSS, MB", "model size, MB", "parameters"]

@@ -21,9 +21,21 @@ from rueval.tasks import BENCHMARKS, TASKS
 BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}
 # Column titles as the papers print them.
 TASK_TITLES = {
-    "lidirus": "LiDiRus", "rcb": "RCB", "parus": "PARus", "muserc": "MuSeRC", "terra": "TERRa", "russe": "RUSSE",
-    "rwsd": "RWSD", "danetqa": "DaNetQA", "rucos": "RuCoS", "winograd": "Winograd", "ru_worldtree": "RuWorldTree",
-    "ru_openbook": "RuOpenBookQA", "multiq": "MultiQ", "chegeka": "CheGeKa", "sit_ethics": "Ethics-1",
+    "lidirus": "LiDiRus",
+    "rcb": "RCB",
+    "parus": "PARus",
+    "muserc": "MuSeRC",
+    "terra": "TERRa",
+    "russe": "RUSSE",
+    "rwsd": "RWSD",
+    "danetqa": "DaNetQA",
+    "rucos": "RuCoS",
+    "winograd": "Winograd",
+    "ru_worldtree": "RuWorldTree",
+    "ru_openbook": "RuOpenBookQA",
+    "multiq": "MultiQ",
+    "chegeka": "CheGeKa",
+    "sit_ethics": "Ethics-1",
     "per_ethics": "Ethics-2",
 }
 METRIC_TITLES = {"mcc": "MCC", "macro_f1": "F1", "f1": "F1", "f1a": "F1a", "accuracy": "Acc", "em": "EM"}
@@ -77,21 +89,42 @@ class Board:
 
     def csv(self) -> str:
         """Numbers unformatted: one column per task metric (and its std for few-shot rows)."""
-        keys = [(t, m) for t in self.tasks for m in (*TASKS[t].metrics, TASK_LEVEL)
-                if any(m in r.metrics.get(t, {}) for r in self.rows)]
+        keys = [
+            (t, m)
+            for t in self.tasks
+            for m in (*TASKS[t].metrics, TASK_LEVEL)
+            if any(m in r.metrics.get(t, {}) for r in self.rows)
+        ]
         std_keys = [(t, m) for t, m in keys if any(m in r.std.get(t, {}) for r in self.rows)]
         totals = ["total"] if self.benchmark == "rsg" else ["avg_f1", "avg_acc"]
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["rank", "name", "k", "kind", *totals, *(f"{t}:{m}" for t, m in keys),
-                         *(f"{t}:{m}:std" for t, m in std_keys), "source"])
+        writer.writerow(
+            [
+                "rank",
+                "name",
+                "k",
+                "kind",
+                *totals,
+                *(f"{t}:{m}" for t, m in keys),
+                *(f"{t}:{m}:std" for t, m in std_keys),
+                "source",
+            ]
+        )
         for rank, row in self.ranked():
             total = row.reported_total() or (None,) * len(totals)
-            writer.writerow([
-                rank, row.name, row.k, row.kind, *map(_number, total),
-                *(_number(row.metrics.get(t, {}).get(m)) for t, m in keys),
-                *(_number(row.std.get(t, {}).get(m)) for t, m in std_keys), row.source,
-            ])
+            writer.writerow(
+                [
+                    rank,
+                    row.name,
+                    row.k,
+                    row.kind,
+                    *map(_number, total),
+                    *(_number(row.metrics.get(t, {}).get(m)) for t, m in keys),
+                    *(_number(row.std.get(t, {}).get(m)) for t, m in std_keys),
+                    row.source,
+                ]
+            )
         return buffer.getvalue()
 
     @staticmethod

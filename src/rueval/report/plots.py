@@ -70,20 +70,39 @@ def score_plot(runs: Sequence[Run], benchmark: str) -> Plot | None:
     refs = [reference(benchmark, source, name, k) for source, name, k in SCORE_REFERENCES[benchmark]]
     with _figure(len(tasks) * (0.16 * len(runs) + 0.3) + 1.0) as fig:
         ax = fig.add_subplot()
-        _bars(ax, runs, colors, tasks, lambda run, t: run.tasks[t]["score"] if t in run.tasks else None,
-              interval=lambda run, t: _score_interval(run.tasks[t]), horizontal=True)
+        _bars(
+            ax,
+            runs,
+            colors,
+            tasks,
+            lambda run, t: run.tasks[t]["score"] if t in run.tasks else None,
+            interval=lambda run, t: _score_interval(run.tasks[t]),
+            horizontal=True,
+        )
         for ref, marker in zip(refs, REFERENCE_MARKERS, strict=False):
             points = [(ref.task_score(t), y) for y, t in enumerate(tasks) if ref.task_score(t) is not None]
             if points:
-                ax.scatter(*zip(*points, strict=True), marker=marker, s=60, color="black", facecolor="white",
-                           zorder=3, label=_reference_label(ref))
+                ax.scatter(
+                    *zip(*points, strict=True),
+                    marker=marker,
+                    s=60,
+                    color="black",
+                    facecolor="white",
+                    zorder=3,
+                    label=_reference_label(ref),
+                )
         ax.set_xlabel("task score (mean of the task's metrics, x100)")
         ax.set_xlim(min(0, *_all_scores(runs, tasks)) - 2, 102)
         ax.grid(axis="x", alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
         title = f"{benchmark.upper()}: task scores beside the papers' numbers"
-        return _plot(fig, f"scores-{benchmark}", title, "Bars: runs (whiskers: confidence interval when the run has "
-                     "one). Markers: papers' reference rows on their own test sets, not on this data.")
+        return _plot(
+            fig,
+            f"scores-{benchmark}",
+            title,
+            "Bars: runs (whiskers: confidence interval when the run has "
+            "one). Markers: papers' reference rows on their own test sets, not on this data.",
+        )
 
 
 def fewshot_plot(runs: Sequence[Run]) -> Plot | None:
@@ -109,16 +128,25 @@ def fewshot_plot(runs: Sequence[Run]) -> Plot | None:
                     x = [int(k) for k in ks]
                     color = colors[run.label]
                     ax.plot(x, mean, style, marker="o", color=color, label=f"{run.label}: {metric}")
-                    ax.fill_between(x, [m - s for m, s in zip(mean, std, strict=True)],
-                                    [m + s for m, s in zip(mean, std, strict=True)], color=color, alpha=0.15)
+                    ax.fill_between(
+                        x,
+                        [m - s for m, s in zip(mean, std, strict=True)],
+                        [m + s for m, s in zip(mean, std, strict=True)],
+                        color=color,
+                        alpha=0.15,
+                    )
             ax.set_title(task, fontsize=10)
             ax.set_xlabel("k (demonstrations)")
             ax.set_ylabel("x100")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, frameon=False)
-        return _plot(fig, "fewshot", "Few-shot curves over k",
-                     f"Mean over episodes; band: ± one standard deviation. Grey: {FEWSHOT_REFERENCE} "
-                     f"({TAPE}), on TAPE's own test sets.")
+        return _plot(
+            fig,
+            "fewshot",
+            "Few-shot curves over k",
+            f"Mean over episodes; band: ± one standard deviation. Grey: {FEWSHOT_REFERENCE} "
+            f"({TAPE}), on TAPE's own test sets.",
+        )
 
 
 def attack_plot(runs: Sequence[Run]) -> Plot | None:
@@ -131,14 +159,23 @@ def attack_plot(runs: Sequence[Run]) -> Plot | None:
         for i, task in enumerate(tasks):
             ax = fig.add_subplot(len(tasks), 1, i + 1)
             names = list(dict.fromkeys(p for run in runs for p in run.tasks.get(task, {}).get("perturbations", {})))
-            _bars(ax, runs, colors, names,
-                          lambda run, name: run.tasks.get(task, {}).get("perturbations", {}).get(name, {}).get("asr"))
+            _bars(
+                ax,
+                runs,
+                colors,
+                names,
+                lambda run, name: run.tasks.get(task, {}).get("perturbations", {}).get(name, {}).get("asr"),
+            )
             ax.set_title(task, fontsize=10)
             ax.set_ylabel("attack success rate, %")
             ax.set_ylim(0, 100)
         _legend(fig)
-        return _plot(fig, "attacks", "Robustness: attack success rate per perturbation",
-                     "Share of originally correct predictions that the perturbation makes wrong (TAPE, Section 5.4).")
+        return _plot(
+            fig,
+            "attacks",
+            "Robustness: attack success rate per perturbation",
+            "Share of originally correct predictions that the perturbation makes wrong (TAPE, Section 5.4).",
+        )
 
 
 def slice_plots(runs: Sequence[Run]) -> list[Plot]:
@@ -167,9 +204,15 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
                 ax.set_ylabel("score, x100")
             _legend(fig)
             metrics = ", ".join(TASKS[task].metrics)
-            plots.append(_plot(fig, f"slices-{task}", f"{task}: scores per slice",
-                               f"Score on each bucket: the mean of {metrics} (x100), as the task score; "
-                               "no bar: the run has no score for that bucket (too few examples)."))
+            plots.append(
+                _plot(
+                    fig,
+                    f"slices-{task}",
+                    f"{task}: scores per slice",
+                    f"Score on each bucket: the mean of {metrics} (x100), as the task score; "
+                    "no bar: the run has no score for that bucket (too few examples).",
+                )
+            )
     return plots
 
 
@@ -194,16 +237,23 @@ def lidirus_plot(runs: Sequence[Run]) -> Plot | None:
         ax.set_xlabel("MCC, x100")
         ax.grid(axis="x", alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
-        return _plot(fig, "lidirus", "LiDiRus: MCC per linguistic feature",
-                     "Bold: the coarse feature fields; below each, its fine tags. n: examples carrying the tag.")
+        return _plot(
+            fig,
+            "lidirus",
+            "LiDiRus: MCC per linguistic feature",
+            "Bold: the coarse feature fields; below each, its fine tags. n: examples carrying the tag.",
+        )
 
 
 def industrial_plots(runs: Sequence[Run]) -> list[Plot]:
     """RSG-style industrial figures: per run (throughput, latency, memory, size) and per task."""
     colors = run_colors(runs)
     plots = []
-    panels = [(key, label) for key, label in INDUSTRIAL_PANELS
-              if any(run.results.get("industrial", {}).get(key) is not None for run in runs)]
+    panels = [
+        (key, label)
+        for key, label in INDUSTRIAL_PANELS
+        if any(run.results.get("industrial", {}).get(key) is not None for run in runs)
+    ]
     if panels:
         with _figure(3.2) as fig:
             for i, (key, label) in enumerate(panels):
@@ -214,14 +264,25 @@ def industrial_plots(runs: Sequence[Run]) -> list[Plot]:
                 ax.set_xticks(range(len(shown)), [name for name, _ in shown], rotation=30, ha="right", fontsize=8)
                 ax.set_title(label, fontsize=9)
                 ax.grid(axis="y", alpha=0.3)
-            plots.append(_plot(fig, "industrial", "Industrial figures per run",
-                               "As RSG's industrial assessment: throughput, latency, peak memory, model size."))
+            plots.append(
+                _plot(
+                    fig,
+                    "industrial",
+                    "Industrial figures per run",
+                    "As RSG's industrial assessment: throughput, latency, peak memory, model size.",
+                )
+            )
     tasks = [t for t in TASKS if any(run.tasks.get(t, {}).get("industrial") for run in runs)]
     if tasks:
         with _figure(3.6) as fig:
             ax = fig.add_subplot()
-            _bars(ax, runs, colors, tasks,
-                          lambda run, t: run.tasks.get(t, {}).get("industrial", {}).get("latency_ms_per_example"))
+            _bars(
+                ax,
+                runs,
+                colors,
+                tasks,
+                lambda run, t: run.tasks.get(t, {}).get("industrial", {}).get("latency_ms_per_example"),
+            )
             ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
             ax.set_ylabel("latency, ms per example")
             _legend(fig)
@@ -249,8 +310,15 @@ def _bars(
         heights = [v for _, v in at]
         errors = _error_bars(heights, [interval(run, groups[x]) for x, _ in at]) if interval else None
         draw = ax.barh if horizontal else ax.bar
-        draw(positions, heights, width, color=colors[run.label], label=run.label, capsize=2,
-             **({"xerr" if horizontal else "yerr": errors} if errors else {}))
+        draw(
+            positions,
+            heights,
+            width,
+            color=colors[run.label],
+            label=run.label,
+            capsize=2,
+            **({"xerr" if horizontal else "yerr": errors} if errors else {}),
+        )
     if horizontal:
         ax.set_yticks(range(len(groups)), groups)
         ax.invert_yaxis()
@@ -306,8 +374,13 @@ def _reference_curve(ax: Axes, task: str, metric: str, style: str) -> None:
         return
     ks, mean, std = zip(*points, strict=True)
     ax.plot(ks, mean, style, color="grey", linewidth=1, label=f"{FEWSHOT_REFERENCE}: {metric}")
-    ax.fill_between(ks, [m - s for m, s in zip(mean, std, strict=True)],
-                    [m + s for m, s in zip(mean, std, strict=True)], color="grey", alpha=0.1)
+    ax.fill_between(
+        ks,
+        [m - s for m, s in zip(mean, std, strict=True)],
+        [m + s for m, s in zip(mean, std, strict=True)],
+        color="grey",
+        alpha=0.1,
+    )
 
 
 def _reference_label(row: ScoreRow) -> str:

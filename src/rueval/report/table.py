@@ -48,10 +48,13 @@ def results_table(summary: dict[str, Any]) -> Table:
     for name, result in summary["tasks"].items():
         ci = result.get("ci", {})  # 95% bootstrap interval, rueval.report.stats
         metrics = "\n".join(
-            f"{metric} {value:.2f}" + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*ci[metric]))}[/]" if metric in ci else "")
+            f"{metric} {value:.2f}"
+            + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*ci[metric]))}[/]" if metric in ci else "")
             for metric, value in result["metrics"].items()
         )
-        table.add_row(name, result["benchmark"].upper(), result["split"], str(result["n"]), metrics, f"{result['score']:.2f}")
+        table.add_row(
+            name, result["benchmark"].upper(), result["split"], str(result["n"]), metrics, f"{result['score']:.2f}"
+        )
     if summary["rsg_total"] is not None:
         table.add_section()
         table.add_row("RSG total", "RSG", "", "", "mean of the 9 task scores", f"{summary['rsg_total']:.2f}")

@@ -52,8 +52,9 @@ class Seq2SeqTranslator:
 
 class EngineGenerator:
     """AddSent's continuations from a rueval language model (``hf:PATH_OR_HUB_ID``, a bare name or
-    path meaning hf:, or ``openai:MODEL`` served at ``base_url``), through the LM engine: nucleus sampling seeded by the prompts and the
-    seed, so the same prompts give the same continuations, and the request cache keeps them."""
+    path meaning hf:, or ``openai:MODEL`` served at ``base_url``), through the LM engine: nucleus
+    sampling seeded by the prompts and the seed, so the same prompts give the same continuations,
+    and the request cache keeps them."""
 
     def __init__(
         self, model: str, seed: int = 0, top_p: float = 0.9, max_new_tokens: int = 40, base_url: str | None = None

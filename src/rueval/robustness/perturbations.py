@@ -309,8 +309,6 @@ def _once_each(model: Texts, texts: list[str]) -> list[str]:
     return [outputs[text] for text in texts]
 
 
-
-
 class AddSent(Perturbation):
     """Distraction: a language model continues the text and its first sentence is appended (TAPE:
     mGPT, sampling). In multiple-choice questions the continuation of the stem replaces one wrong

@@ -4,9 +4,9 @@ gold answer, and where AddSent puts a distractor. Declared once, here, for every
 from __future__ import annotations
 
 import re
-from itertools import chain
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from rueval.errors import DataError, RuevalError
 from rueval.robustness.constraints import (

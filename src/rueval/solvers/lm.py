@@ -64,8 +64,17 @@ class LMSolver(Solver):
 
         budget = prompt.max_new_tokens[0 if self.shots == 0 else 1]
         open_questions = [(q, c) for per_example in asked for q, c in per_example if not q.choices]
-        generations = [Generation(c, budget, prompt.stop, top_p=TAPE_TOP_P, temperature=1.0, seed=self.seed) for _, c in open_questions]
-        texts = dict(zip((id(q) for q, _ in open_questions), self.engine.generate(generations, f"{self.name} on {task.name}"), strict=True))
+        generations = [
+            Generation(c, budget, prompt.stop, top_p=TAPE_TOP_P, temperature=1.0, seed=self.seed)
+            for _, c in open_questions
+        ]
+        texts = dict(
+            zip(
+                (id(q) for q, _ in open_questions),
+                self.engine.generate(generations, f"{self.name} on {task.name}"),
+                strict=True,
+            )
+        )
 
         predictions = []
         for example, per_example in zip(examples, asked, strict=True):
@@ -126,7 +135,9 @@ def make_lm_solver(
     if backend == "hf":
         from rueval.models.hf import HFCausalLM
 
-        model = HFCausalLM(target, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
+        model = HFCausalLM(
+            target, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code
+        )
     elif backend == "openai":
         from rueval.models.openai import OpenAICompletionsModel
 

@@ -67,4 +67,3 @@ class TrivialSolver(Solver):
         if self.name == "random":
             return self._rng.choice(options)
         return self._rng.choices(options, weights=[counts[option] for option in options])[0]
-

@@ -16,9 +16,7 @@ def get_task(name: str) -> Task:
     try:
         return _BY_NAME[name.strip().lower()]
     except KeyError:
-        raise RuevalError(
-            f"unknown task '{name}'; expected one of: {', '.join(TASKS)} (or rsg, tape, all)"
-        ) from None
+        raise RuevalError(f"unknown task '{name}'; expected one of: {', '.join(TASKS)} (or rsg, tape, all)") from None
 
 
 def resolve_tasks(spec: str) -> list[Task]:

@@ -74,7 +74,12 @@ def _is_bool_for_int(value: Any, kind: type | tuple[type, ...]) -> bool:
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     names = {
-        str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object", bool: "a boolean"
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+        dict: "an object",
+        bool: "a boolean",
     }
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 

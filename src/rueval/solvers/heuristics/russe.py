@@ -59,7 +59,5 @@ def length_gap(example: Example) -> bool:
 RULES = (
     Rule.predicting(True, same_form, "Target word in the same form"),
     Rule.predicting(True, token_overlap, "Tokens overlap by more than 10%"),
-    Rule.predicting(
-        False, length_gap, "Number of tokens in sentence 1 differs from sentence 2 by more than 6"
-    ),
+    Rule.predicting(False, length_gap, "Number of tokens in sentence 1 differs from sentence 2 by more than 6"),
 )
