@@ -10,6 +10,7 @@ form of the target (any of its analyses, since the target's own best reading may
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from rueval.solvers.heuristics.base import Rule, normalized_words, text_field
@@ -30,9 +31,10 @@ def target_form(example: Example, sentence: int) -> str | None:
     return next((word for word in normalized_words(text) if target in _readings(word)), None)
 
 
-def _readings(word: str) -> set[str]:
-    """Every dictionary form pymorphy3 offers for a word, ё read as е."""
-    return {parse.normal_form.replace("ё", "е") for parse in morph().parse(word)}
+@lru_cache(maxsize=100_000)
+def _readings(word: str) -> frozenset[str]:
+    """Every dictionary form pymorphy3 offers for a word, ё read as е (cached: words repeat)."""
+    return frozenset(parse.normal_form.replace("ё", "е") for parse in morph().parse(word))
 
 
 def _is_index(value: Any) -> bool:
