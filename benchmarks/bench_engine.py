@@ -38,6 +38,7 @@ included: what a scorer that never recomputes a prefix must forward. Peak RSS is
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -56,6 +57,7 @@ RESULTS = Path(__file__).parent / "results"
 MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
 LM_EVAL_BATCH_SIZE = 32
 SHOTS = 4
+ENGINE_SOURCES = ("models/prefix_tree.py", "models/hf.py", "models/engine.py", "models/base.py", "solvers/lm.py")
 LOAD_AVERAGES: list[float] = []  # the machine's 1-minute load average before and after each timed process
 
 
@@ -385,6 +387,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)")
     parser.add_argument("--lm-eval-python", default="/tmp/venv-bench/bin/python")
+    parser.add_argument("--name", default="bench_engine", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     parser.add_argument("--worker-rueval", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--lm-eval-wrapper", type=Path, help=argparse.SUPPRESS)
@@ -401,12 +404,13 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    write_report(report)
+    write_report(report, args.name)
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from rueval.models.tiny import build_tiny_gpt2
 
+    measured = environment(args.lm_eval_python)
     started = time.perf_counter()
     model_dir = build_tiny_gpt2(work / "model", **MODEL)
     from transformers import AutoConfig
@@ -436,8 +440,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], setting["name"], model_dir, work, env)
         print(f"  lm-eval {lm_eval['probe']['score_s']:.1f} s scoring, {lm_eval['wall_s']:.1f} s in all", flush=True)
         setting["result"] = summarize(setting, rueval, lm_eval)
+    if environment(args.lm_eval_python)["rueval_sources"] != measured["rueval_sources"]:
+        print("warning: rueval's engine sources changed during the run", file=sys.stderr)
+        measured["rueval_sources_changed_during_run"] = True
     return {
-        "environment": environment(args.lm_eval_python),
+        "environment": measured,
         "model": {**MODEL, "vocab_size": config.vocab_size, "n_positions": config.n_positions},
         "load_averages": LOAD_AVERAGES,
         "items": args.items,
@@ -503,6 +510,10 @@ def environment(lm_eval_python: str) -> dict[str, Any]:
     import torch
     import transformers
 
+    import rueval
+
+    source = Path(rueval.__file__).parent
+
     lm_eval_version = subprocess.run(
         [lm_eval_python, "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"], capture_output=True, text=True
     ).stdout.strip()
@@ -515,43 +526,53 @@ def environment(lm_eval_python: str) -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "transformers": transformers.__version__,
         "lm_eval": lm_eval_version,
+        # the engine changes under active work: which version of it was measured
+        "rueval_sources": {name: hashlib.sha256((source / name).read_bytes()).hexdigest()[:12] for name in ENGINE_SOURCES},
     }
 
 
-def write_report(report: dict[str, Any]) -> None:
+def write_report(report: dict[str, Any], name: str) -> None:
+    """Print the table; write RESULTS/<name>.json (everything) and RESULTS/<name>.md (the table)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="rueval vs lm-evaluation-harness: PARus, random GPT-2 (6 x 512), CPU")
-    header = ("setting", "items", "rueval items/s", "lm-eval items/s", "speedup", "rueval fwd/unique", "lm-eval fwd/unique",
-              "rueval RSS MB", "lm-eval RSS MB", "agreement", "max |Δ logprob|")  # fmt: skip
+    header = ("setting", "items", "rueval items/s", "lm-eval items/s", "speedup (CPU time)", "rueval fwd/unique",
+              "lm-eval fwd/unique", "rueval RSS MB", "lm-eval RSS MB", "agreement", "max |Δ logprob|")  # fmt: skip
     for column in header:
         table.add_column(column, justify="left" if column == "setting" else "right")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for s in report["settings"]:
         ru, lm = s["rueval"], s["lm_eval"]
         cells = (
-            s["title"], str(s["scored_items"]), f"{ru['items_per_s']:.1f}", f"{lm['items_per_s']:.1f}", f"{s['speedup']:.2f}x",
+            s["title"], str(s["scored_items"]), f"{ru['items_per_s']:.1f}", f"{lm['items_per_s']:.1f}",
+            f"{s['speedup']:.2f}x ({s['speedup_cpu']:.2f}x)",
             f"{ru['forwarded_per_unique']:.3f} ({ru['fed_per_unique']:.2f})", f"{lm['forwarded_per_unique']:.2f} ({lm['fed_per_unique']:.2f})",
             f"{ru['peak_rss_mb']:.0f}", f"{lm['peak_rss_mb']:.0f}", f"{s['agreement']:.1%}", f"{s['max_abs_logprob_diff']:.1e}",
         )  # fmt: skip
         table.add_row(*cells)
         lines.append("| " + " | ".join(cells) + " |")
-    Console().print(table)
+    Console(width=200).print(table)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench_engine.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    model = report["model"]
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    model, env = report["model"], report["environment"]
+    threads = {s[tool]["torch_threads"] for s in report["settings"] for tool in ("rueval", "lm_eval")}
+    loads = report["load_averages"]
     notes = [
-        f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, vocab {model['vocab_size']}, seed {model['seed']}, float32, CPU "
-        f"({report['environment']['cpus']} cores, torch {report['environment']['torch']}, transformers {report['environment']['transformers']}, "
-        f"lm-eval {report['environment']['lm_eval']}).",
-        "items/s: scored items per second of scoring (tokenisation included, model load excluded); rueval batch size auto, lm-eval 32.",
+        f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, vocab {model['vocab_size']}, "
+        f"seed {model['seed']}, float32, CPU ({env['cpus']} cores, torch {env['torch']}, transformers {env['transformers']}, "
+        f"lm-eval {env['lm_eval']}); torch threads: {', '.join(map(str, sorted(threads)))}; the machine's 1-minute load average "
+        f"around the timed processes: {min(loads):.1f}-{max(loads):.1f}.",
+        "items/s: scored items per second of scoring wall time (tokenisation included, model load excluded); rueval batch size auto, "
+        "lm-eval 32. Speedup: lm-eval's scoring time over rueval's; in brackets, the same for process CPU time.",
         "fwd/unique: forwarded tokens per unique token (distinct token prefixes, start token included); in brackets with padding.",
-        "RSS: the process's peak resident memory right after scoring. Agreement: same answer picked, from each tool's log-likelihoods.",
+        "RSS: the process's peak resident memory right after scoring. Agreement: the same answer picked, from each tool's "
+        "log-likelihoods; both encoded the same tokens for every request: "
+        + ("yes" if all(s["same_tokens"] and s["same_prompts"] for s in report["settings"]) else "NO") + ".",
     ]
-    markdown = "\n".join(["# bench_engine", "", *lines, "", *(f"- {n}" for n in notes), ""])
-    (RESULTS / "bench_engine.md").write_text(markdown, encoding="utf-8")
-    print(f"wrote {RESULTS / 'bench_engine.json'} and {RESULTS / 'bench_engine.md'}")
+    markdown = "\n".join([f"# {name}", "", *lines, "", *(f"- {n}" for n in notes), ""])
+    (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
+    print(f"wrote {RESULTS / name}.json and .md")
 
 
 if __name__ == "__main__":

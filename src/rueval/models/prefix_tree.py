@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 WINDOW_BATCHES = 4  # how many batches' worth of pending segments are sorted by length at a time
+MIN_FILL = 0.8  # a batch's shortest row must fill this share of its longest
 
 # (input_ids, past or None, attention_mask, position_ids) -> (hidden states, new past)
 Forward = Callable[..., tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]
@@ -93,21 +94,24 @@ def _segment(node: _TrieNode, token: int, parent: _Segment | None, past_len: int
 
 
 def _take(pending: list[_Segment], max_rows: int, max_tokens: int) -> list[_Segment]:
-    """The next batch. Candidates come from the top of the stack (depth first, so a finished
-    subtree frees its caches soon), a few batches' worth, sorted by length so that the rows
-    padded together are alike; the longest that fit the padded-token budget go first."""
+    """The next batch. Candidates come from the top of the stack, a few batches' worth, and the
+    shortest go first: rows padded together are then alike, and answer options (short, deep in
+    the tree) are scored soon after their context, so its cache is freed early. A row joins while
+    the padded-token budget allows and the batch's shortest row still fills most of its width."""
     window = pending[-WINDOW_BATCHES * max_rows :]
     del pending[len(pending) - len(window) :]
-    window.sort(key=lambda s: (len(s.tokens), s.past_len))
+    window.sort(key=lambda s: len(s.tokens), reverse=True)
     batch: list[_Segment] = []
     longest = 0
     while window and len(batch) < max_rows:
         length = max(longest, window[-1].past_len + len(window[-1].tokens))
         if batch and length * (len(batch) + 1) > max_tokens:
             break
+        if batch and MIN_FILL * len(window[-1].tokens) > len(batch[0].tokens):
+            break  # mostly padding for the rows already taken: it starts the next batch
         batch.append(window.pop())
         longest = length
-    pending.extend(window)
+    pending.extend(reversed(window))
     return batch
 
 

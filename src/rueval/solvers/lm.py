@@ -3,7 +3,7 @@
 Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
 (`ppl`, TAPE's Equation 1: the whole prompt's mean log-probability per token). Open answers are
-generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.3).
+generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ class LMSolver(Solver):
             raise ValueError(f"unknown scoring {scoring!r}")
         self.engine, self.name, self.scoring, self.seed = engine, name, scoring, seed
         self.shots, self.episode, self.normalize = 0, 0, False
-        self._train: list[Example] = []
         self._demos: list[Example] = []
 
     @property
@@ -68,13 +67,8 @@ class LMSolver(Solver):
             Generation(c, budget, prompt.stop, top_p=TAPE_TOP_P, temperature=1.0, seed=self.seed)
             for _, c in open_questions
         ]
-        texts = dict(
-            zip(
-                (id(q) for q, _ in open_questions),
-                self.engine.generate(generations, f"{self.name} on {task.name}"),
-                strict=True,
-            )
-        )
+        generated = self.engine.generate(generations, f"{self.name} on {task.name}")
+        texts = {id(q): text for (q, _), text in zip(open_questions, generated, strict=True)}
 
         predictions = []
         for example, per_example in zip(examples, asked, strict=True):

@@ -34,7 +34,7 @@ class Question:
 class TaskPrompt(ABC):
     """One per task, in rueval/tasks/prompts/<task>.py."""
 
-    # generation budget in tokens: (zero-shot, few-shot); TAPE Section 5.3: CheGeKa 100/200, MultiQ 400/800
+    # generation budget in tokens: (zero-shot, few-shot); TAPE Section 5.2: CheGeKa 100/200, MultiQ 400/800
     max_new_tokens: tuple[int, int] = (32, 32)
     stop: tuple[str, ...] = ("\n",)
 
