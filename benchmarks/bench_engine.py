@@ -1,7 +1,7 @@
 """rueval's language-model engine against lm-evaluation-harness, on the same model and prompts.
 
-    python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N]
-        [--lm-eval-python /tmp/venv-bench/bin/python]
+    python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N] [--threads N]
+        [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
 
 Not part of the test suite; CPU only. lm-evaluation-harness 0.4.x lives in its own virtualenv
 (it pins other packages than rueval's):
@@ -27,7 +27,11 @@ One run:
    its ``_model_call`` receives; lm-eval's code runs unchanged;
 6. checks that both encode the same tokens and pick the same answers, and compares the
    log-likelihoods;
-7. prints a table and writes benchmarks/results/bench_engine.json and .md.
+7. prints a table and writes benchmarks/results/bench_engine.json and .md (``--name``).
+
+Both tools run with the same torch threads (``--threads``, default torch's choice). The timings
+are only as good as the machine is quiet: the run records the 1-minute load average around each
+timed process (about 1-2 is the benchmark alone on 2 cores) and a hash of the engine's sources.
 
 Tokens: "unique" is the number of distinct token prefixes over all encoded sequences of a setting
 (start token + context + continuation), i.e. the nodes of their token trie, the start token
@@ -49,9 +53,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rueval.tasks import Example, Task
 
 RESULTS = Path(__file__).parent / "results"
 MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
@@ -67,7 +74,11 @@ def generate_items(n: int, seed: int) -> list[dict[str, Any]]:
     no two items share a premise."""
     from rueval.data.local import SAMPLES_DIR
 
-    samples = [json.loads(line) for path in sorted((SAMPLES_DIR / "PARus").glob("*.jsonl")) for line in path.open(encoding="utf-8")]
+    samples = [
+        json.loads(line)
+        for path in sorted((SAMPLES_DIR / "PARus").glob("*.jsonl"))
+        for line in path.open(encoding="utf-8")
+    ]
     premises = [s["premise"] for s in samples]
     choices = [s[field] for s in samples for field in ("choice1", "choice2")]
     rng = random.Random(f"bench_engine/{seed}")
@@ -104,7 +115,9 @@ def write_data(items: list[dict[str, Any]], data_dir: Path) -> None:
     folder = data_dir / "PARus"
     folder.mkdir(parents=True)
     shutil.copy(SAMPLES_DIR / "PARus" / "train.jsonl", folder / "train.jsonl")
-    (folder / "val.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    (folder / "val.jsonl").write_text(
+        "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8"
+    )
 
 
 class PromptRecorder:
@@ -123,7 +136,8 @@ class PromptRecorder:
         return [""] * len(requests)
 
 
-def load_split(data_dir: Path, n: int):
+def load_split(data_dir: Path, n: int) -> tuple[Task, list[Example], list[Example]]:
+    """The PARus task, its train examples and the first n eval items, through rueval's loader."""
     from rueval.data import open_data
     from rueval.tasks import get_task
 
@@ -153,13 +167,15 @@ def build_prompts(data_dir: Path, shots: int, episodes: int, n: int) -> list[dic
             asked = [next(requests) for _ in question.choices]
             assert len({r.context for r in asked}) == 1
             labels = [c.label for c in question.choices]
-            rows.append({
-                "episode": episode,
-                "item": example.idx,
-                "context": asked[0].context,
-                "choices": [r.continuation for r in asked],
-                "label": labels.index(example.label),
-            })
+            rows.append(
+                {
+                    "episode": episode,
+                    "item": example.idx,
+                    "context": asked[0].context,
+                    "choices": [r.continuation for r in asked],
+                    "label": labels.index(example.label),
+                }
+            )
     return rows
 
 
@@ -175,22 +191,25 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
 
     class TimedEngine(Engine):
-        seconds = cpu_seconds = 0.0
-        calls: list = []
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.seconds = self.cpu_seconds = 0.0
+            self.calls: list = []  # (requests, results) per call
 
         def loglikelihood(self, requests, description="scoring"):
             started, cpu_started = time.perf_counter(), time.process_time()
             results = super().loglikelihood(requests, description)
-            TimedEngine.seconds += time.perf_counter() - started
-            TimedEngine.cpu_seconds += time.process_time() - cpu_started
-            TimedEngine.calls.append((list(requests), results))
+            self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.process_time() - cpu_started
+            self.calls.append((list(requests), results))
             return results
 
     task, train, examples = load_split(Path(spec["data_dir"]), spec["items"])
     started = time.perf_counter()
     model = HFCausalLM(spec["model_dir"], device="cpu", dtype="float32", batch_size="auto")
     load_s = time.perf_counter() - started
-    solver = LMSolver(TimedEngine(model, cache=None), "bench")
+    engine = TimedEngine(model, cache=None)
+    solver = LMSolver(engine, "bench")
     predictions = []
     started = time.perf_counter()
     for episode in range(spec["episodes"]):
@@ -200,12 +219,12 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
     predict_s = time.perf_counter() - started
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    requests = [r for batch, _ in TimedEngine.calls for r in batch]
-    results = [r for _, batch in TimedEngine.calls for r in batch]
+    requests = [r for batch, _ in engine.calls for r in batch]
+    results = [r for _, batch in engine.calls for r in batch]
     out = {
         "load_s": load_s,
-        "score_s": TimedEngine.seconds,
-        "score_cpu_s": TimedEngine.cpu_seconds,  # all threads
+        "score_s": engine.seconds,
+        "score_cpu_s": engine.cpu_seconds,  # all threads
         "predict_s": predict_s,  # LMSolver.predict: prompts + scoring
         "peak_rss_mb": peak_rss_mb,
         "torch_threads": torch.get_num_threads(),
@@ -228,8 +247,20 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
     import torch
     from lm_eval.__main__ import cli_evaluate
 
-    probe: dict[str, Any] = {"load_s": 0.0, "score_s": 0.0, "score_cpu_s": 0.0, "model_calls": 0, "fed_tokens": 0, "requests": []}
-    init, loglikelihood, tokens, model_call = hf.HFLM.__init__, hf.HFLM.loglikelihood, hf.HFLM._loglikelihood_tokens, hf.HFLM._model_call
+    probe: dict[str, Any] = {
+        "load_s": 0.0,
+        "score_s": 0.0,
+        "score_cpu_s": 0.0,
+        "model_calls": 0,
+        "fed_tokens": 0,
+        "requests": [],
+    }
+    init, loglikelihood, tokens, model_call = (
+        hf.HFLM.__init__,
+        hf.HFLM.loglikelihood,
+        hf.HFLM._loglikelihood_tokens,
+        hf.HFLM._model_call,
+    )
 
     def timed_init(self, *args, **kwargs):
         started = time.perf_counter()
@@ -246,7 +277,9 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
         return results
 
     def recorded_tokens(self, requests, *args, **kwargs):
-        probe["requests"].extend([list(args_), list(context), list(continuation)] for args_, context, continuation in requests)
+        probe["requests"].extend(
+            [list(args_), list(context), list(continuation)] for args_, context, continuation in requests
+        )
         return tokens(self, requests, *args, **kwargs)
 
     def counted_call(self, inputs, *args, **kwargs):
@@ -263,7 +296,9 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
         probe_file.write_text(json.dumps(probe, ensure_ascii=False), encoding="utf-8")
 
 
-def run_lm_eval(python: str, rows: list[dict[str, Any]], name: str, model_dir: Path, work: Path, env: dict[str, str]) -> dict[str, Any]:
+def run_lm_eval(
+    python: str, rows: list[dict[str, Any]], name: str, model_dir: Path, work: Path, env: dict[str, str]
+) -> dict[str, Any]:
     """lm_eval --model hf over a local multiple-choice task of the exported prompts."""
     tasks = work / f"tasks-{name}"
     tasks.mkdir()
@@ -358,7 +393,9 @@ def compare(setting: dict[str, Any], rueval: dict[str, Any], lm_eval: dict[str, 
     assert [(s["doc"]["episode"], s["doc"]["item"]) for s in samples] == [(r["episode"], r["item"]) for r in rows]
     lm_asked = [[a["arg_0"], a["arg_1"]] for s in samples for a in s["arguments"].values()]
     lm_logprobs = [float(logprob) for s in samples for logprob, _ in s["filtered_resps"]]
-    lm_tokens = {(args[0], args[1]): context + continuation for args, context, continuation in lm_eval["probe"]["requests"]}
+    lm_tokens = {
+        (args[0], args[1]): context + continuation for args, context, continuation in lm_eval["probe"]["requests"]
+    }
     picks: dict[str, list[int]] = {"rueval": [], "lm_eval": []}
     start = 0
     for row in rows:
@@ -374,7 +411,9 @@ def compare(setting: dict[str, Any], rueval: dict[str, Any], lm_eval: dict[str, 
         "solver_picks_argmax": rueval["predictions"] == picks["rueval"],  # LMSolver's labels are the choice indices
         "agreement": sum(a == b for a, b in zip(picks["rueval"], picks["lm_eval"], strict=True)) / len(rows),
         "max_abs_logprob_diff": max(abs(a - b) for a, b in zip(rueval["logprobs"], lm_logprobs, strict=True)),
-        "accuracy": {tool: sum(p == g for p, g in zip(ps, labels, strict=True)) / len(rows) for tool, ps in picks.items()},
+        "accuracy": {
+            tool: sum(p == g for p, g in zip(ps, labels, strict=True)) / len(rows) for tool, ps in picks.items()
+        },
     }
 
 
@@ -385,7 +424,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--fewshot-items", type=int, default=None, help="items for the 4-shot setting (default: all)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)"
+    )
     parser.add_argument("--lm-eval-python", default="/tmp/venv-bench/bin/python")
     parser.add_argument("--name", default="bench_engine", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
@@ -408,21 +449,26 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from transformers import AutoConfig
+
     from rueval.models.tiny import build_tiny_gpt2
 
     measured = environment(args.lm_eval_python)
-    started = time.perf_counter()
     model_dir = build_tiny_gpt2(work / "model", **MODEL)
-    from transformers import AutoConfig
-
     config = AutoConfig.from_pretrained(model_dir)
-    print(f"model: GPT-2, {config.n_layer} layers, {config.n_embd} wide, vocab {config.vocab_size} ({time.perf_counter() - started:.1f} s to build)")
+    print(f"model: GPT-2, {config.n_layer} layers, {config.n_embd} wide, vocab {config.vocab_size}")
     items = generate_items(args.items, args.seed)
     write_data(items, work / "data")
     fewshot_items = args.fewshot_items or args.items
     settings = [
         {"name": "0shot", "title": "0-shot", "shots": 0, "episodes": 1, "items": args.items},
-        {"name": f"{SHOTS}shot", "title": f"{SHOTS}-shot x {args.episodes}", "shots": SHOTS, "episodes": args.episodes, "items": fewshot_items},
+        {
+            "name": f"{SHOTS}shot",
+            "title": f"{SHOTS}-shot x {args.episodes}",
+            "shots": SHOTS,
+            "episodes": args.episodes,
+            "items": fewshot_items,
+        },
     ]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     if args.threads:  # read by torch at start-up, in both tools' processes
@@ -430,10 +476,22 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for setting in settings:
         setting["rows"] = build_prompts(work / "data", setting["shots"], setting["episodes"], setting["items"])
         spec = work / f"rueval-{setting['name']}.json"
-        spec.write_text(json.dumps({"data_dir": str(work / "data"), "model_dir": str(model_dir), **{k: setting[k] for k in ("shots", "episodes", "items")}}))
+        spec.write_text(
+            json.dumps(
+                {
+                    "data_dir": str(work / "data"),
+                    "model_dir": str(model_dir),
+                    **{k: setting[k] for k in ("shots", "episodes", "items")},
+                }
+            )
+        )
         out = work / f"rueval-{setting['name']}-out.json"
         print(f"{setting['title']}: {len(setting['rows'])} items, rueval ...", flush=True)
-        wall, rss = run_child([sys.executable, __file__, "--worker-rueval", str(spec), str(out)], env, work / f"rueval-{setting['name']}.log")
+        wall, rss = run_child(
+            [sys.executable, __file__, "--worker-rueval", str(spec), str(out)],
+            env,
+            work / f"rueval-{setting['name']}.log",
+        )
         rueval = json.loads(out.read_text(encoding="utf-8"))
         rueval.update(wall_s=wall, process_peak_rss_mb=rss)
         print(f"  rueval {rueval['score_s']:.1f} s scoring, {wall:.1f} s in all; lm-eval ...", flush=True)
@@ -515,10 +573,13 @@ def environment(lm_eval_python: str) -> dict[str, Any]:
     source = Path(rueval.__file__).parent
 
     lm_eval_version = subprocess.run(
-        [lm_eval_python, "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"], capture_output=True, text=True
+        [lm_eval_python, "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
@@ -527,7 +588,9 @@ def environment(lm_eval_python: str) -> dict[str, Any]:
         "transformers": transformers.__version__,
         "lm_eval": lm_eval_version,
         # the engine changes under active work: which version of it was measured
-        "rueval_sources": {name: hashlib.sha256((source / name).read_bytes()).hexdigest()[:12] for name in ENGINE_SOURCES},
+        "rueval_sources": {
+            name: hashlib.sha256((source / name).read_bytes()).hexdigest()[:12] for name in ENGINE_SOURCES
+        },
     }
 
 
@@ -547,8 +610,10 @@ def write_report(report: dict[str, Any], name: str) -> None:
         cells = (
             s["title"], str(s["scored_items"]), f"{ru['items_per_s']:.1f}", f"{lm['items_per_s']:.1f}",
             f"{s['speedup']:.2f}x ({s['speedup_cpu']:.2f}x)",
-            f"{ru['forwarded_per_unique']:.3f} ({ru['fed_per_unique']:.2f})", f"{lm['forwarded_per_unique']:.2f} ({lm['fed_per_unique']:.2f})",
-            f"{ru['peak_rss_mb']:.0f}", f"{lm['peak_rss_mb']:.0f}", f"{s['agreement']:.1%}", f"{s['max_abs_logprob_diff']:.1e}",
+            f"{ru['forwarded_per_unique']:.3f} ({ru['fed_per_unique']:.2f})",
+            f"{lm['forwarded_per_unique']:.2f} ({lm['fed_per_unique']:.2f})",
+            f"{ru['peak_rss_mb']:.0f}", f"{lm['peak_rss_mb']:.0f}", f"{s['agreement']:.1%}",
+            f"{s['max_abs_logprob_diff']:.1e}",
         )  # fmt: skip
         table.add_row(*cells)
         lines.append("| " + " | ".join(cells) + " |")
@@ -559,16 +624,28 @@ def write_report(report: dict[str, Any], name: str) -> None:
     threads = {s[tool]["torch_threads"] for s in report["settings"] for tool in ("rueval", "lm_eval")}
     loads = report["load_averages"]
     notes = [
-        f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, vocab {model['vocab_size']}, "
-        f"seed {model['seed']}, float32, CPU ({env['cpus']} cores, torch {env['torch']}, transformers {env['transformers']}, "
-        f"lm-eval {env['lm_eval']}); torch threads: {', '.join(map(str, sorted(threads)))}; the machine's 1-minute load average "
-        f"around the timed processes: {min(loads):.1f}-{max(loads):.1f}.",
-        "items/s: scored items per second of scoring wall time (tokenisation included, model load excluded); rueval batch size auto, "
-        "lm-eval 32. Speedup: lm-eval's scoring time over rueval's; in brackets, the same for process CPU time.",
-        "fwd/unique: forwarded tokens per unique token (distinct token prefixes, start token included); in brackets with padding.",
-        "RSS: the process's peak resident memory right after scoring. Agreement: the same answer picked, from each tool's "
-        "log-likelihoods; both encoded the same tokens for every request: "
-        + ("yes" if all(s["same_tokens"] and s["same_prompts"] for s in report["settings"]) else "NO") + ".",
+        (
+            f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, "
+            f"vocab {model['vocab_size']}, seed {model['seed']}, float32, CPU ({env['cpus']} cores, "
+            f"torch {env['torch']}, transformers {env['transformers']}, lm-eval {env['lm_eval']}); torch threads: "
+            f"{', '.join(map(str, sorted(threads)))}; the machine's 1-minute load average around the timed processes: "
+            f"{min(loads):.1f}-{max(loads):.1f}."
+        ),
+        (
+            "items/s: scored items per second of scoring wall time (tokenisation included, model load excluded); "
+            "rueval batch size auto, lm-eval 32. Speedup: lm-eval's scoring time over rueval's; in brackets, the same "
+            "for process CPU time."
+        ),
+        (
+            "fwd/unique: forwarded tokens per unique token (distinct token prefixes, start token included); "
+            "in brackets with padding."
+        ),
+        (
+            "RSS: the process's peak resident memory right after scoring. Agreement: the same answer picked, from each "
+            "tool's log-likelihoods; both encoded the same tokens for every request: "
+            + ("yes" if all(s["same_tokens"] and s["same_prompts"] for s in report["settings"]) else "NO")
+            + "."
+        ),
     ]
     markdown = "\n".join([f"# {name}", "", *lines, "", *(f"- {n}" for n in notes), ""])
     (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
