@@ -51,3 +51,15 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
     from rueval.models.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def sample_runs(tmp_path_factory) -> dict[str, Path]:
+    """Two real runs on the bundled samples (majority and weighted-random), made once per session."""
+    base = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
+        for model in ("majority", "weighted-random"):
+            result = CliRunner().invoke(app, ["run", "-m", model, "-o", str(base / model)], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+    return {model: base / model for model in ("majority", "weighted-random")}

@@ -28,14 +28,8 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
-        for model in ("majority", "weighted-random"):
-            result = invoke("run", "-m", model, "-o", base / model)
-            assert result.exit_code == 0, result.output
-    return {model: base / model for model in ("majority", "weighted-random")}
+def runs(sample_runs) -> dict[str, Path]:
+    return sample_runs
 
 
 def test_reference_rows_transcribe_the_papers():

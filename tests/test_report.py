@@ -72,19 +72,13 @@ def with_optional_sections(results: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+def runs(sample_runs, tmp_path_factory) -> dict[str, Path]:
     """Two real runs on the bundled samples, and a third carrying every optional section."""
-    base = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
-        for model in ("majority", "weighted-random"):
-            result = invoke("run", "-m", model, "-o", base / model)
-            assert result.exit_code == 0, result.output
-    synthetic = base / "tiny-lm"
+    synthetic = tmp_path_factory.mktemp("synthetic") / "tiny-lm"
     synthetic.mkdir()
-    majority = json.loads((base / "majority" / "results.json").read_text(encoding="utf-8"))
+    majority = json.loads((sample_runs["majority"] / "results.json").read_text(encoding="utf-8"))
     (synthetic / "results.json").write_text(json.dumps(with_optional_sections(majority)), encoding="utf-8")
-    return {"majority": base / "majority", "weighted-random": base / "weighted-random", "synthetic": synthetic}
+    return {**sample_runs, "synthetic": synthetic}
 
 
 @pytest.fixture(scope="module")
