@@ -5,7 +5,17 @@ from conftest import write_jsonl
 
 from rueval.errors import RuevalError
 from rueval.solvers import make_solver
-from rueval.solvers.heuristics import NO_RULE, RULES, HeuristicSolver, Rule, RuleCoverage, coverage, first_prediction
+from rueval.solvers.heuristics import (
+    NO_RULE,
+    RULES,
+    HeuristicSolver,
+    Rule,
+    RuleCoverage,
+    coverage,
+    first_prediction,
+    select_rules,
+)
+from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import TASKS, Example, get_task
 
 LONG_PREMISE = " ".join(["Учёные долго наблюдали за птицами в северном лесу."] * 5)  # 40 words
@@ -433,7 +443,7 @@ def test_first_rule_that_fires_wins_and_the_fallback_takes_the_rest():
     train = [Example(i, {}, label) for i, label in enumerate([True, True, False])]
     questions = ["Входит ли Крит в состав Греции?", "Был ли Пушкин поэтом?", "Кит — рыба?"]
     examples = [example("danetqa", {"question": q, "passage": "Текст."}, idx=i) for i, q in enumerate(questions)]
-    solver = make_solver("heuristic", fallback="majority")
+    solver = make_solver("heuristic", fallback="majority", rules="all")
     solver.fit(task, train)
     assert solver.predict(task, examples) == [False, True, True]  # rule, rule, majority of train
     # A question opening with 'был' that is also long: row 1 comes before row 6.
@@ -457,6 +467,79 @@ def test_tasks_without_rules_are_the_fallback_alone():
 def test_the_fallback_must_be_a_trivial_baseline():
     with pytest.raises(RuevalError, match="unknown fallback 'tfidf'"):
         HeuristicSolver(fallback="tfidf")
+    with pytest.raises(RuevalError, match="unknown rule choice 'best'"):
+        HeuristicSolver(rules="best")
+
+
+def danetqa_train(labelled):
+    return [example("danetqa", {"question": q, "passage": "Текст."}, gold, i) for i, (q, gold) in enumerate(labelled)]
+
+
+def rule_names(rules):
+    return [rule.name for rule in rules]
+
+
+def test_fitted_rules_drop_what_loses_to_the_fallback_on_train():
+    task = get_task("danetqa")
+    train = danetqa_train(
+        [
+            ("Был ли Пушкин поэтом?", False),  # 'был' (True) is wrong on 2 of its 3; majority False right on 2
+            ("Была ли Москва столицей?", False),
+            ("Были ли динозавры теплокровными?", True),
+            ("Есть ли жизнь на Марсе?", True),  # 'есть' (True) right where majority is wrong: kept
+            ("Входит ли Крит в состав Греции?", False),  # 'входит ли' (False) only ties with majority: dropped
+            ("Кит — рыба?", False),
+        ]
+    )
+    fallback = TrivialSolver("majority")
+    fallback.fit(task, train)
+    kept = rule_names(select_rules(task, RULES["danetqa"], train, fallback))
+    # 'long question' (False) then takes the Crete question and also only ties; rules that never fire stay
+    assert kept == ["starts_with_is", "starts_with_eat", "starts_with_is_it_true", "long_passage"]
+
+    solver = HeuristicSolver(fallback="majority")
+    solver.fit(task, train)
+    assert rule_names(solver.rules) == kept
+    assert solver.predict(task, danetqa_train([("Был ли Гоголь поэтом?", None)])) == [False]  # the fallback's
+    every = HeuristicSolver(fallback="majority", rules="all")
+    every.fit(task, train)
+    assert every.rules == RULES["danetqa"] and every.predict(
+        task, danetqa_train([("Был ли Гоголь поэтом?", None)])
+    ) == [True]
+
+
+def test_a_rule_is_judged_on_what_the_rules_kept_before_it_leave():
+    task = get_task("danetqa")
+    train = danetqa_train(
+        [
+            ("Входит ли Крым в состав большой северной страны?", False),  # 'входит ли' and long (both False): right
+            ("Входит ли Нил в список самых длинных рек мира?", False),
+            ("Какой город является столицей северной страны Норвегии сейчас?", True),  # long: wrong
+            ("Кит рыба?", True),
+            ("Москва столица?", True),
+        ]
+    )
+    fallback = TrivialSolver("majority")  # True
+    fallback.fit(task, train)
+    long_question = [find_rule("danetqa", "long_question")]
+    # On its own, 'long question' is right on 2 of its 3 examples, where the majority is right on 1 ...
+    assert rule_names(select_rules(task, long_question, train, fallback)) == ["long_question"]
+    # ... but after 'входит ли' takes the first two, it is left with the Norway question, which it gets wrong.
+    kept = select_rules(task, [find_rule("danetqa", "starts_with_belongs"), *long_question], train, fallback)
+    assert rule_names(kept) == ["starts_with_belongs"]
+
+
+def test_a_task_with_a_borrowed_train_split_keeps_every_rule():
+    task = get_task("lidirus")  # its train split is TERRa's
+    train = [
+        example(
+            "lidirus", {"sentence1": "Кошка спит на диване.", "sentence2": "На диване спит кошка."}, "not_entailment", i
+        )
+        for i in range(3)
+    ]  # 'same lemmas' (entailment) is wrong on all of them
+    solver = HeuristicSolver(fallback="majority")
+    solver.fit(task, train)
+    assert solver.rules == RULES["lidirus"]
 
 
 def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
@@ -531,7 +614,8 @@ def test_heuristic_model_runs_on_all_sixteen_bundled_tasks(cli, tmp_path):
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert list(summary["tasks"]) == list(TASKS)
-    assert summary["model"] == "heuristic" and summary["solver_options"] == {"fallback": "majority"}
+    assert summary["model"] == "heuristic"
+    assert summary["solver_options"] == {"fallback": "majority", "rules": "fitted"}
 
 
 def test_the_fallback_is_part_of_the_run_fingerprint(cli, tmp_path):
@@ -541,7 +625,11 @@ def test_the_fallback_is_part_of_the_run_fingerprint(cli, tmp_path):
     assert cli("run", "-t", "rwsd", "-m", "heuristic", "--fallback", "random", "--seed", "4", "-o", out).exit_code == 0
     rerun = json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))
     assert rerun["fingerprint"] != majority["fingerprint"]
-    assert json.loads((out / "results.json").read_text())["solver_options"] == {"fallback": "random"}
+    assert json.loads((out / "results.json").read_text())["solver_options"] == {"fallback": "random", "rules": "fitted"}
+    assert cli("run", "-t", "rwsd", "-m", "heuristic", "--rules", "all", "-o", out).exit_code == 0
+    assert (
+        json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))["fingerprint"] != majority["fingerprint"]
+    )
 
 
 def test_submit_passes_the_fallback_to_the_heuristic_model(cli, tmp_path):

@@ -6,6 +6,7 @@ from rueval.models.base import Generation, Loglikelihood, cut_at_stop
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
 from rueval.models.hf import HFCausalLM
+from rueval.models.prefix_tree import PACK_TOKENS
 
 DEMOS = "Вопрос: Где живёт белый медведь? Ответ: в Арктике\n\nВопрос: Сколько ног у паука? Ответ: восемь\n\n"
 REQUESTS = [
@@ -39,9 +40,13 @@ def plain_loglikelihood(reference, ids, first):
 
 
 @pytest.mark.parametrize(("rows", "tokens"), [(64, 16384), (2, 64), (3, 200)])
-def test_batched_shared_prefix_scores_match_plain_transformers(model, reference, rows, tokens):
-    model.max_rows, model.max_batch_tokens = rows, tokens  # small budgets force padded mixed batches
+@pytest.mark.parametrize("pack_tokens", [PACK_TOKENS, 24, 0])
+def test_batched_shared_prefix_scores_match_plain_transformers(model, reference, rows, tokens, pack_tokens):
+    # Small budgets force padded batches of rows with different pasts; packing everything in one
+    # row, packing items below a forwarded prefix, and never packing must all give the definition.
+    model.max_rows, model.max_batch_tokens, model.pack_tokens = rows, tokens, pack_tokens
     results = model.loglikelihood(REQUESTS)
+    model.pack_tokens = PACK_TOKENS
     for request, result in zip(REQUESTS, results):
         ids, first = model.encode(request)
         expected, greedy = plain_loglikelihood(reference, ids, first)
@@ -49,18 +54,45 @@ def test_batched_shared_prefix_scores_match_plain_transformers(model, reference,
         assert result.n_tokens == len(ids) - first and result.greedy == greedy
 
 
-def test_shared_and_separate_computation_agree_and_sharing_saves_tokens(model):
-    model.max_rows, model.max_batch_tokens = 64, 16384
+@pytest.mark.parametrize("pack_tokens", [PACK_TOKENS, 24, 0])
+def test_shared_and_separate_computation_agree_and_sharing_saves_tokens(model, pack_tokens):
+    model.max_rows, model.max_batch_tokens, model.pack_tokens = 64, 16384, pack_tokens
     before = model.stats.forwarded_tokens
     together = model.loglikelihood(REQUESTS)
     shared_cost = model.stats.forwarded_tokens - before
     separate = [model.loglikelihood([r])[0] for r in REQUESTS]
     separate_cost = model.stats.forwarded_tokens - before - shared_cost
+    model.pack_tokens = PACK_TOKENS
     for a, b in zip(together, separate):
         assert a.logprob == pytest.approx(b.logprob, abs=1e-4) and a.n_tokens == b.n_tokens
     assert shared_cost < 0.6 * separate_cost
-    unique = len({tuple(ids[: i + 1]) for ids, _ in map(model.encode, REQUESTS) for i in range(len(ids))})
-    assert shared_cost == unique  # every distinct prefix forwarded exactly once
+    encoded = [ids for ids, _ in map(model.encode, REQUESTS)]
+    prefixes = {tuple(ids[: i + 1]) for ids in encoded for i in range(len(ids))}
+    extended = {p for p in prefixes if any(len(ids) > len(p) and tuple(ids[: len(p)]) == p for ids in encoded)}
+    # Every distinct prefix that something is scored after is forwarded exactly once; a
+    # sequence's last token is never forwarded.
+    assert shared_cost == len(extended) < len(prefixes)
+
+
+def test_packing_forwards_an_item_and_its_options_in_one_row(model):
+    model.max_rows, model.max_batch_tokens = 64, 16384
+    calls = model.stats.forward_calls
+    model.loglikelihood(REQUESTS)
+    assert model.pack_tokens == PACK_TOKENS and model.stats.forward_calls - calls == 1
+
+
+def test_a_model_that_ignores_tree_masks_is_scored_without_packing(tiny_gpt2_dir, reference, monkeypatch):
+    def ignoring_tree_masks(self, input_ids, past, mask, positions):
+        if mask.dim() == 4:  # as a model that builds its own mask from the token order would
+            mask = torch.ones(mask.shape[0], mask.shape[-1], dtype=torch.long)
+        return plain_forward(self, input_ids, past, mask, positions)
+
+    plain_forward = HFCausalLM._forward
+    monkeypatch.setattr(HFCausalLM, "_forward", ignoring_tree_masks)
+    fallback = HFCausalLM(str(tiny_gpt2_dir))
+    assert fallback.pack_tokens == 0
+    for request, result in zip(REQUESTS, fallback.loglikelihood(REQUESTS)):
+        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *fallback.encode(request))[0], abs=1e-4)
 
 
 def test_full_logits_path_agrees_with_the_split_output_head(model):

@@ -38,6 +38,11 @@ class FallbackName(str, Enum):
     weighted_random = "weighted-random"
 
 
+class RuleChoice(str, Enum):
+    fitted = "fitted"
+    all = "all"
+
+
 def user_errors(command: Callable) -> Callable:
     """Bad input ends in one line on stderr and exit code 2, never a traceback."""
 
@@ -69,6 +74,13 @@ BaseUrlOption = Annotated[
 ]
 FallbackOption = Annotated[
     FallbackName, typer.Option("--fallback", help="-m heuristic: the baseline for examples no rule covers.")
+]
+RulesOption = Annotated[
+    RuleChoice,
+    typer.Option(
+        "--rules",
+        help="-m heuristic: fitted (the rules that beat the fallback on the train split) or all (the paper's every rule).",
+    ),
 ]
 FilterModelOption = Annotated[
     Optional[str],
@@ -120,11 +132,13 @@ class DtypeName(str, Enum):
     float16 = "float16"
 
 
-def solver_options(model: str, fallback: FallbackName, lm: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Model-specific options for make_solver: the heuristic model takes a fallback, language
-    models (hf:..., openai:...) their backend and scoring options."""
+def solver_options(
+    model: str, fallback: FallbackName, rules: RuleChoice, lm: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Model-specific options for make_solver: the heuristic model takes a fallback and a rule
+    choice, language models (hf:..., openai:...) their backend and scoring options."""
     if model == "heuristic":
-        return {"fallback": fallback.value}
+        return {"fallback": fallback.value, "rules": rules.value}
     if model.partition(":")[0] in ("hf", "openai"):
         return lm
     return None
@@ -156,7 +170,13 @@ def tasks() -> None:
 
 
 RUN_ARGUMENTS = "run.json"  # the options a run was started with, for --resume
-_ENUM_OPTIONS = {"split": SplitName, "fallback": FallbackName, "scoring": ScoringName, "dtype": DtypeName}
+_ENUM_OPTIONS = {
+    "split": SplitName,
+    "fallback": FallbackName,
+    "rules": RuleChoice,
+    "scoring": ScoringName,
+    "dtype": DtypeName,
+}
 
 
 def save_run_arguments(out: Path, arguments: dict[str, Any]) -> None:
@@ -192,6 +212,7 @@ def run(
     seed: SeedOption = 0,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Score only the first N records of each task.")] = None,
     fallback: FallbackOption = FallbackName.majority,
+    rules: RulesOption = RuleChoice.fitted,
     slices: Annotated[
         Optional[str], typer.Option(help="Score per TAPE subpopulation: all, or comma-separated slice names.")
     ] = None,
@@ -248,6 +269,7 @@ def run(
         solver_options=solver_options(
             model,
             fallback,
+            rules,
             {
                 "scoring": scoring.value,
                 "device": device,
@@ -319,11 +341,12 @@ def submit(
     out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
     seed: SeedOption = 0,
     fallback: FallbackOption = FallbackName.majority,
+    rules: RulesOption = RuleChoice.fitted,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip."""
     from rueval.submit import submit as write_submission
 
-    written = write_submission(model, data, out, seed, solver_options=solver_options(model, fallback))
+    written = write_submission(model, data, out, seed, solver_options=solver_options(model, fallback, rules))
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
 
 

@@ -28,6 +28,8 @@ def macro_f1(golds: Sequence[Any], preds: Sequence[Any]) -> float:
 
 
 def mcc(golds: Sequence[Any], preds: Sequence[Any]) -> float:
+    if len({*golds, *preds}) < 2:  # one class throughout: no correlation to measure (sklearn's 0, unwarned)
+        return 0.0
     return float(matthews_corrcoef(golds, preds))
 
 

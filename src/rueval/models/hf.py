@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
-from rueval.models.prefix_tree import TreeStats, score_sequences
+from rueval.models.prefix_tree import PACK_TOKENS, TreeStats, score_sequences
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -55,6 +55,7 @@ class HFCausalLM(LanguageModel):
         self.identity = f"hf:{path}@{revision or _revision(path, self.model.config)}"
         self.stats = TreeStats()
         self._split_head = self._head_matches_full_forward()
+        self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
 
     # -- parameters, for the industrial figures ------------------------------------------------
     def parameters(self) -> int:
@@ -80,7 +81,7 @@ class HFCausalLM(LanguageModel):
         encoded = [self.encode(r) for r in requests]
         with torch.inference_mode():
             scores = score_sequences(
-                encoded, self._forward, self._head, self.max_rows, self.max_batch_tokens, self.stats
+                encoded, self._forward, self._head, self.max_rows, self.max_batch_tokens, self.stats, self.pack_tokens
             )
         return [
             LoglikelihoodResult(logprob, len(ids) - first, greedy)
@@ -91,10 +92,14 @@ class HFCausalLM(LanguageModel):
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _forward(self, input_ids, past, mask, positions):
+        import torch
         from transformers import DynamicCache
 
         device = self.device
         cache = DynamicCache(ddp_cache_data=past, config=self.model.config) if past else None
+        if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
+            dtype = self.model.dtype
+            mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
         kwargs = dict(
             input_ids=input_ids.to(device),
             attention_mask=mask.to(device),
@@ -126,6 +131,24 @@ class HFCausalLM(LanguageModel):
             full = self.model(input_ids=ids).logits.float()
             split = head(self.model.base_model(input_ids=ids).last_hidden_state).float()
         return full.shape == split.shape and torch.allclose(full, split, atol=1e-4, rtol=1e-4)
+
+    def _packing_matches_plain(self) -> bool:
+        """Whether this model honours a tree attention mask: a few short sequences that share
+        prefixes, scored packed (on a forwarded prefix's cache) and as plain sequences, agree.
+        Models that build their own masks or biases from the token order (ALiBi) do not; they are
+        scored without packing."""
+        import torch
+
+        start, ids = self.start_token, self._tokens("один два три четыре пять шесть семь восемь")[:6]
+        if len(ids) < 6:
+            return False
+        a, b, c, d, e, f = ids
+        probe = [([start, a, b, c, d], 2), ([start, a, b, c, e, f], 3), ([start, a, b, f, e], 3), ([start, a, c], 2)]
+        with torch.inference_mode():
+            plain = score_sequences(probe, self._forward, self._head, 8, 4096, pack_tokens=0)
+            # start, a forwarded as a head (their subtree has 6 tokens to forward); b's subtree packed on its cache
+            packed = score_sequences(probe, self._forward, self._head, 8, 4096, pack_tokens=4)
+        return all(abs(p[0] - q[0]) < 1e-3 for p, q in zip(plain, packed, strict=True))
 
     # -- generation ----------------------------------------------------------------------------
     def generate(self, requests: Sequence[Generation]) -> list[str]:

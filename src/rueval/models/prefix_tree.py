@@ -1,11 +1,18 @@
 """Scoring token sequences that share prefixes, each shared token forwarded once.
 
 Few-shot prompts repeat the same demonstrations before every test item, and every answer
-option repeats its item's context. The sequences are put in a token trie; runs of tokens
-without a branch form segments. A segment is forwarded once, on top of the key/value cache of
-the segment before it, and its cache is handed to every segment that continues it. Segments
-from different parents share one forward pass: each row's past is padded to the longest and
-the padding masked out, with explicit position ids, as left-padded generation does.
+option repeats its item's context. The sequences are put in a token trie and forwarded in rows:
+
+- a small subtree (an item: its context and every option) is packed into one row, its tokens in
+  depth-first order, each attending only to its own ancestors (a tree attention mask) at the
+  position of its depth, so the context is forwarded once and every option reads it in the
+  same pass;
+- a large subtree (a few-shot block under which many items branch off) has its unbranched head
+  forwarded alone; the head's key/value cache is then the past of every row below it.
+
+Rows of different parents share a forward pass: each row's past is padded to the longest and
+the padding masked. A token after which nothing is scored (a sequence's last) is never forwarded:
+its log-probability comes from the position before it.
 """
 
 from __future__ import annotations
@@ -15,10 +22,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-WINDOW_BATCHES = 4  # how many batches' worth of pending segments are sorted by length at a time
+PACK_TOKENS = 512  # the largest subtree packed into one row (attention over a row grows with its square)
+WINDOW_BATCHES = 4  # how many batches' worth of pending rows are sorted by length at a time
 MIN_FILL = 0.8  # a batch's shortest row must fill this share of its longest
 
-# (input_ids, past or None, attention_mask, position_ids) -> (hidden states, new past)
+# (input_ids, past or None, mask, position_ids) -> (hidden states, new past). The mask is 2D
+# (rows, past + new; 1 = attend) when every row is a plain sequence, else a boolean 4D tree mask
+# (rows, 1, new, past + new; True = attend).
 Forward = Callable[..., tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]
 
 
@@ -27,17 +37,26 @@ class _TrieNode:
     children: dict[int, _TrieNode] = field(default_factory=dict)
     scored: bool = False  # the next token's log-probability is needed here
     logprobs: dict[int, tuple[float, bool]] = field(default_factory=dict)  # next token -> (logprob, is argmax)
+    size: int = 0  # tokens to forward in the subtree from here: the nodes that have children
 
 
 @dataclass(eq=False)
-class _Segment:
+class _Row:
+    """Tokens forwarded together: a packed subtree, or the unbranched head of a large one."""
+
     tokens: list[int]
-    nodes: list[_TrieNode]  # the trie node after each token of the segment
-    parent: _Segment | None
-    past_len: int  # tokens before the segment
-    children: list[_Segment] = field(default_factory=list)
+    nodes: list[_TrieNode]  # the trie node after each token
+    ancestors: list[int]  # each token's predecessor in the row; -1 for the first (it follows the past)
+    depths: list[int]  # each token's distance from the row's first token
+    parent: _Row | None  # the row whose cache is this row's past
+    past_len: int  # tokens before the row
+    children: list[_Row] = field(default_factory=list)
     past: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (keys, values), the whole prefix
     waiting: int = 0  # children not yet forwarded: the cache is dropped when this reaches zero
+
+    @property
+    def branched(self) -> bool:
+        return any(a != i - 1 for i, a in enumerate(self.ancestors))
 
 
 @dataclass
@@ -54,9 +73,11 @@ def score_sequences(
     max_rows: int,
     max_tokens: int,
     stats: TreeStats | None = None,
+    pack_tokens: int = PACK_TOKENS,
 ) -> list[tuple[float, bool]]:
     """For each (tokens, first_scored), the summed log-probability of tokens[first_scored:] and
-    whether each of them was the argmax. ``first_scored`` must be at least 1."""
+    whether each of them was the argmax. ``first_scored`` must be at least 1. ``pack_tokens`` 0
+    never packs: every row is a plain sequence (for models that take no tree mask)."""
     root = _TrieNode()
     for tokens, first in sequences:
         node = root
@@ -64,12 +85,15 @@ def score_sequences(
             if position >= first:
                 node.scored = True
             node = node.children.setdefault(token, _TrieNode())
-    pending = [_segment(child, token, None, 0) for token, child in root.children.items()]
+    _count_sizes(root)
+    pending = _rows_below(root, None, 0, pack_tokens)
     stats = stats or TreeStats()
     while pending:
         batch = _take(pending, max_rows, max_tokens)
-        for segment in _forward(batch, forward, head, stats):
-            pending.extend(reversed(segment.children))  # depth first: finish a subtree, free its cache
+        for row in _forward(batch, forward, head, stats):
+            row.children = _rows_below(row.nodes[-1], row, row.past_len + len(row.tokens), pack_tokens)
+            row.waiting = len(row.children)
+            pending.extend(reversed(row.children))  # depth first: finish a subtree, free its cache
     results = []
     for tokens, first in sequences:
         node, logprob, greedy = root, 0.0, True
@@ -83,25 +107,63 @@ def score_sequences(
     return results
 
 
-def _segment(node: _TrieNode, token: int, parent: _Segment | None, past_len: int) -> _Segment:
-    """The segment starting with ``token`` and running until the trie branches or ends."""
+def _count_sizes(root: _TrieNode) -> None:
+    """Set every node's ``size``, children before parents (no recursion: sequences can be long)."""
+    order, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children.values())
+    for node in reversed(order):
+        node.size = (1 if node.children else 0) + sum(child.size for child in node.children.values())
+
+
+def _rows_below(node: _TrieNode, parent: _Row | None, past_len: int, pack_tokens: int) -> list[_Row]:
+    """The rows that forward what follows ``node``: one per child that leads anywhere."""
+    return [
+        _packed(token, child, parent, past_len) if child.size <= pack_tokens else _head(token, child, parent, past_len)
+        for token, child in node.children.items()
+        if child.size
+    ]
+
+
+def _packed(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _Row:
+    """The whole subtree from ``node`` in one row, depth first, leaves left out."""
+    row = _Row([], [], [], [], parent, past_len)
+    stack = [(token, node, -1)]
+    while stack:
+        token, node, ancestor = stack.pop()
+        row.tokens.append(token)
+        row.nodes.append(node)
+        row.ancestors.append(ancestor)
+        row.depths.append(row.depths[ancestor] + 1 if ancestor >= 0 else 0)
+        here = len(row.tokens) - 1
+        stack.extend((t, child, here) for t, child in reversed(node.children.items()) if child.children)
+    return row
+
+
+def _head(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _Row:
+    """The run of tokens from ``node`` until the trie branches (or nothing more is forwarded)."""
     tokens, nodes = [token], [node]
     while len(node.children) == 1:
         token, node = next(iter(node.children.items()))
+        if not node.children:
+            break
         tokens.append(token)
         nodes.append(node)
-    return _Segment(tokens, nodes, parent, past_len)
+    n = len(tokens)
+    return _Row(tokens, nodes, list(range(-1, n - 1)), list(range(n)), parent, past_len)
 
 
-def _take(pending: list[_Segment], max_rows: int, max_tokens: int) -> list[_Segment]:
+def _take(pending: list[_Row], max_rows: int, max_tokens: int) -> list[_Row]:
     """The next batch. Candidates come from the top of the stack, a few batches' worth, and the
-    shortest go first: rows padded together are then alike, and answer options (short, deep in
-    the tree) are scored soon after their context, so its cache is freed early. A row joins while
-    the padded-token budget allows and the batch's shortest row still fills most of its width."""
+    shortest go first: rows padded together are then alike, and short rows deep in the tree are
+    done soon after their parent, so its cache is freed early. A row joins while the padded-token
+    budget allows and the batch's shortest row still fills most of its width."""
     window = pending[-WINDOW_BATCHES * max_rows :]
     del pending[len(pending) - len(window) :]
     window.sort(key=lambda s: len(s.tokens), reverse=True)
-    batch: list[_Segment] = []
+    batch: list[_Row] = []
     longest = 0
     while window and len(batch) < max_rows:
         length = max(longest, window[-1].past_len + len(window[-1].tokens))
@@ -115,21 +177,19 @@ def _take(pending: list[_Segment], max_rows: int, max_tokens: int) -> list[_Segm
     return batch
 
 
-def _forward(batch: list[_Segment], forward: Forward, head, stats: TreeStats) -> list[_Segment]:
-    """Run one batch, record the log-probabilities it yields, and return the segments whose
-    children are now ready."""
+def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats) -> list[_Row]:
+    """Run one batch, record the log-probabilities it yields, and return the rows whose children
+    are now ready (their cache kept)."""
     batch.sort(key=lambda s: (s.past_len, len(s.tokens)))
     rows, past_max = len(batch), max(s.past_len for s in batch)
     new_max = max(len(s.tokens) for s in batch)
     input_ids = torch.zeros(rows, new_max, dtype=torch.long)
-    mask = torch.zeros(rows, past_max + new_max, dtype=torch.long)
     positions = torch.zeros(rows, new_max, dtype=torch.long)
-    for r, segment in enumerate(batch):
-        n = len(segment.tokens)
-        input_ids[r, :n] = torch.tensor(segment.tokens)
-        mask[r, : segment.past_len] = 1
-        mask[r, past_max : past_max + n] = 1
-        positions[r] = segment.past_len + torch.arange(new_max)
+    for r, row in enumerate(batch):
+        n = len(row.tokens)
+        input_ids[r, :n] = torch.tensor(row.tokens)
+        positions[r, :n] = row.past_len + torch.tensor(row.depths)
+    mask = (_tree_mask if any(row.branched for row in batch) else _padding_mask)(batch, past_max, new_max)
     past = _stack_pasts([s.parent.past if s.parent else None for s in batch], past_max) if past_max else None
     hidden, new_past = forward(input_ids, past, mask, positions)
     stats.forward_calls += 1
@@ -150,16 +210,16 @@ def _forward(batch: list[_Segment], forward: Forward, head, stats: TreeStats) ->
             node.logprobs = {t: (v, t == best[k]) for t, v in zip(next_tokens, values, strict=True)}
 
     ready = []
-    for r, segment in enumerate(batch):
-        end = segment.nodes[-1]
-        if end.children:
-            n = len(segment.tokens)
+    for r, row in enumerate(batch):
+        # Only an unbranched head has rows below it; a packed row forwarded its whole subtree.
+        if not row.branched and any(child.size for child in row.nodes[-1].children.values()):
+            n = len(row.tokens)
             own = [
                 (k[r : r + 1, :, past_max : past_max + n].clone(), v[r : r + 1, :, past_max : past_max + n].clone())
                 for k, v in new_past
             ]
-            parent_past = segment.parent.past if segment.parent else None
-            segment.past = (
+            parent_past = row.parent.past if row.parent else None
+            row.past = (
                 own
                 if parent_past is None
                 else [
@@ -167,22 +227,47 @@ def _forward(batch: list[_Segment], forward: Forward, head, stats: TreeStats) ->
                     for (pk, pv), (k, v) in zip(parent_past, own, strict=True)
                 ]
             )
-            length = segment.past_len + n
-            segment.children = [_segment(child, token, segment, length) for token, child in end.children.items()]
-            segment.waiting = len(segment.children)
-            ready.append(segment)
-        if segment.parent is not None:
-            segment.parent.waiting -= 1
-            if segment.parent.waiting == 0:
-                segment.parent.past = None
+            ready.append(row)
+        if row.parent is not None:
+            row.parent.waiting -= 1
+            if row.parent.waiting == 0:
+                row.parent.past = None
     return ready
+
+
+def _padding_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:
+    """Plain sequences: each row attends to its own past and tokens (causality is the model's)."""
+    mask = torch.zeros(len(batch), past_max + new_max, dtype=torch.long)
+    for r, row in enumerate(batch):
+        mask[r, : row.past_len] = 1
+        mask[r, past_max : past_max + len(row.tokens)] = 1
+    return mask
+
+
+def _tree_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:
+    """Each token attends to its row's past and to its own ancestors in the row, itself included.
+    A padding position attends to itself only, so that no softmax runs over nothing."""
+    mask = torch.zeros(len(batch), 1, new_max, past_max + new_max, dtype=torch.bool)
+    for r, row in enumerate(batch):
+        n = len(row.tokens)
+        mask[r, 0, :n, : row.past_len] = True
+        own = mask[r, 0, :, past_max:]
+        for i, ancestor in enumerate(row.ancestors):
+            if ancestor >= 0:
+                own[i] = own[ancestor]
+            own[i, i] = True
+        own[range(n, new_max), range(n, new_max)] = True
+    return mask
 
 
 def _stack_pasts(
     pasts: list[list[tuple[torch.Tensor, torch.Tensor]] | None], length: int
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per layer, every row's cache right-padded to ``length`` (the padding is masked out)."""
+    """Per layer, every row's cache right-padded to ``length`` (the padding is masked out). Rows
+    that all continue one parent share its tensors, broadcast rather than copied."""
     template = next(p for p in pasts if p is not None)
+    if all(p is template for p in pasts) and template[0][0].shape[2] == length:
+        return [(k.expand(len(pasts), -1, -1, -1), v.expand(len(pasts), -1, -1, -1)) for k, v in template]
     stacked = []
     for layer, (keys, values) in enumerate(template):
         shape = (len(pasts), keys.shape[1], length, keys.shape[3])

@@ -22,10 +22,10 @@ def _tfidf(**options) -> Solver:
 SOLVERS["tfidf"] = _tfidf
 
 
-def _heuristic(seed: int = 0, fallback: str = "majority") -> Solver:
+def _heuristic(seed: int = 0, fallback: str = "majority", rules: str = "fitted") -> Solver:
     from rueval.solvers.heuristics import HeuristicSolver  # razdel and pymorphy3 load only when asked for
 
-    return HeuristicSolver(seed=seed, fallback=fallback)
+    return HeuristicSolver(seed=seed, fallback=fallback, rules=rules)
 
 
 SOLVERS["heuristic"] = _heuristic

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -50,18 +50,35 @@ class TrivialSolver(Solver):
     def _predict_one(self, task: Task, example: Example) -> Any:
         if task.kind == "multilabel":
             return tuple(self._choose((0, 1), prior) for prior in self._priors)
-        if task.kind == "classification":
-            return self._choose(task.labels, self._priors[0])
-        if example.candidates:
-            return self._choose(tuple(dict.fromkeys(example.candidates)), Counter(example.candidates))
-        prior = self._priors[0]
-        return self._choose(tuple(prior), prior)
+        return self._choose(*self._options(task, example))
 
-    def _choose(self, options: Sequence[Any], counts: Counter) -> Any:
+    def chance_right(self, task: Task, example: Example, right: Callable[[Any], bool]) -> float:
+        """The probability that this baseline's prediction for the example is ``right`` (one
+        label or answer; not for multilabel tasks)."""
+        options, counts = self._options(task, example)
+        self._check(options, counts)
+        if self.name == "majority":
+            return float(right(self._choose(options, counts)))
+        weights = [1 if self.name == "random" else counts[option] for option in options]
+        return sum(w for option, w in zip(options, weights, strict=True) if right(option)) / sum(weights)
+
+    def _options(self, task: Task, example: Example) -> tuple[Sequence[Any], Counter]:
+        """What a prediction is chosen from, and the counts that weigh the choice."""
+        if task.kind == "classification":
+            return task.labels, self._priors[0]
+        if example.candidates:
+            return tuple(dict.fromkeys(example.candidates)), Counter(example.candidates)
+        prior = self._priors[0]
+        return tuple(prior), prior
+
+    def _check(self, options: Sequence[Any], counts: Counter) -> None:
         if not options or (self.name != "random" and not any(counts[option] for option in options)):
             raise RuevalError(
                 f"{self._task_name}: the {self.name} baseline needs labelled train examples, and the data has none"
             )
+
+    def _choose(self, options: Sequence[Any], counts: Counter) -> Any:
+        self._check(options, counts)
         if self.name == "majority":
             return max(options, key=lambda option: counts[option])  # ties: the first option
         if self.name == "random":
