@@ -1,13 +1,14 @@
 """rueval's language-model engine against lm-evaluation-harness, on the same model and prompts.
 
     python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N] [--threads N]
-        [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
+        [--repeats 3] [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
 
 Not part of the test suite; CPU only. lm-evaluation-harness 0.4.x lives in its own virtualenv
 (it pins other packages than rueval's):
 
     python3 -m venv /tmp/venv-bench && /tmp/venv-bench/bin/pip install torch==2.13.0 \
-        && /tmp/venv-bench/bin/pip install lm-eval transformers && /tmp/venv-bench/bin/pip install -e .
+        && /tmp/venv-bench/bin/pip install lm-eval transformers accelerate \
+        && /tmp/venv-bench/bin/pip install -e .
 
 One run:
 1. builds one random GPT-2 (6 layers, 512 wide, 8 heads, seed 0, a byte-level BPE of 8000 tokens
@@ -25,9 +26,12 @@ One run:
    YAML, in a fresh process of the lm-eval virtualenv. A thin wrapper around lm-eval's own CLI
    times its model load and its ``loglikelihood`` call (tokenisation included) and counts what
    its ``_model_call`` receives; lm-eval's code runs unchanged;
-6. checks that both encode the same tokens and pick the same answers, and compares the
+6. repeats 4-5 ``--repeats`` times per setting, the two tools taking turns, and keeps each
+   tool's run with the median scoring time (a run of a few seconds is only as steady as the
+   machine);
+7. checks that both encode the same tokens and pick the same answers, and compares the
    log-likelihoods;
-7. prints a table and writes benchmarks/results/bench_engine.json and .md (``--name``).
+8. prints a table and writes benchmarks/results/bench_engine.json and .md (``--name``).
 
 Both tools run with the same torch threads (``--threads``, default torch's choice). The timings
 are only as good as the machine is quiet: the run records the 1-minute load average around each
@@ -424,6 +428,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--fewshot-items", type=int, default=None, help="items for the 4-shot setting (default: all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each tool per setting; the median is reported")
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)"
     )
@@ -485,19 +490,32 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 }
             )
         )
-        out = work / f"rueval-{setting['name']}-out.json"
-        print(f"{setting['title']}: {len(setting['rows'])} items, rueval ...", flush=True)
-        wall, rss = run_child(
-            [sys.executable, __file__, "--worker-rueval", str(spec), str(out)],
-            env,
-            work / f"rueval-{setting['name']}.log",
+        ruevals, lm_evals = [], []
+        for repeat in range(args.repeats):  # interleaved, so that a change in the machine's load hits both tools
+            run_name = f"{setting['name']}-{repeat}"
+            out = work / f"rueval-{run_name}-out.json"
+            print(f"{setting['title']}, run {repeat + 1}/{args.repeats}: rueval ...", flush=True)
+            wall, rss = run_child(
+                [sys.executable, __file__, "--worker-rueval", str(spec), str(out)], env, work / f"rueval-{run_name}.log"
+            )
+            rueval = json.loads(out.read_text(encoding="utf-8"))
+            rueval.update(wall_s=wall, process_peak_rss_mb=rss)
+            ruevals.append(rueval)
+            print(f"  rueval {rueval['score_s']:.1f} s scoring, {wall:.1f} s in all; lm-eval ...", flush=True)
+            lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], run_name, model_dir, work, env)
+            lm_evals.append(lm_eval)
+            print(
+                f"  lm-eval {lm_eval['probe']['score_s']:.1f} s scoring, {lm_eval['wall_s']:.1f} s in all", flush=True
+            )
+        setting["result"] = summarize(
+            setting,
+            median_run(ruevals, lambda r: r["score_s"]),
+            median_run(lm_evals, lambda r: r["probe"]["score_s"]),
         )
-        rueval = json.loads(out.read_text(encoding="utf-8"))
-        rueval.update(wall_s=wall, process_peak_rss_mb=rss)
-        print(f"  rueval {rueval['score_s']:.1f} s scoring, {wall:.1f} s in all; lm-eval ...", flush=True)
-        lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], setting["name"], model_dir, work, env)
-        print(f"  lm-eval {lm_eval['probe']['score_s']:.1f} s scoring, {lm_eval['wall_s']:.1f} s in all", flush=True)
-        setting["result"] = summarize(setting, rueval, lm_eval)
+        setting["result"]["scoring_s_per_run"] = {
+            "rueval": [r["score_s"] for r in ruevals],
+            "lm_eval": [r["probe"]["score_s"] for r in lm_evals],
+        }
     if environment(args.lm_eval_python)["rueval_sources"] != measured["rueval_sources"]:
         print("warning: rueval's engine sources changed during the run", file=sys.stderr)
         measured["rueval_sources_changed_during_run"] = True
@@ -508,8 +526,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "items": args.items,
         "seed": args.seed,
         "threads": args.threads,
+        "repeats": args.repeats,
         "settings": [{k: s[k] for k in ("title", "shots", "episodes", "items")} | s["result"] for s in settings],
     }
+
+
+def median_run(runs: list[dict[str, Any]], seconds: Any) -> dict[str, Any]:
+    """The run with the median scoring time (the lower middle one for an even count)."""
+    return sorted(runs, key=seconds)[(len(runs) - 1) // 2]
 
 
 def summarize(setting: dict[str, Any], rueval: dict[str, Any], lm_eval: dict[str, Any]) -> dict[str, Any]:
@@ -632,13 +656,15 @@ def write_report(report: dict[str, Any], name: str) -> None:
             f"{min(loads):.1f}-{max(loads):.1f}."
         ),
         (
-            "items/s: scored items per second of scoring wall time (tokenisation included, model load excluded); "
-            "rueval batch size auto, lm-eval 32. Speedup: lm-eval's scoring time over rueval's; in brackets, the same "
-            "for process CPU time."
+            f"items/s: scored items per second of scoring wall time (tokenisation included, model load excluded), "
+            f"each tool's median of {report['repeats']} runs, the tools taking turns; rueval batch size auto, "
+            "lm-eval 32. Speedup: lm-eval's scoring time over rueval's; in brackets, the same for process CPU time. "
+            "rueval runs GPT-2's tanh GELU as torch's fused kernel; lm-eval runs the model as transformers builds it."
         ),
         (
             "fwd/unique: forwarded tokens per unique token (distinct token prefixes, start token included); "
-            "in brackets with padding."
+            "in brackets with padding. Below 1: a sequence's last token, after which nothing is scored, need not be "
+            "forwarded, and rueval does not forward it."
         ),
         (
             "RSS: the process's peak resident memory right after scoring. Agreement: the same answer picked, from each "

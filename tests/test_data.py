@@ -6,7 +6,8 @@ from conftest import read_jsonl, write_jsonl
 
 from rueval.data import hub, open_data
 from rueval.data.local import SAMPLES_DIR
-from rueval.tasks import TASKS, get_task
+from rueval.errors import RuevalError
+from rueval.tasks import TASKS, Example, get_task
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -134,3 +135,13 @@ def test_hub_download_asks_huggingface_hub_for_the_dataset_files(monkeypatch, tm
     monkeypatch.setattr(hub, "snapshot_download", snapshot_download)
     assert hub.download("RussianNLP/tape", ["dummy/raw/*"]) == tmp_path
     assert seen == {"repo_id": "RussianNLP/tape", "repo_type": "dataset", "allow_patterns": ["dummy/raw/*"]}
+
+
+def test_example_text_reads_dotted_paths_null_as_empty_and_refuses_what_is_not_text():
+    example = Example(idx=(3, 1), fields={"text": "Он пришёл.", "note": None, "target": {"span1_text": "он"}, "n": 2})
+    assert example.text("target.span1_text") == "он" and example.value("target.span1_text") == "он"
+    assert example.text("note") == "" and example.value("missing.path") is None
+    with pytest.raises(RuevalError, match="example 3/1: field 'target.span2_text' is missing"):
+        example.text("target.span2_text")
+    with pytest.raises(RuevalError, match="example 3/1: field 'n' should be text, got 2"):
+        example.text("n")

@@ -568,7 +568,7 @@ def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
 
 def test_rules_refuse_examples_without_their_fields():
     terra_shaped = example("lidirus", {"premise": "Кошка спит.", "hypothesis": "Кошка спит."}, "entailment")
-    with pytest.raises(RuevalError, match="example 0 has no field 'sentence1'"):
+    with pytest.raises(RuevalError, match="example 0: field 'sentence1' is missing"):
         coverage("lidirus", [terra_shaped])
 
 

@@ -106,6 +106,12 @@ def test_full_logits_path_agrees_with_the_split_output_head(model):
         model._split_head = True
 
 
+def test_gpt2_activations_run_as_torch_s_fused_tanh_gelu(model):
+    activations = [m for m in model.model.modules() if isinstance(m, torch.nn.GELU)]
+    assert len(activations) == model.model.config.n_layer and {a.approximate for a in activations} == {"tanh"}
+    # the scores still match the model as transformers builds it: test_batched_shared_prefix_scores_...
+
+
 def test_context_is_truncated_from_the_left_to_fit(model):
     long_context = "слово " * 3000
     ids, first = model.encode(Loglikelihood(long_context, " конец"))

@@ -11,7 +11,7 @@ rule-based heuristics cover.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -196,9 +196,7 @@ def input_text(task: Task, example: Example) -> str:
     """The example's input texts joined: what a model reads (labels and metadata left out)."""
     parts = []
     for path in EXAMPLE_TEXT_FIELDS.get(task.name, task.inputs):
-        value: Any = example.fields
-        for key in path.split("."):
-            value = value.get(key) if isinstance(value, Mapping) else None
+        value = example.value(path)
         if isinstance(value, str):
             parts.append(value)
         elif isinstance(value, list):  # Winograd's options

@@ -44,6 +44,7 @@ class HFCausalLM(LanguageModel):
         except (OSError, ValueError) as e:
             raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
         self.model.to(device).eval()
+        _fuse_tanh_gelu(self.model)
         self.device = torch.device(device)
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         if start is None:
@@ -193,6 +194,19 @@ class HFCausalLM(LanguageModel):
                 tokenizer=self.tokenizer,
             )
         return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
+
+
+def _fuse_tanh_gelu(model) -> None:
+    """GPT-2-style models (ruGPT-3 among them) compute GELU's tanh approximation op by op in
+    Python; torch's fused kernel computes the same function (to 3e-7) about 4x faster, and that
+    activation is a fifth of such a model's time on a CPU."""
+    import torch
+    from transformers.activations import NewGELUActivation
+
+    for module in model.modules():
+        for name, child in module.named_children():
+            if type(child) is NewGELUActivation:
+                setattr(module, name, torch.nn.GELU(approximate="tanh"))
 
 
 def _seed(requests: Sequence[Generation]) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Any
@@ -136,42 +136,30 @@ def _classifier(config: LinearConfig, seed: int, features: sparse.csr_matrix, ta
 # ---- reading examples -------------------------------------------------------------------------------
 
 
-def _text(task: Task, example: Example, path: str) -> str:
-    """A field's text by dotted path."""
-    value: Any = example.fields
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    if value is None:
-        raise RuevalError(f"{task.name} example {example.key}: field '{path}' is missing")
-    if not isinstance(value, str):
-        raise RuevalError(f"{task.name} example {example.key}: field '{path}' should be text, got {value!r:.60}")
-    return value
-
-
 def _parus_options(task: Task, example: Example) -> list[Option]:
     """PARus: premise, cause/effect and each choice; label 0 is choice1."""
-    premise, question = _text(task, example, "premise"), _text(task, example, "question")
-    return [(label, (premise, question), (_text(task, example, f"choice{label + 1}"),)) for label in task.labels]
+    premise, question = example.text("premise"), example.text("question")
+    return [(label, (premise, question), (example.text(f"choice{label + 1}"),)) for label in task.labels]
 
 
 def _lettered_options(task: Task, example: Example) -> list[Option]:
     """RuOpenBookQA / RuWorldTree: the question's stem with each inline option (A)-(D)."""
-    stem, options = split_options(_text(task, example, "question"), where=f"{task.name} example {example.key}")
+    stem, options = split_options(example.text("question"), where=f"{task.name} example {example.key}")
     return [(letter, (stem,), (text,)) for letter, text in options.items()]
 
 
 def _entity_options(task: Task, example: Example) -> list[Option]:
     """RuCoS: each distinct entity of the passage put in the query's @placeholder, against the passage."""
-    passage, query = _text(task, example, "passage"), _text(task, example, "query")
+    passage, query = example.text("passage"), example.text("query")
     entities = dict.fromkeys(example.candidates)  # mentions repeat
     return [(entity, (passage,), (query.replace("@placeholder", entity),)) for entity in entities]
 
 
 def _span_options(task: Task, example: Example) -> list[Option]:
     """MultiQ: every run of 1-3 adjacent words of the main text, with its sentence and the question."""
-    question = _text(task, example, "question")
+    question = example.text("question")
     options: dict[str, Fields] = {}
-    for sentence in sentences(_text(task, example, "main_text")):
+    for sentence in sentences(example.text("main_text")):
         for run in _word_runs(sentence):
             for n in (1, 2, 3):
                 for first, last in zip(run, run[n - 1 :]):
@@ -209,7 +197,7 @@ class LabelModel:
         self.paths, self.config, self.seed = paths, config, seed
 
     def read(self, task: Task, example: Example) -> Fields:
-        return tuple(_text(task, example, path) for path in self.paths)
+        return tuple(example.text(path) for path in self.paths)
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
         inputs = [self.read(task, example) for example in progress(train, f"tfidf features for {task.name}")]
@@ -282,7 +270,7 @@ class CategoryModel:
         self.config, self.seed = config, seed
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
-        inputs = [(_text(task, example, "text"),) for example in progress(train, f"tfidf features for {task.name}")]
+        inputs = [(example.text("text"),) for example in progress(train, f"tfidf features for {task.name}")]
         self.features = FieldVectors(self.config).fit(task, inputs)
         matrix = self.features.transform(inputs)
         self.classifiers = [
@@ -291,7 +279,7 @@ class CategoryModel:
         ]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        matrix = self.features.transform([(_text(task, example, "text"),) for example in examples])
+        matrix = self.features.transform([(example.text("text"),) for example in examples])
         columns = [classifier.predict(matrix) for classifier in self.classifiers]
         return [tuple(int(column[row]) for column in columns) for row in range(len(examples))]
 
@@ -303,13 +291,13 @@ class NearestAnswerModel:
         self.config = config
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
-        inputs = [(_text(task, example, "question"),) for example in progress(train, f"tfidf features for {task.name}")]
+        inputs = [(example.text("question"),) for example in progress(train, f"tfidf features for {task.name}")]
         self.features = FieldVectors(self.config).fit(task, inputs)
         self.questions = self.features.transform(inputs)
         self.answers = [example.label[0] for example in train]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        queries = self.features.transform([(_text(task, example, "question"),) for example in examples])
+        queries = self.features.transform([(example.text("question"),) for example in examples])
         nearest = np.asarray((queries @ self.questions.T).argmax(axis=1)).ravel()  # rows are unit length
         return [self.answers[row] for row in nearest]
 

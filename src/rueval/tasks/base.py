@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rueval.errors import DataError
+from rueval.errors import DataError, RuevalError
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,27 @@ class Example:
     @property
     def key(self) -> str:
         return "/".join(map(str, self.idx)) if isinstance(self.idx, tuple) else str(self.idx)
+
+    def value(self, path: str) -> Any:
+        """The field at a dotted path ("target.span1_text"), or None where there is none."""
+        value: Any = self.fields
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return value
+
+    def text(self, path: str) -> str:
+        """A text field by dotted path; null reads as no text. A missing field is an error, not an
+        empty text: a solver given another task's examples (TERRa's for LiDiRus) must see it."""
+        value = self.value(path)
+        if value is None:
+            parent, _, name = path.rpartition(".")
+            container = self.value(parent) if parent else self.fields
+            if not isinstance(container, Mapping) or name not in container:
+                raise RuevalError(f"example {self.key}: field '{path}' is missing")
+            return ""
+        if not isinstance(value, str):
+            raise RuevalError(f"example {self.key}: field '{path}' should be text, got {value!r:.60}")
+        return value
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rueval.errors import RuevalError
 from rueval.tasks import Example
 from rueval.text import lemmas, words
 
@@ -35,15 +34,6 @@ class Rule:
     def predicting(cls, target: Any, fires: Callable[[Example], bool], description: str) -> Rule:
         """A rule that predicts ``target`` wherever the predicate ``fires``; named after the predicate."""
         return cls(fires.__name__, description, target, lambda example: target if fires(example) else None)
-
-
-def text_field(example: Example, name: str) -> str:
-    """A text field of the example (null reads as no text). A missing field is an error, not an
-    empty text: rules given another task's examples (TERRa's for LiDiRus) must not fire on nothing."""
-    if name not in example.fields:
-        raise RuevalError(f"example {example.key} has no field '{name}', which the heuristic rules read")
-    value = example.fields[name]
-    return "" if value is None else str(value)
 
 
 # Passages are shared by many MuSeRC answers and RuCoS queries: lemmatise each text once.

@@ -6,7 +6,7 @@ translated 'was/were' in the paper, so every past form of быть counts.
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, normalized_words, text_field, word_count
+from rueval.solvers.heuristics.base import Rule, normalized_words, word_count
 from rueval.tasks import Example
 
 LONG_QUESTION = 5  # Table 7, row 6: "More than 5 words in the question"
@@ -15,7 +15,7 @@ LONG_PASSAGE = 90  # Table 7, row 7: "More than 90 words in the passage"
 
 def _opens_with(example: Example, *openings: str) -> bool:
     """Whether the question starts with one of the openings (each one or more words)."""
-    question = normalized_words(text_field(example, "question"))
+    question = normalized_words(example.text("question"))
     return any(question[: len(opening.split())] == opening.split() for opening in openings)
 
 
@@ -40,11 +40,11 @@ def starts_with_is_it_true(example: Example) -> bool:
 
 
 def long_question(example: Example) -> bool:
-    return word_count(text_field(example, "question")) > LONG_QUESTION
+    return word_count(example.text("question")) > LONG_QUESTION
 
 
 def long_passage(example: Example) -> bool:
-    return word_count(text_field(example, "passage")) > LONG_PASSAGE
+    return word_count(example.text("passage")) > LONG_PASSAGE
 
 
 RULES = (

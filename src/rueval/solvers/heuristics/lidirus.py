@@ -15,7 +15,7 @@ it; the authors' solver tries the two entailment rules first, and so do we.
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, lemma_set, text_field
+from rueval.solvers.heuristics.base import Rule, lemma_set
 from rueval.tasks import Example
 
 MANY_UNSHARED_TOKENS = 10  # Table 1, row 1: "differs ... by more than 10"
@@ -26,7 +26,7 @@ SHARED_WORDS = frozenset({"чтобы", "будет", "от", "он"})  # Table 
 
 
 def _tokens(example: Example, name: str) -> set[str]:
-    return set(text_field(example, name).lower().replace("ё", "е").split())
+    return set(example.text(name).lower().replace("ё", "е").split())
 
 
 def _unshared(example: Example) -> set[str]:
@@ -36,7 +36,7 @@ def _unshared(example: Example) -> set[str]:
 
 def same_lemmas(example: Example) -> bool:
     """Both sentences use the same set of lemmas."""
-    return lemma_set(text_field(example, "sentence1")) == lemma_set(text_field(example, "sentence2"))
+    return lemma_set(example.text("sentence1")) == lemma_set(example.text("sentence2"))
 
 
 def entailment_word_in_both(example: Example) -> bool:

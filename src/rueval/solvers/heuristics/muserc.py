@@ -7,7 +7,7 @@ for the rarer label 1 (a correct answer) are tried first, then those for 0: Tabl
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, lemma_set, text_field, word_count
+from rueval.solvers.heuristics.base import Rule, lemma_set, word_count
 from rueval.tasks import Example
 
 LONG_ANSWER = 11  # Table 4, row 2: "longer than 11 tokens"
@@ -16,16 +16,16 @@ SHORT_ANSWER = 4  # Table 4, row 5: "shorter than 4 tokens"
 
 
 def _shared_lemmas(example: Example) -> int:
-    return len(lemma_set(text_field(example, "answer")) & lemma_set(text_field(example, "passage")))
+    return len(lemma_set(example.text("answer")) & lemma_set(example.text("passage")))
 
 
 def all_answer_lemmas_in_text(example: Example) -> bool:
-    answer = lemma_set(text_field(example, "answer"))
-    return bool(answer) and answer <= lemma_set(text_field(example, "passage"))
+    answer = lemma_set(example.text("answer"))
+    return bool(answer) and answer <= lemma_set(example.text("passage"))
 
 
 def long_answer(example: Example) -> bool:
-    return word_count(text_field(example, "answer")) > LONG_ANSWER
+    return word_count(example.text("answer")) > LONG_ANSWER
 
 
 def many_shared_lemmas(example: Example) -> bool:
@@ -37,7 +37,7 @@ def no_shared_lemmas(example: Example) -> bool:
 
 
 def short_answer(example: Example) -> bool:
-    return word_count(text_field(example, "answer")) < SHORT_ANSWER
+    return word_count(example.text("answer")) < SHORT_ANSWER
 
 
 def one_shared_lemma(example: Example) -> bool:

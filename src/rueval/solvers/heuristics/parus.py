@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rueval.solvers.heuristics.base import Rule, lemma_set, text_field, word_count
+from rueval.solvers.heuristics.base import Rule, lemma_set, word_count
 from rueval.tasks import Example
 
 CHOICES = ("choice1", "choice2")  # label i picks CHOICES[i]
@@ -24,13 +24,13 @@ def _strict_winner(scores: Sequence[int]) -> int | None:
 
 def more_shared_lemmas(example: Example) -> int | None:
     """The choice sharing more lemmas with the premise."""
-    premise = lemma_set(text_field(example, "premise"))
-    return _strict_winner([len(lemma_set(text_field(example, choice)) & premise) for choice in CHOICES])
+    premise = lemma_set(example.text("premise"))
+    return _strict_winner([len(lemma_set(example.text(choice)) & premise) for choice in CHOICES])
 
 
 def more_words(example: Example) -> int | None:
     """The longer choice, in words."""
-    return _strict_winner([word_count(text_field(example, choice)) for choice in CHOICES])
+    return _strict_winner([word_count(example.text(choice)) for choice in CHOICES])
 
 
 RULES = (

@@ -8,7 +8,7 @@ clause-embedding verbs of the premise, looked up among its lemmas.
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, contains_phrase, lemma_set, text_field, vocabulary_share, word_count
+from rueval.solvers.heuristics.base import Rule, contains_phrase, lemma_set, vocabulary_share, word_count
 from rueval.tasks import Example
 
 VOCABULARY_SHARE = 0.75  # Table 2, row 2: "75% intersection"
@@ -22,32 +22,32 @@ LONG_PREMISE = 30  # Table 2, row 7: "More than 30 words in the premise"
 
 
 def hypothesis_in_premise(example: Example) -> bool:
-    return contains_phrase(text_field(example, "premise"), text_field(example, "hypothesis"))
+    return contains_phrase(example.text("premise"), example.text("hypothesis"))
 
 
 def shared_vocabulary(example: Example) -> bool:
-    return vocabulary_share(text_field(example, "hypothesis"), text_field(example, "premise")) >= VOCABULARY_SHARE
+    return vocabulary_share(example.text("hypothesis"), example.text("premise")) >= VOCABULARY_SHARE
 
 
 def admit_verb(example: Example) -> bool:
-    return bool(ADMIT_VERBS & lemma_set(text_field(example, "premise")))
+    return bool(ADMIT_VERBS & lemma_set(example.text("premise")))
 
 
 def opinion_verb(example: Example) -> bool:
-    return bool(OPINION_VERBS & lemma_set(text_field(example, "premise")))
+    return bool(OPINION_VERBS & lemma_set(example.text("premise")))
 
 
 def short_hypothesis(example: Example) -> bool:
-    return word_count(text_field(example, "hypothesis")) < SHORT_HYPOTHESIS
+    return word_count(example.text("hypothesis")) < SHORT_HYPOTHESIS
 
 
 def mid_length_hypothesis(example: Example) -> bool:
     low, high = MID_HYPOTHESIS
-    return low <= word_count(text_field(example, "hypothesis")) <= high
+    return low <= word_count(example.text("hypothesis")) <= high
 
 
 def long_premise(example: Example) -> bool:
-    return word_count(text_field(example, "premise")) > LONG_PREMISE
+    return word_count(example.text("premise")) > LONG_PREMISE
 
 
 RULES = (

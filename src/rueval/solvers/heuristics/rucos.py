@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence, text_field
+from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence
 from rueval.tasks import Example
 
 MIN_MENTIONS = 3  # Section 3.9: "entities whose stems appeared less than three times were removed"
@@ -37,8 +37,8 @@ class Entity:
 
 def entities_outside_query(example: Example) -> list[Entity]:
     """The passage's entities that the query does not name, in order of first mention."""
-    passage = lemma_sequence(text_field(example, "passage"))
-    query = lemma_sequence(text_field(example, "query").replace("@placeholder", " "))
+    passage = lemma_sequence(example.text("passage"))
+    query = lemma_sequence(example.text("query").replace("@placeholder", " "))
     mentions: dict[tuple[str, ...], Counter[str]] = {}
     for mention in example.candidates:
         key = lemma_sequence(mention)

@@ -9,7 +9,7 @@ overlap (row 5). "Sub-string" compares whole words, ignoring case and punctuatio
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, contains_phrase, lemma_set, text_field, vocabulary_share, word_count
+from rueval.solvers.heuristics.base import Rule, contains_phrase, lemma_set, vocabulary_share, word_count
 from rueval.tasks import Example
 
 # The paper's 33% and 66% are a third and two thirds, rounded (a 3-lemma hypothesis sharing 1 is "33%").
@@ -22,11 +22,11 @@ MARKER_LEMMAS = frozenset({"только", "мужчина"})  # Table 5, row 8,
 
 
 def _share(example: Example) -> float:
-    return vocabulary_share(text_field(example, "hypothesis"), text_field(example, "premise"))
+    return vocabulary_share(example.text("hypothesis"), example.text("premise"))
 
 
 def hypothesis_in_premise(example: Example) -> bool:
-    return contains_phrase(text_field(example, "premise"), text_field(example, "hypothesis"))
+    return contains_phrase(example.text("premise"), example.text("hypothesis"))
 
 
 def low_overlap(example: Example) -> bool:
@@ -46,15 +46,15 @@ def full_overlap(example: Example) -> bool:
 
 
 def short_premise(example: Example) -> bool:
-    return word_count(text_field(example, "premise")) < SHORT_PREMISE
+    return word_count(example.text("premise")) < SHORT_PREMISE
 
 
 def long_premise(example: Example) -> bool:
-    return word_count(text_field(example, "premise")) > LONG_PREMISE
+    return word_count(example.text("premise")) > LONG_PREMISE
 
 
 def marker_word(example: Example) -> bool:
-    return bool(MARKER_LEMMAS & lemma_set(text_field(example, "hypothesis")))
+    return bool(MARKER_LEMMAS & lemma_set(example.text("hypothesis")))
 
 
 RULES = (
