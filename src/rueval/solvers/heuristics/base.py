@@ -36,8 +36,9 @@ class Rule:
         return cls(fires.__name__, description, target, lambda example: target if fires(example) else None)
 
 
-# Passages are shared by many MuSeRC answers and RuCoS queries: lemmatise each text once.
-@lru_cache(maxsize=4096)
+# Passages are shared by many MuSeRC answers and RuCoS queries, and every rule of a task reads
+# the same texts (fitting the rule choice reads the whole train split): lemmatise each text once.
+@lru_cache(maxsize=1 << 15)
 def lemma_sequence(text: str) -> tuple[str, ...]:
     """The text's lemmas in order."""
     return tuple(lemmas(text))
