@@ -79,7 +79,7 @@ RulesOption = Annotated[
     RuleChoice,
     typer.Option(
         "--rules",
-        help="-m heuristic: fitted (the rules that beat the fallback on the train split) or all (the paper's every rule).",
+        help="-m heuristic: fitted (the rules that beat the fallback on train) or all (every rule of the paper).",
     ),
 ]
 FilterModelOption = Annotated[

@@ -10,9 +10,9 @@ Which rules: the paper's Table 8 combines, per task, the rules "that led towards
 score", chosen on the leaderboard's test scores. rueval chooses on the train split instead
 (``rules="fitted"``, the default): in order, a rule is kept if, on the labelled train examples
 it would take from the rules kept before it, it is right more often than the fallback is
-expected to be. A rule that never fires on train is kept: there is no evidence against it. A task that borrows another's
-train split (LiDiRus: TERRa's) keeps every rule, since its rules were written for its own data;
-so does ``rules="all"``.
+expected to be. A rule that never fires on train is kept: there is no evidence against it.
+A task that borrows another's train split (LiDiRus: TERRa's) keeps every rule, since its rules
+were written for its own data; so does ``rules="all"``.
 """
 
 from __future__ import annotations
