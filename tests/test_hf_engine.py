@@ -81,18 +81,68 @@ def test_packing_forwards_an_item_and_its_options_in_one_row(model):
     assert model.pack_tokens == PACK_TOKENS and model.stats.forward_calls - calls == 1
 
 
-def test_a_model_that_ignores_tree_masks_is_scored_without_packing(tiny_gpt2_dir, reference, monkeypatch):
-    def ignoring_tree_masks(self, input_ids, past, mask, positions):
-        if mask.dim() == 4:  # as a model that builds its own mask from the token order would
-            mask = torch.ones(mask.shape[0], mask.shape[-1], dtype=torch.long)
-        return plain_forward(self, input_ids, past, mask, positions)
+def ignoring_tree_masks(forward):
+    """As a model that builds its own mask from the token order (ALiBi) would."""
 
-    plain_forward = HFCausalLM._forward
-    monkeypatch.setattr(HFCausalLM, "_forward", ignoring_tree_masks)
+    def ignoring(self, input_ids, past, mask, positions):
+        if mask.dim() == 4:
+            mask = torch.ones(mask.shape[0], mask.shape[-1], dtype=torch.long)
+        return forward(self, input_ids, past, mask, positions)
+
+    return ignoring
+
+
+def refusing_tree_masks(forward):
+    """As BLOOM does: it unpacks the mask's shape as (rows, length)."""
+
+    def refusing(self, input_ids, past, mask, positions):
+        if mask.dim() == 4:
+            raise ValueError("too many values to unpack (expected 2)")
+        return forward(self, input_ids, past, mask, positions)
+
+    return refusing
+
+
+@pytest.mark.parametrize("wrap", [ignoring_tree_masks, refusing_tree_masks])
+def test_a_model_that_ignores_or_refuses_tree_masks_is_scored_without_packing(
+    tiny_gpt2_dir, reference, monkeypatch, wrap
+):
+    monkeypatch.setattr(HFCausalLM, "_forward", wrap(HFCausalLM._forward))
     fallback = HFCausalLM(str(tiny_gpt2_dir))
     assert fallback.pack_tokens == 0
     for request, result in zip(REQUESTS, fallback.loglikelihood(REQUESTS)):
         assert result.logprob == pytest.approx(plain_loglikelihood(reference, *fallback.encode(request))[0], abs=1e-4)
+
+
+def test_a_sliding_window_shorter_than_the_sequences_scores_each_whole(tiny_gpt2_dir, tmp_path):
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
+    config = MistralConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        sliding_window=8,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    MistralForCausalLM(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    model, reference = HFCausalLM(str(tmp_path)), AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert model.window == 8
+    long_requests = REQUESTS[:4]  # the demonstrations alone are far longer than 8 tokens
+    calls = model.stats.forward_calls
+    for request, result in zip(long_requests, model.loglikelihood(long_requests)):
+        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *model.encode(request))[0], abs=1e-4)
+    assert model.stats.forward_calls - calls == 1  # four whole rows in one batch, nothing shared
+    short = [Loglikelihood("Кот", " спит"), Loglikelihood("Кот", " ест")]  # within the window: shared as usual
+    for request, result in zip(short, model.loglikelihood(short)):
+        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *model.encode(request))[0], abs=1e-4)
 
 
 def test_full_logits_path_agrees_with_the_split_output_head(model):

@@ -193,6 +193,7 @@ def load_run_arguments(out: Path) -> dict[str, Any]:
     if not saved.exists():
         raise RuevalError(f"{saved}: not found; --resume continues a run started with rueval run -o {out}")
     arguments = read_json(saved)
+    arguments.setdefault("rules", RuleChoice.all.value)  # runs started before --rules existed ran every rule
     for name, kind in _ENUM_OPTIONS.items():
         if arguments.get(name) is not None:
             arguments[name] = kind(arguments[name])

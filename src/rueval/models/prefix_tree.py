@@ -13,6 +13,10 @@ option repeats its item's context. The sequences are put in a token trie and for
 Rows of different parents share a forward pass: each row's past is padded to the longest and
 the padding masked. A token after which nothing is scored (a sequence's last) is never forwarded:
 its log-probability comes from the position before it.
+
+``share=False`` forwards every sequence whole, on its own row, with no past: for models whose
+attention a shared cache or a tree mask would change (a sliding window shorter than the
+sequences).
 """
 
 from __future__ import annotations
@@ -50,13 +54,10 @@ class _Row:
     depths: list[int]  # each token's distance from the row's first token
     parent: _Row | None  # the row whose cache is this row's past
     past_len: int  # tokens before the row
+    branched: bool = False  # a packed subtree that branches: it needs a tree mask
     children: list[_Row] = field(default_factory=list)
     past: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (keys, values), the whole prefix
     waiting: int = 0  # children not yet forwarded: the cache is dropped when this reaches zero
-
-    @property
-    def branched(self) -> bool:
-        return any(a != i - 1 for i, a in enumerate(self.ancestors))
 
 
 @dataclass
@@ -74,10 +75,12 @@ def score_sequences(
     max_tokens: int,
     stats: TreeStats | None = None,
     pack_tokens: int = PACK_TOKENS,
+    share: bool = True,
 ) -> list[tuple[float, bool]]:
     """For each (tokens, first_scored), the summed log-probability of tokens[first_scored:] and
     whether each of them was the argmax. ``first_scored`` must be at least 1. ``pack_tokens`` 0
-    never packs: every row is a plain sequence (for models that take no tree mask)."""
+    never packs: every row is a plain sequence (for models that take no tree mask); ``share``
+    False shares nothing (see above)."""
     root = _TrieNode()
     for tokens, first in sequences:
         node = root
@@ -86,11 +89,14 @@ def score_sequences(
                 node.scored = True
             node = node.children.setdefault(token, _TrieNode())
     _count_sizes(root)
-    pending = _rows_below(root, None, 0, pack_tokens)
+    if share:
+        pending = _rows_below(root, None, 0, pack_tokens)
+    else:
+        pending = [_whole(root, tokens) for tokens in dict.fromkeys(tuple(t) for t, _ in sequences) if len(tokens) > 1]
     stats = stats or TreeStats()
     while pending:
         batch = _take(pending, max_rows, max_tokens)
-        for row in _forward(batch, forward, head, stats):
+        for row in _forward(batch, forward, head, stats, share):
             row.children = _rows_below(row.nodes[-1], row, row.past_len + len(row.tokens), pack_tokens)
             row.waiting = len(row.children)
             pending.extend(reversed(row.children))  # depth first: finish a subtree, free its cache
@@ -139,7 +145,18 @@ def _packed(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> 
         row.depths.append(row.depths[ancestor] + 1 if ancestor >= 0 else 0)
         here = len(row.tokens) - 1
         stack.extend((t, child, here) for t, child in reversed(node.children.items()) if child.children)
+    row.branched = any(a != i - 1 for i, a in enumerate(row.ancestors))
     return row
+
+
+def _whole(root: _TrieNode, tokens: Sequence[int]) -> _Row:
+    """One sequence on its own row, its last token left out."""
+    nodes, node = [], root
+    for token in tokens[:-1]:
+        node = node.children[token]
+        nodes.append(node)
+    n = len(nodes)
+    return _Row(list(tokens[:-1]), nodes, list(range(-1, n - 1)), list(range(n)), None, 0)
 
 
 def _head(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _Row:
@@ -177,9 +194,9 @@ def _take(pending: list[_Row], max_rows: int, max_tokens: int) -> list[_Row]:
     return batch
 
 
-def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats) -> list[_Row]:
+def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats, share: bool) -> list[_Row]:
     """Run one batch, record the log-probabilities it yields, and return the rows whose children
-    are now ready (their cache kept)."""
+    are now ready (their cache kept; none when rows are not shared)."""
     batch.sort(key=lambda s: (s.past_len, len(s.tokens)))
     rows, past_max = len(batch), max(s.past_len for s in batch)
     new_max = max(len(s.tokens) for s in batch)
@@ -212,7 +229,7 @@ def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats) -> lis
     ready = []
     for r, row in enumerate(batch):
         # Only an unbranched head has rows below it; a packed row forwarded its whole subtree.
-        if not row.branched and any(child.size for child in row.nodes[-1].children.values()):
+        if share and not row.branched and any(child.size for child in row.nodes[-1].children.values()):
             n = len(row.tokens)
             own = [
                 (k[r : r + 1, :, past_max : past_max + n].clone(), v[r : r + 1, :, past_max : past_max + n].clone())
