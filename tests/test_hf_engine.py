@@ -39,6 +39,12 @@ def plain_loglikelihood(reference, ids, first):
     return total, greedy
 
 
+def assert_plain_scores(model, reference, requests):
+    """The model's log-likelihoods of the requests are the definition's."""
+    for request, result in zip(requests, model.loglikelihood(requests)):
+        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *model.encode(request))[0], abs=1e-4)
+
+
 @pytest.mark.parametrize(("rows", "tokens"), [(64, 16384), (2, 64), (3, 200)])
 @pytest.mark.parametrize("pack_tokens", [PACK_TOKENS, 24, 0])
 def test_batched_shared_prefix_scores_match_plain_transformers(model, reference, rows, tokens, pack_tokens):
@@ -110,8 +116,7 @@ def test_a_model_that_ignores_or_refuses_tree_masks_is_scored_without_packing(
     monkeypatch.setattr(HFCausalLM, "_forward", wrap(HFCausalLM._forward))
     fallback = HFCausalLM(str(tiny_gpt2_dir))
     assert fallback.pack_tokens == 0
-    for request, result in zip(REQUESTS, fallback.loglikelihood(REQUESTS)):
-        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *fallback.encode(request))[0], abs=1e-4)
+    assert_plain_scores(fallback, reference, REQUESTS)
 
 
 def test_a_sliding_window_shorter_than_the_sequences_scores_each_whole(tiny_gpt2_dir, tmp_path):
@@ -137,12 +142,10 @@ def test_a_sliding_window_shorter_than_the_sequences_scores_each_whole(tiny_gpt2
     assert model.window == 8
     long_requests = REQUESTS[:4]  # the demonstrations alone are far longer than 8 tokens
     calls = model.stats.forward_calls
-    for request, result in zip(long_requests, model.loglikelihood(long_requests)):
-        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *model.encode(request))[0], abs=1e-4)
+    assert_plain_scores(model, reference, long_requests)
     assert model.stats.forward_calls - calls == 1  # four whole rows in one batch, nothing shared
     short = [Loglikelihood("Кот", " спит"), Loglikelihood("Кот", " ест")]  # within the window: shared as usual
-    for request, result in zip(short, model.loglikelihood(short)):
-        assert result.logprob == pytest.approx(plain_loglikelihood(reference, *model.encode(request))[0], abs=1e-4)
+    assert_plain_scores(model, reference, short)
 
 
 def test_full_logits_path_agrees_with_the_split_output_head(model):

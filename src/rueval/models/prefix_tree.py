@@ -155,8 +155,7 @@ def _whole(root: _TrieNode, tokens: Sequence[int]) -> _Row:
     for token in tokens[:-1]:
         node = node.children[token]
         nodes.append(node)
-    n = len(nodes)
-    return _Row(list(tokens[:-1]), nodes, list(range(-1, n - 1)), list(range(n)), None, 0)
+    return _chain(list(tokens[:-1]), nodes, None, 0)
 
 
 def _head(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _Row:
@@ -168,6 +167,11 @@ def _head(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _R
             break
         tokens.append(token)
         nodes.append(node)
+    return _chain(tokens, nodes, parent, past_len)
+
+
+def _chain(tokens: list[int], nodes: list[_TrieNode], parent: _Row | None, past_len: int) -> _Row:
+    """A row of tokens that each follow the one before (no branch)."""
     n = len(tokens)
     return _Row(tokens, nodes, list(range(-1, n - 1)), list(range(n)), parent, past_len)
 
