@@ -11,7 +11,8 @@ from conftest import read_jsonl, write_jsonl
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError
-from rueval.robustness.attack import is_correct, pair_with_originals, score_perturbation
+from rueval.metrics import is_correct
+from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.perturbations import Perturbation
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, SemanticFilter, Similarity
 from rueval.robustness.spans import Edit
@@ -22,14 +23,14 @@ WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "chan
 
 
 def test_correct_means_gold_class_all_categories_or_exact_match():
-    assert is_correct(get_task("winograd"), Example(0, {}, 1), 1)
-    assert not is_correct(get_task("winograd"), Example(0, {}, 1), 0)
+    assert is_correct(get_task("winograd"), 1, 1)
+    assert not is_correct(get_task("winograd"), 1, 0)
     ethics = get_task("sit_ethics")
-    assert is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 0))
-    assert not is_correct(ethics, Example(0, {}, (1, 0, 1, 0, 0)), (1, 0, 1, 0, 1))  # one category wrong
+    assert is_correct(ethics, (1, 0, 1, 0, 0), (1, 0, 1, 0, 0))
+    assert not is_correct(ethics, (1, 0, 1, 0, 0), (1, 0, 1, 0, 1))  # one category wrong
     chegeka = get_task("chegeka")
-    assert is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "санкт-петербург!")  # EM after normalisation
-    assert not is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "Петербург")  # token F1 < 1
+    assert is_correct(chegeka, ("Санкт-Петербург",), "санкт-петербург!")  # EM after normalisation
+    assert not is_correct(chegeka, ("Санкт-Петербург",), "Петербург")  # token F1 < 1
 
 
 def test_attack_success_rate_is_the_share_of_correct_predictions_made_wrong():
@@ -174,12 +175,12 @@ def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
     typo = "Что светит днм? (A) луна (B) солнце (C) лампа (D) звезда"
     original = [
         {"question": question, "answer": "B", "perturbation": "ru_worldtree"},
-        {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "ru_worldtree"},
+        {"question": "Где? (A) тут (B) там (C) везде (D) нигде", "answer": "A", "perturbation": "ru_worldtree"},
     ]
     copies = [
         {"question": typo, "answer": "B", "perturbation": "butter_fingers"},
-        {"question": "Где? (A) тут (B) там", "answer": "A", "perturbation": "eda_swap"},
-        {"question": "Гд? (A) тут (B) там", "answer": "A", "perturbation": "butter_fingers"},
+        {"question": "Где? (A) тут (B) там (C) везде (D) нигде", "answer": "A", "perturbation": "eda_swap"},
+        {"question": "Гд? (A) тут (B) там (C) везде (D) нигде", "answer": "A", "perturbation": "butter_fingers"},
     ]
     write_jsonl(tmp_path / "dummy" / "episodes" / "ru_worldtree" / "test.jsonl", [original[0], *copies, original[1]])
     raw = [{"question": r["question"], "answer": r["answer"]} for r in original]
@@ -259,7 +260,7 @@ def test_add_sent_through_the_cli_with_a_causal_lm(cli, tmp_path, tiny_gpt2_dir)
 
 def test_rerun_with_perturbations_recomputes_instead_of_resuming(cli, tmp_path):
     assert cli("run", "-t", "winograd", "-o", tmp_path).exit_code == 0
-    assert cli("run", "-t", "winograd", "-o", tmp_path, "--perturb", "eda_delete:0.5").exit_code == 0
+    assert cli("run", "-t", "winograd", "-o", tmp_path, "--perturb", "eda_delete:0.5", "--force").exit_code == 0
     result = json.loads((tmp_path / "results.json").read_text())
     assert list(result["tasks"]["winograd"]["perturbations"]) == ["eda_delete"]
     assert result["robustness"]["perturbations"] == [{"name": "eda_delete", "rate": 0.5, "seed": 0}]

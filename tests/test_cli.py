@@ -82,7 +82,11 @@ def test_rerun_reuses_finished_tasks_and_recomputes_changed_data(cli, tmp_path, 
     val.write_text("".join(val.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
     assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out).exit_code == 0
     assert predicted == ["parus"]
-    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out, "--seed", "3").exit_code == 0
+    # other settings: the earlier results are not overwritten without --force
+    refused = cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out, "--seed", "3")
+    assert refused.exit_code == 2 and "--force" in refused.stderr and str(out) in refused.stderr
+    assert predicted == ["parus"] and json.loads((out / "results.json").read_text())["seed"] == 0
+    assert cli("run", "-t", "terra,parus", "--data", data_dir, "-o", out, "--seed", "3", "--force").exit_code == 0
     assert predicted == ["parus", "terra", "parus"]
 
 

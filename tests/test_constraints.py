@@ -149,7 +149,7 @@ def multiq_record() -> dict:
 
 def multiq_example() -> Example:
     task = get_task("multiq")
-    return task.parse(task, Record(multiq_record(), "multiq.jsonl", 1, 0))[0]
+    return task.parse(Record(multiq_record(), "multiq.jsonl", 1, 0))[0]
 
 
 def test_multihop_protects_every_mention_of_the_bridge_and_main_answers():

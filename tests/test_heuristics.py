@@ -622,11 +622,12 @@ def test_the_fallback_is_part_of_the_run_fingerprint(cli, tmp_path):
     out = tmp_path / "out"
     assert cli("run", "-t", "rwsd", "-m", "heuristic", "-o", out).exit_code == 0
     majority = json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))
-    assert cli("run", "-t", "rwsd", "-m", "heuristic", "--fallback", "random", "--seed", "4", "-o", out).exit_code == 0
+    rerun = ("run", "-t", "rwsd", "-m", "heuristic", "--fallback", "random", "--seed", "4", "-o", out, "--force")
+    assert cli(*rerun).exit_code == 0
     rerun = json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))
     assert rerun["fingerprint"] != majority["fingerprint"]
     assert json.loads((out / "results.json").read_text())["solver_options"] == {"fallback": "random", "rules": "fitted"}
-    assert cli("run", "-t", "rwsd", "-m", "heuristic", "--rules", "all", "-o", out).exit_code == 0
+    assert cli("run", "-t", "rwsd", "-m", "heuristic", "--rules", "all", "-o", out, "--force").exit_code == 0
     assert (
         json.loads((out / "tasks" / "rwsd.json").read_text(encoding="utf-8"))["fingerprint"] != majority["fingerprint"]
     )

@@ -4,9 +4,8 @@ import pytest
 
 from rueval.data import open_data
 from rueval.errors import RuevalError
-from rueval.tasks import TASKS, Example
+from rueval.tasks import TASKS, Example, split_options
 from rueval.tasks.prompts import PROMPTS, get_prompt
-from rueval.tasks.tape import split_options
 
 SAMPLE_SPLITS = [
     (task, split) for task in TASKS.values() for split in task.splits if open_data(None).has_split(task, split)

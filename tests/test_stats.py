@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rueval.metrics import score_task
-from rueval.report.stats import _statistics, bootstrap_ci, paired_bootstrap, units_of
+from rueval.stats import _statistics, bootstrap_ci, paired_bootstrap, units_of
 from rueval.tasks import TASKS, Example
 
 ANSWERS = ["Москва", "Пётр Первый", "1812 год", "Казань"]

@@ -4,13 +4,11 @@ from dataclasses import replace
 import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
-from rueval.data import open_data
+from rueval.data import load_train, open_data
 from rueval.errors import RuevalError
-from rueval.evaluate import load_train
 from rueval.paths import cache_dir
 from rueval.solvers import make_solver, tfidf
-from rueval.tasks import TASKS, Example, get_task
-from rueval.tasks.tape import split_options
+from rueval.tasks import TASKS, Example, get_task, split_options
 
 SAMPLES = open_data(None)
 

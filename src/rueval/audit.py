@@ -24,11 +24,10 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.feature_selection import chi2
 
 from rueval import __version__
-from rueval.data import DataSource, Split, open_data
-from rueval.evaluate import load_train
+from rueval.data import DataSource, Split, load_train, open_data
+from rueval.files import write_json
 from rueval.metrics import normalize_answer, score_task
 from rueval.progress import progress
-from rueval.report.results import write_json
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task
@@ -38,9 +37,6 @@ NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
 CROWDED_SHARE = 0.2  # a query with candidates in more than this share of the index is scored against all of it
 CROWDED_CHUNK = 256  # such queries scored at once, bounding memory
-# MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
-# of the record-level paths their `inputs` declare.
-EXAMPLE_TEXT_FIELDS = {"muserc": ("passage", "question", "answer"), "rucos": ("passage", "query")}
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,8 @@ def load_audit_data(source: DataSource, task: Task) -> AuditData:
     train = load_train(source, task)
     if train is None and not evals:
         raise source.missing(task, "test")
-    borrowed = task.train_task if train is not None and not source.has_split(task, "train") else None
+    lender = task.train_from
+    borrowed = lender.name if lender and train is not None and not source.has_split(task, "train") else None
     return AuditData(task, train, evals, borrowed)
 
 
@@ -195,7 +192,7 @@ def leakage_summary(results: dict[str, dict[str, Any]]) -> dict[str, Any] | None
 def input_text(task: Task, example: Example) -> str:
     """The example's input texts joined: what a model reads (labels and metadata left out)."""
     parts = []
-    for path in EXAMPLE_TEXT_FIELDS.get(task.name, task.inputs):
+    for path in task.text_fields:
         value = example.value(path)
         if isinstance(value, str):
             parts.append(value)

@@ -78,6 +78,16 @@ def span_exact_match(golds: Sequence[Iterable[str]], preds: Sequence[str]) -> fl
     return fmean(max(exact_match(g, p) for g in gs) for gs, p in zip(golds, preds, strict=True))
 
 
+def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
+    """Whether one prediction is right: the gold class; every category of a multilabel example (one
+    wrong category makes the example wrong); exact match with any gold answer for span tasks."""
+    if task.kind == "span":
+        return any(exact_match(answer, prediction) for answer in gold)
+    if task.kind == "multilabel":
+        return tuple(prediction) == tuple(gold)
+    return prediction == gold
+
+
 @dataclass
 class Scores:
     """A task's metrics (x100), their mean as the task score, and named sub-group breakdowns."""

@@ -20,7 +20,6 @@ from rueval.errors import RuevalError
 from rueval.metrics import score_task
 from rueval.progress import progress
 from rueval.tasks import TASKS, Example, Task
-from rueval.tasks.tape import split_options
 from rueval.text import lemmas, parse, sentences, words
 
 # Buckets with fewer examples get their size but no metrics: MCC and macro-F1 of a single
@@ -32,26 +31,6 @@ QA_TASKS = ("ru_openbook", "ru_worldtree", "multiq", "chegeka", "rucos")
 # Within one gold class MCC is 0 and F1a of the negative class is 0 by definition; accuracy (the
 # class's recall) still tells something, so the class slice is for tasks scored by accuracy.
 CLASS_TASKS = tuple(name for name, t in TASKS.items() if t.kind == "classification" and "accuracy" in t.metrics)
-
-# The text each task's length, readability and diversity are measured on: its main input.
-TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "lidirus": ("sentence1", "sentence2"),
-    "rcb": ("premise", "hypothesis"),
-    "parus": ("premise",),
-    "muserc": ("passage",),  # shared by a question's answers, so a question stays in one bucket
-    "terra": ("premise", "hypothesis"),
-    "russe": ("sentence1", "sentence2"),
-    "rwsd": ("text",),
-    "danetqa": ("passage",),
-    "rucos": ("passage",),
-    "winograd": ("text",),
-    "ru_openbook": ("question",),
-    "ru_worldtree": ("question",),
-    "multiq": ("support_text", "main_text"),
-    "chegeka": ("question",),
-    "sit_ethics": ("text",),
-    "per_ethics": ("text",),
-}
 
 
 @dataclass(frozen=True)
@@ -77,8 +56,8 @@ def _range_of(value: float, edges: Sequence[float], labels: Sequence[str]) -> st
 
 
 def text_of(task: Task, example: Example) -> str:
-    """The example's main input text (TEXT_FIELDS), joined with newlines."""
-    return "\n".join(str(example.fields.get(name, "")) for name in TEXT_FIELDS.get(task.name, ()))
+    """The example's main text (the task's ``main_fields``), joined with newlines."""
+    return "\n".join(example.text(name) for name in task.main_fields)
 
 
 # Length in words (razdel tokens with a letter or digit); the ranges double, since TAPE's texts
@@ -109,7 +88,7 @@ def gold_answer_text(task: Task, example: Example) -> str | None:
     if task.kind == "span":
         return example.label[0] if example.label else None
     try:
-        _, options = split_options(str(example.fields.get("question", "")))
+        _, options = task.question_options(str(example.fields.get("question", "")), "question")
     except RuevalError:
         return None
     return options.get(example.label)

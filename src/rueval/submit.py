@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rueval.data import open_data
-from rueval.evaluate import load_train, solve
-from rueval.report.results import atomic_path
-from rueval.solvers import make_solver
+from rueval.data import DataSource, Split, TaskData, load_train, open_data
+from rueval.files import atomic_path
+from rueval.run.predict import predict_tasks
+from rueval.solvers import Setting, make_solver
 from rueval.tasks import BENCHMARKS, Example, Task
 
 
@@ -46,19 +47,35 @@ def _nested(examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str,
 
 
 def submit(
-    model: str, data: str | None, out: Path, seed: int = 0, solver_options: dict[str, Any] | None = None
+    model: str,
+    data: str | None,
+    out: Path,
+    seed: int = 0,
+    solver_options: dict[str, Any] | None = None,
+    shots: int = 0,
 ) -> dict[str, int]:
     """Predict every RSG test set and write the leaderboard zip; returns lines written per file.
-    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback)."""
+    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); a language
+    model answers with ``shots`` demonstrations (episode 0). The solver learns from train and val
+    together (label priors from both, as the heuristics paper's submissions took them)."""
     source = open_data(data)
     solver = make_solver(model, seed, **(solver_options or {}))
-    tests = [(task, source.load(task, "test")) for task in BENCHMARKS["rsg"]]
+    pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in BENCHMARKS["rsg"]]
     files: dict[str, str] = {}
-    for task, test in tests:
-        preds = solve(solver, task, load_train(source, task), test.examples)
-        lines = submission_lines(task, test.examples, preds)
+    for predicted in predict_tasks(solver, pending, [Setting(shots)]):
+        task, test = predicted.task, predicted.data.eval
+        lines = submission_lines(task, test.examples, predicted.headline)
         files[f"{task.folder}.jsonl"] = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in files.items():
             archive.writestr(name, text)
     return {name: text.count("\n") for name, text in files.items()}
+
+
+def _train_and_val(source: DataSource, task: Task) -> Split | None:
+    """The task's train split with its labelled val examples added (LiDiRus: TERRa's train)."""
+    train = load_train(source, task)
+    if train is None or not source.has_split(task, "val"):
+        return train
+    val = source.load(task, "val")
+    return replace(train, examples=[*train.examples, *(e for e in val.examples if e.label is not None)])

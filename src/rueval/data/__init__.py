@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rueval.data.local import DataSource, Split, bundled_samples, open_directory_or_zip
+from rueval.data.records import Dataset, Example, Record
+from rueval.data.splits import TaskData, eval_split, load_task_data, load_train
 
 
 def open_data(spec: str | None) -> DataSource:
@@ -16,4 +18,15 @@ def open_data(spec: str | None) -> DataSource:
     return open_directory_or_zip(spec)
 
 
-__all__ = ["DataSource", "Split", "open_data"]
+__all__ = [
+    "DataSource",
+    "Dataset",
+    "Example",
+    "Record",
+    "Split",
+    "TaskData",
+    "eval_split",
+    "load_task_data",
+    "load_train",
+    "open_data",
+]

@@ -15,8 +15,8 @@ from pathlib import Path
 from huggingface_hub import snapshot_download
 
 from rueval.data.local import DataSource, Node
+from rueval.data.records import Dataset
 from rueval.errors import RuevalError
-from rueval.tasks import Task
 
 REPOS = {
     "rsg": ("RussianNLP/russian_super_glue", ["data/*.zip"]),
@@ -36,7 +36,7 @@ class HubSource(DataSource):
         super().__init__([], "hf")
         self._roots: dict[str, list[Node]] = {}
 
-    def roots(self, task: Task) -> Sequence[Node]:
+    def roots(self, task: Dataset) -> Sequence[Node]:
         if task.benchmark not in self._roots:
             repo_id, patterns = REPOS[task.benchmark]
             try:

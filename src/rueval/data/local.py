@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
+from rueval.data.records import Dataset, Example, Record
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
-from rueval.tasks import Example, Record, Task
 
 Node = Union[Path, zipfile.Path]
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -29,7 +29,7 @@ SEARCH_DEPTH = 3
 class Split:
     """The examples of one split of one task, with the file they came from and its hash."""
 
-    task: Task
+    task: Dataset
     name: str
     examples: list[Example]
     file: str
@@ -45,7 +45,7 @@ class PerturbedSplit:
     """A split file of TAPE's episodes layout: its originals, and its perturbed copies grouped by
     the name in their `perturbation` field (for robustness runs)."""
 
-    task: Task
+    task: Dataset
     name: str
     file: str
     originals: list[Example]
@@ -60,10 +60,10 @@ class DataSource:
         self.description = description
         self._folders: dict[str, list[Node]] = {}
 
-    def roots(self, task: Task) -> Sequence[Node]:
+    def roots(self, task: Dataset) -> Sequence[Node]:
         return self._given_roots
 
-    def folders(self, task: Task) -> list[Node]:
+    def folders(self, task: Dataset) -> list[Node]:
         """Every folder of the task under the roots, best first."""
         if task.name not in self._folders:
             found = [
@@ -77,11 +77,11 @@ class DataSource:
             self._folders[task.name] = [node for _, node in found]
         return self._folders[task.name]
 
-    def folder(self, task: Task) -> Node | None:
+    def folder(self, task: Dataset) -> Node | None:
         folders = self.folders(task)
         return folders[0] if folders else None
 
-    def split_file(self, task: Task, split: str, folder: Node | None = None) -> Node | None:
+    def split_file(self, task: Dataset, split: str, folder: Node | None = None) -> Node | None:
         folder = folder or self.folder(task)
         if folder is None or split not in task.split_files:
             return None
@@ -91,10 +91,10 @@ class DataSource:
                 return files[name.lower()]
         return None
 
-    def has_split(self, task: Task, split: str) -> bool:
+    def has_split(self, task: Dataset, split: str) -> bool:
         return self.split_file(task, split) is not None
 
-    def load(self, task: Task, split: str, limit: int | None = None) -> Split:
+    def load(self, task: Dataset, split: str, limit: int | None = None) -> Split:
         """Parse a split into examples; a DataError names the file, line and field of bad input."""
         node = self.split_file(task, split)
         if node is None:
@@ -103,7 +103,7 @@ class DataSource:
         examples = _parse_examples(task, str(node), raw, limit, f"reading {task.name}/{split}")[None]
         return Split(task, split, examples, str(node), hashlib.sha256(raw).hexdigest())
 
-    def load_perturbed(self, task: Task, split: str, limit: int | None = None) -> PerturbedSplit | None:
+    def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
         """The perturbed copies in a split file of TAPE's episodes layout, grouped by perturbation
         name, with the originals of the same file; None if no folder of the task has any. Episodes
         folders are searched first (a raw folder beside them holds no perturbed copies)."""
@@ -118,7 +118,7 @@ class DataSource:
                 return PerturbedSplit(task, split, str(node), originals, groups)
         return None
 
-    def missing(self, task: Task, split: str) -> RuevalError:
+    def missing(self, task: Dataset, split: str) -> RuevalError:
         """The error for a split that is not there, naming what was looked for and where."""
         folder = self.folder(task)
         if folder is None:
@@ -130,7 +130,7 @@ class DataSource:
 
 
 def _parse_examples(
-    task: Task, file: str, raw: bytes, limit: int | None, description: str, with_perturbed: bool = False
+    task: Dataset, file: str, raw: bytes, limit: int | None, description: str, with_perturbed: bool = False
 ) -> dict[str | None, list[Example]]:
     """The examples of a split file: originals under None and, if asked, perturbed copies under
     their perturbation's name. ``limit`` counts records of every kind, as they come in the file."""
@@ -156,7 +156,7 @@ def _parse_examples(
         group = groups.setdefault(name, [])
         record = Record(data, file, line_no, positions[name])
         positions[name] += 1
-        for example in task.parse(task, record):
+        for example in task.parse(record):
             if (name, example.key) in first_line:
                 seen = first_line[name, example.key]
                 raise DataError(file, f"duplicate idx {example.key} (first seen on line {seen})", line_no, "idx")
@@ -199,7 +199,7 @@ def parse_json_line(line: str, file: str, line_no: int) -> dict:
     return data
 
 
-def _perturbation_name(data: dict, task: Task) -> str | None:
+def _perturbation_name(data: dict, task: Dataset) -> str | None:
     """TAPE's episodes layout marks originals with the task's name in `perturbation` (None here),
     perturbed copies with the perturbation's name."""
     marker = data.get("perturbation")

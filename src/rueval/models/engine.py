@@ -1,11 +1,14 @@
 """The engine between solvers and a backend: deduplicates requests, answers repeats from the
-request cache, and computes the rest in chunks sorted so that shared prefixes sit together
-(the HF backend then forwards each shared prefix once per chunk). Each chunk is committed to
-the cache as soon as it is done."""
+request cache, and computes the rest in chunks, each committed to the cache as soon as it is done.
+
+Requests are computed in the order they are given (a run lists its first task's requests first,
+so tasks finish in order); within a chunk they are sorted so that shared prefixes sit together,
+and the HF backend forwards each shared prefix once per chunk.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -25,45 +28,58 @@ class Engine:
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], description: str = "scoring"
     ) -> list[LoglikelihoodResult]:
-        results = self._run(
-            requests,
-            self.model.loglikelihood,
-            sort_key=lambda r: r.context + r.continuation,
-            encode=asdict,
-            description=description,
-        )
-        return [r if isinstance(r, LoglikelihoodResult) else LoglikelihoodResult(**r) for r in results]
+        return self.compute(requests, description)
 
     def generate(self, requests: Sequence[Generation], description: str = "generating") -> list[str]:
-        return self._run(
-            requests,
-            self.model.generate,
-            sort_key=lambda r: r.prompt,
-            encode=lambda text: text,
-            description=description,
-        )
+        return self.compute(requests, description)
 
-    def _run(
-        self,
-        requests: Sequence[Request],
-        compute: Callable[[Sequence[Any]], list[Any]],
-        sort_key: Callable[[Any], str],
-        encode: Callable[[Any], Any],
-        description: str,
-    ) -> list[Any]:
+    def compute(self, requests: Sequence[Request], description: str = "computing") -> list[Any]:
+        """Every request's result, in the requests' order."""
+        done: dict[Request, Any] = {}
+        for done, _ in self.stream(requests, description):
+            pass
+        return [done[request] for request in requests]
+
+    def stream(
+        self, requests: Sequence[Request], description: str = "computing"
+    ) -> Iterator[tuple[dict[Request, Any], set[Request]]]:
+        """Computes the requests (log-likelihoods and generations alike), yielding after the cache
+        look-up and after each chunk: every result available so far, and the requests computed so
+        far (not served from a cache)."""
         keys = {request: request_key(self.model.identity, request) for request in dict.fromkeys(requests)}
-        done = {request: self._memory[key] for request, key in keys.items() if key in self._memory}
+        done = {
+            request: self._decode(request, self._memory[key]) for request, key in keys.items() if key in self._memory
+        }
         if self.cache is not None:
             stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
-            done.update({request: stored[key] for request, key in keys.items() if key in stored})
-        missing = sorted((r for r in keys if r not in done), key=sort_key)
+            done.update({request: self._decode(request, stored[key]) for request, key in keys.items() if key in stored})
+        missing = [request for request in keys if request not in done]
+        computed: set[Request] = set()
+        yield done, computed
         chunks = [missing[i : i + self.chunk_size] for i in range(0, len(missing), self.chunk_size)]
         for chunk in progress(chunks, f"{description} ({len(missing)} requests)", total=len(chunks)):
-            results = compute(chunk)
-            done.update(zip(chunk, results, strict=True))
-            encoded = {keys[r]: encode(result) for r, result in zip(chunk, results, strict=True)}
+            encoded = {}
+            for kind, compute, sort_key in self._kinds():
+                part = sorted((r for r in chunk if isinstance(r, kind)), key=sort_key)
+                if not part:
+                    continue
+                for request, result in zip(part, compute(part), strict=True):
+                    done[request] = result
+                    encoded[keys[request]] = asdict(result) if isinstance(result, LoglikelihoodResult) else result
             self._memory.update(encoded)
             self.computed += len(chunk)
+            computed.update(chunk)
             if self.cache is not None:
                 self.cache.put_many(encoded)
-        return [done[request] for request in requests]
+            yield done, computed
+
+    def _kinds(self) -> list[tuple[type, Callable[[Sequence[Any]], list[Any]], Callable[[Any], str]]]:
+        return [
+            (Loglikelihood, self.model.loglikelihood, lambda r: r.context + r.continuation),
+            (Generation, self.model.generate, lambda r: r.prompt),
+        ]
+
+    @staticmethod
+    def _decode(request: Request, value: Any) -> Any:
+        """A cached result as the backend returns it (log-likelihood results are stored as objects)."""
+        return LoglikelihoodResult(**value) if isinstance(request, Loglikelihood) else value

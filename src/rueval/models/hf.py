@@ -11,8 +11,6 @@ from rueval.errors import RuevalError
 from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
 from rueval.models.prefix_tree import PACK_TOKENS, TreeStats, score_sequences
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-
 
 class HFCausalLM(LanguageModel):
     """A transformers causal LM. Every sequence starts with the model's BOS token (EOS for
@@ -31,8 +29,6 @@ class HFCausalLM(LanguageModel):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if dtype not in DTYPES:
-            raise RuevalError(f"--dtype {dtype}: expected one of {', '.join(DTYPES)}")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
             self.model = AutoModelForCausalLM.from_pretrained(

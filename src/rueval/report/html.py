@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rueval import __version__
+from rueval.files import atomic_path, write_text
 from rueval.report import plots
 from rueval.report.leaderboard import BENCHMARK_TITLES, Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
-from rueval.report.results import atomic_path, write_text
-from rueval.report.runs import INDUSTRIAL_FIELDS, Run, load_runs
+from rueval.report.runs import Run, load_runs
+from rueval.results import INDUSTRIAL_FIELDS
 from rueval.tasks import TASKS
 
 CSS = """
@@ -111,17 +112,17 @@ def _runs_table(runs: Sequence[Run]) -> str:
     rows = []
     for run in runs:
         r = run.results
-        total = r.get("rsg_total")
+        total = r.rsg_total
         rows.append(
             [
                 run.label,
-                str(r.get("model", "")),
-                str(r.get("seed", "")),
-                str(r.get("data", "")),
+                r.model,
+                str(r.settings.get("seed", "")),
+                r.data,
                 str(run.dir),
                 str(len(run.tasks)),
                 "–" if total is None else format_score(total),
-                str(r.get("created", "")),
+                r.created,
             ]
         )
     header = ["run", "model", "seed", "data", "directory", "tasks", "RSG total", "created"]
@@ -152,19 +153,19 @@ def _metrics_table(runs: Sequence[Run]) -> str:
             if task not in run.tasks:
                 continue
             result = run.tasks[task]
-            ci = result.get("ci", {})
+            ci = result.ci
             metrics = "<br>".join(
                 f"{escape(m)} {format_score(v)}" + (_interval(ci[m]) if m in ci else "")
-                for m, v in result["metrics"].items()
+                for m, v in result.metrics.items()
             )
             rows.append(
                 [
                     escape(task),
                     escape(run.label),
-                    escape(str(result.get("split", ""))),
-                    str(result["n"]),
+                    escape(result.split),
+                    str(result.n),
                     metrics,
-                    format_score(result["score"]),
+                    format_score(result.score),
                 ]
             )
     header = ["task", "run", "split", "n", "metrics (95% CI when computed)", "score"]
@@ -175,7 +176,7 @@ def _attacks_table(runs: Sequence[Run]) -> str:
     rows = []
     for task in TASKS:
         for run in runs:
-            for name, attack in run.tasks.get(task, {}).get("perturbations", {}).items():
+            for name, attack in (run.tasks[task].perturbations if task in run.tasks else {}).items():
                 metrics = ", ".join(f"{m} {format_score(v)}" for m, v in attack["metrics"].items())
                 rows.append(
                     [
@@ -195,9 +196,9 @@ def _attacks_table(runs: Sequence[Run]) -> str:
 
 def _industrial_table(runs: Sequence[Run]) -> str:
     rows = [
-        [run.label, *(_measure(run.results["industrial"].get(f)) for f in INDUSTRIAL_FIELDS)]
+        [run.label, *(_measure(run.results.industrial.get(f)) for f in INDUSTRIAL_FIELDS)]
         for run in runs
-        if run.results.get("industrial")
+        if run.results.industrial
     ]
     if not rows:
         return ""

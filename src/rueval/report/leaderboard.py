@@ -13,34 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rueval.files import write_text
 from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
-from rueval.report.results import write_text
 from rueval.report.runs import Run, load_runs
 from rueval.tasks import BENCHMARKS, TASKS
 
 BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}
-# Column titles as the papers print them.
-TASK_TITLES = {
-    "lidirus": "LiDiRus",
-    "rcb": "RCB",
-    "parus": "PARus",
-    "muserc": "MuSeRC",
-    "terra": "TERRa",
-    "russe": "RUSSE",
-    "rwsd": "RWSD",
-    "danetqa": "DaNetQA",
-    "rucos": "RuCoS",
-    "winograd": "Winograd",
-    "ru_worldtree": "RuWorldTree",
-    "ru_openbook": "RuOpenBookQA",
-    "multiq": "MultiQ",
-    "chegeka": "CheGeKa",
-    "sit_ethics": "Ethics-1",
-    "per_ethics": "Ethics-2",
-}
 METRIC_TITLES = {"mcc": "MCC", "macro_f1": "F1", "f1": "F1", "f1a": "F1a", "accuracy": "Acc", "em": "EM"}
-# TAPE's Table 3 orders the tasks this way.
-TAPE_COLUMNS = ("winograd", "ru_worldtree", "ru_openbook", "multiq", "chegeka", "sit_ethics", "per_ethics")
 
 
 @dataclass(frozen=True)
@@ -62,7 +41,7 @@ class Board:
     def header(self) -> list[str]:
         total = "Total" if self.benchmark == "rsg" else "Avg (F1 / Acc)"
         columns = ["#", "Name", *(["k"] if self.show_k else []), total]
-        columns += [f"{TASK_TITLES[t]} ({'/'.join(METRIC_TITLES[m] for m in TASKS[t].metrics)})" for t in self.tasks]
+        columns += [f"{TASKS[t].title} ({'/'.join(METRIC_TITLES[m] for m in TASKS[t].metrics)})" for t in self.tasks]
         return [*columns, "Source"]
 
     def cells(self, rank: int | None, row: ScoreRow) -> list[str]:
@@ -74,9 +53,9 @@ class Board:
         return [*cells, row.source]
 
     def ranked(self) -> list[tuple[int | None, ScoreRow]]:
-        """Rows with a total ranked by it (TAPE: by average F1); rows without one last, unranked."""
-        ordered = sorted((r for r in self.rows if r.reported_total()), key=lambda r: -r.reported_total()[0])
-        return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.reported_total()]
+        """Rows with a total ranked by it (TAPE: by average F1); rows without one, and partial runs, last, unranked."""
+        ordered = sorted((r for r in self.rows if r.ranked), key=lambda r: -r.reported_total()[0])
+        return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.ranked]
 
     def markdown(self) -> str:
         lines = [self._md_line(self.header()), self._md_line(["---"] * len(self.header()))]
@@ -138,7 +117,7 @@ def boards(runs: Sequence[Run]) -> list[Board]:
     for benchmark in ("rsg", "tape"):
         rows = [row for run in runs for row in run.score_rows(benchmark)]
         if rows:
-            order = TAPE_COLUMNS if benchmark == "tape" else tuple(t.name for t in BENCHMARKS["rsg"])
+            order = tuple(t.name for t in BENCHMARKS[benchmark])  # the papers' column order
             result.append(Board(benchmark, [*rows, *references(benchmark)], order))
     return result
 

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from rueval.report.reference import HEURISTICS, RSG, TAPE, ScoreRow, reference
 from rueval.report.runs import Run
+from rueval.results import TaskResult
 from rueval.tasks import BENCHMARKS, TASKS
 
 # Reference rows drawn beside the runs' task scores: the human level and a few baselines per benchmark.
@@ -75,7 +76,7 @@ def score_plot(runs: Sequence[Run], benchmark: str) -> Plot | None:
             runs,
             colors,
             tasks,
-            lambda run, t: run.tasks[t]["score"] if t in run.tasks else None,
+            lambda run, t: run.tasks[t].score if t in run.tasks else None,
             interval=lambda run, t: _score_interval(run.tasks[t]),
             horizontal=True,
         )
@@ -107,7 +108,7 @@ def score_plot(runs: Sequence[Run], benchmark: str) -> Plot | None:
 
 def fewshot_plot(runs: Sequence[Run]) -> Plot | None:
     """Each metric over k (mean over episodes, band ± one std), with TAPE's ruGPT-3 Large curve in grey."""
-    tasks = [t for t in TASKS if any(t in run.tasks and run.tasks[t].get("shots") for run in runs)]
+    tasks = [t for t in TASKS if any(t in run.tasks and run.tasks[t].shots for run in runs)]
     if not tasks:
         return None
     colors = run_colors(runs)
@@ -119,12 +120,12 @@ def fewshot_plot(runs: Sequence[Run]) -> Plot | None:
             for metric, style in zip(TASKS[task].metrics, METRIC_STYLES, strict=False):
                 _reference_curve(ax, task, metric, style)
                 for run in runs:
-                    shots = run.tasks.get(task, {}).get("shots", {})
+                    shots = run.tasks[task].shots if task in run.tasks else {}
                     ks = sorted(shots, key=int)
                     if not ks:
                         continue
-                    mean = [shots[k]["metrics"].get(metric, math.nan) for k in ks]
-                    std = [shots[k].get("std", {}).get(metric, 0.0) for k in ks]
+                    mean = [shots[k].metrics.get(metric, math.nan) for k in ks]
+                    std = [shots[k].std.get(metric, 0.0) for k in ks]
                     x = [int(k) for k in ks]
                     color = colors[run.label]
                     ax.plot(x, mean, style, marker="o", color=color, label=f"{run.label}: {metric}")
@@ -151,20 +152,20 @@ def fewshot_plot(runs: Sequence[Run]) -> Plot | None:
 
 def attack_plot(runs: Sequence[Run]) -> Plot | None:
     """Attack success rate per perturbation, one panel per task, one bar per run."""
-    tasks = [t for t in TASKS if any(run.tasks.get(t, {}).get("perturbations") for run in runs)]
+    tasks = [t for t in TASKS if any(t in run.tasks and run.tasks[t].perturbations for run in runs)]
     if not tasks:
         return None
     colors = run_colors(runs)
     with _figure(2.6 * len(tasks) + 0.6) as fig:
         for i, task in enumerate(tasks):
             ax = fig.add_subplot(len(tasks), 1, i + 1)
-            names = list(dict.fromkeys(p for run in runs for p in run.tasks.get(task, {}).get("perturbations", {})))
+            names = list(dict.fromkeys(p for run in runs for p in _section(run, task, "perturbations")))
             _bars(
                 ax,
                 runs,
                 colors,
                 names,
-                lambda run, name: run.tasks.get(task, {}).get("perturbations", {}).get(name, {}).get("asr"),
+                lambda run, name: _section(run, task, "perturbations").get(name, {}).get("asr"),
             )
             ax.set_title(task, fontsize=10)
             ax.set_ylabel("attack success rate, %")
@@ -183,7 +184,7 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
     colors = run_colors(runs)
     plots = []
     for task in TASKS:
-        slices = list(dict.fromkeys(s for run in runs for s in run.tasks.get(task, {}).get("slices", {})))
+        slices = list(dict.fromkeys(s for run in runs for s in _section(run, task, "slices")))
         if not slices:
             continue
         cols = min(2, len(slices))
@@ -191,7 +192,7 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
         with _figure(3.0 * rows + 0.6) as fig:
             for i, name in enumerate(slices):
                 ax = fig.add_subplot(rows, cols, i + 1)
-                per_run = {run.label: run.tasks.get(task, {}).get("slices", {}).get(name, {}) for run in runs}
+                per_run = {run.label: _section(run, task, "slices").get(name, {}) for run in runs}
                 sizes: dict[str, int | None] = {}
                 for buckets in per_run.values():
                     for bucket, values in buckets.items():
@@ -218,13 +219,13 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
 
 def lidirus_plot(runs: Sequence[Run]) -> Plot | None:
     """LiDiRus MCC per linguistic feature: the four coarse fields and each fine tag."""
-    tags = list(dict.fromkeys(t for run in runs for t in run.tasks.get("lidirus", {}).get("breakdown", {})))
+    tags = list(dict.fromkeys(t for run in runs for t in _section(run, "lidirus", "breakdown")))
     if not tags:
         return None
     colors = run_colors(runs)
     with _figure(0.22 * len(tags) * max(1.0, len(runs) / 2) + 1.2) as fig:
         ax = fig.add_subplot()
-        breakdowns = {run.label: run.tasks.get("lidirus", {}).get("breakdown", {}) for run in runs}
+        breakdowns = {run.label: _section(run, "lidirus", "breakdown") for run in runs}
         _bars(ax, runs, colors, tags, lambda run, t: breakdowns[run.label].get(t, {}).get("mcc"), horizontal=True)
         sizes = {t: values.get("n") for breakdown in breakdowns.values() for t, values in breakdown.items()}
         labels = [t if sizes.get(t) is None else f"{t} (n={sizes[t]})" for t in tags]
@@ -252,13 +253,13 @@ def industrial_plots(runs: Sequence[Run]) -> list[Plot]:
     panels = [
         (key, label)
         for key, label in INDUSTRIAL_PANELS
-        if any(run.results.get("industrial", {}).get(key) is not None for run in runs)
+        if any(run.results.industrial.get(key) is not None for run in runs)
     ]
     if panels:
         with _figure(3.2) as fig:
             for i, (key, label) in enumerate(panels):
                 ax = fig.add_subplot(1, len(panels), i + 1)
-                values = [run.results.get("industrial", {}).get(key) for run in runs]
+                values = [run.results.industrial.get(key) for run in runs]
                 shown = [(run.label, v) for run, v in zip(runs, values, strict=True) if v is not None]
                 ax.bar(range(len(shown)), [v for _, v in shown], color=[colors[name] for name, _ in shown])
                 ax.set_xticks(range(len(shown)), [name for name, _ in shown], rotation=30, ha="right", fontsize=8)
@@ -272,7 +273,7 @@ def industrial_plots(runs: Sequence[Run]) -> list[Plot]:
                     "As RSG's industrial assessment: throughput, latency, peak memory, model size.",
                 )
             )
-    tasks = [t for t in TASKS if any(run.tasks.get(t, {}).get("industrial") for run in runs)]
+    tasks = [t for t in TASKS if any(_section(run, t, "industrial") for run in runs)]
     if tasks:
         with _figure(3.6) as fig:
             ax = fig.add_subplot()
@@ -281,7 +282,7 @@ def industrial_plots(runs: Sequence[Run]) -> list[Plot]:
                 runs,
                 colors,
                 tasks,
-                lambda run, t: run.tasks.get(t, {}).get("industrial", {}).get("latency_ms_per_example"),
+                lambda run, t: _section(run, t, "industrial").get("latency_ms_per_example"),
             )
             ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
             ax.set_ylabel("latency, ms per example")
@@ -342,12 +343,12 @@ def _bucket_score(task: str, values: Mapping[str, float] | None) -> float | None
     return fmean(present) if present else None
 
 
-def _score_interval(result: Mapping[str, Any]) -> tuple[float, float] | None:
+def _score_interval(result: TaskResult) -> tuple[float, float] | None:
     """The task score's confidence interval: its own, or its only metric's."""
-    ci = result.get("ci", {})
+    ci = result.ci
     if "score" in ci:
         return tuple(ci["score"])
-    metrics = list(result["metrics"])
+    metrics = list(result.metrics)
     return tuple(ci[metrics[0]]) if len(metrics) == 1 and metrics[0] in ci else None
 
 
@@ -360,7 +361,7 @@ def _error_bars(scores: Sequence[float], intervals: Sequence[tuple[float, float]
 
 
 def _all_scores(runs: Sequence[Run], tasks: Sequence[str]) -> list[float]:
-    return [run.tasks[t]["score"] for run in runs for t in tasks if t in run.tasks]
+    return [run.tasks[t].score for run in runs for t in tasks if t in run.tasks]
 
 
 def _reference_curve(ax: Axes, task: str, metric: str, style: str) -> None:
@@ -400,3 +401,8 @@ def _plot(fig: Figure, name: str, title: str, caption: str) -> Plot:
     FigureCanvasAgg(fig)  # render with Agg whatever the default backend is
     fig.savefig(buffer, format="png", dpi=100)
     return Plot(name, title, caption, buffer.getvalue())
+
+
+def _section(run: Run, task: str, name: str) -> Mapping[str, Any]:
+    """One section of a run's task result (perturbations, slices, breakdown, industrial); empty when absent."""
+    return getattr(run.tasks[task], name) if task in run.tasks else {}

@@ -54,14 +54,19 @@ class ScoreRow:
     metrics: Mapping[str, Mapping[str, float]]
     std: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     k: int | None = None  # few-shot demonstrations, for LM rows
-    kind: str = "baseline"  # human | baseline | model (the leaderboard's best) | run
+    kind: str = "baseline"  # human | baseline | model (the leaderboard's best) | run | partial (a --limit run)
     counterpart: str | None = None  # the rueval model that computes the same baseline
     printed_total: tuple[float, ...] = ()
     note: str = ""
 
     @property
     def is_reference(self) -> bool:
-        return self.kind != "run"
+        return self.kind not in ("run", "partial")
+
+    @property
+    def ranked(self) -> bool:
+        """A partial run scored part of each split: it is shown, never ranked among the papers' rows."""
+        return self.kind != "partial" and bool(self.reported_total())
 
     def task_score(self, task: str) -> float | None:
         """The task score: the mean of its metrics, as RSG defines it; None when not reported."""
@@ -121,8 +126,9 @@ def _row(
     )
 
 
-RSG_TASK_ORDER = ("lidirus", "rcb", "parus", "muserc", "terra", "russe", "rwsd", "danetqa", "rucos")
-TAPE_TASK_ORDER = ("winograd", "ru_worldtree", "ru_openbook", "multiq", "chegeka", "sit_ethics", "per_ethics")
+# The registry declares each benchmark's tasks in its paper's column order.
+RSG_TASK_ORDER = tuple(task.name for task in BENCHMARKS["rsg"])
+TAPE_TASK_ORDER = tuple(task.name for task in BENCHMARKS["tape"])
 
 
 def _rsg_cells(*cells: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from rueval.results import NO_RULE, RuleCoverage, RunResult
 from rueval.tasks import Task
 
 
@@ -37,27 +38,38 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
     return table
 
 
-def results_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"{summary['model']} on {summary['data']} (scores x100)")
+def results_table(summary: RunResult) -> Table:
+    """Every task's metrics with their 95% intervals; a few-shot run shows each k's mean ± std over its
+    episodes. A --limit run is marked partial; tasks reused from an earlier run are marked so."""
+    partial = f", partial: first {summary.settings['limit']} records of each split" if summary.partial else ""
+    table = Table(title=f"{summary.model} on {summary.data} (scores x100{partial})")
     table.add_column("task", no_wrap=True)
     table.add_column("bench")
     table.add_column("split")
     table.add_column("n", justify="right")
+    table.add_column("k", justify="right")
     table.add_column("metrics", no_wrap=True, overflow="fold")
     table.add_column("score", justify="right", no_wrap=True)
-    for name, result in summary["tasks"].items():
-        ci = result.get("ci", {})  # 95% bootstrap interval, rueval.report.stats
+    for name, result in summary.tasks.items():
+        shown = name + (" [dim](reused)[/]" if name in summary.reused else "")
+        if result.shots:
+            for position, (k, shot) in enumerate(sorted(result.shots.items())):
+                metrics = "\n".join(
+                    f"{metric} {value:.2f} ± {shot.std[metric]:.2f}" for metric, value in shot.metrics.items()
+                )
+                episodes = f"{len(shot.episodes)} ep."
+                cells = (shown, result.benchmark.upper(), result.split, str(result.n)) if position == 0 else ("",) * 4
+                table.add_row(*cells, f"{k} ({episodes})", metrics, f"{shot.score:.2f} ± {shot.score_std:.2f}")
+            continue
         metrics = "\n".join(
             f"{metric} {value:.2f}"
-            + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*ci[metric]))}[/]" if metric in ci else "")
-            for metric, value in result["metrics"].items()
+            + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*result.ci[metric]))}[/]" if metric in result.ci else "")
+            for metric, value in result.metrics.items()
         )
-        table.add_row(
-            name, result["benchmark"].upper(), result["split"], str(result["n"]), metrics, f"{result['score']:.2f}"
-        )
-    if summary["rsg_total"] is not None:
+        table.add_row(shown, result.benchmark.upper(), result.split, str(result.n), "", metrics, f"{result.score:.2f}")
+    if summary.rsg_total is not None:
         table.add_section()
-        table.add_row("RSG total", "RSG", "", "", "mean of the 9 task scores", f"{summary['rsg_total']:.2f}")
+        table.add_row("RSG total", "RSG", "", "", "", "mean of the 9 task scores", f"{summary.rsg_total:.2f}")
     return table
 
 
@@ -66,8 +78,6 @@ ARTIFACTS_SHOWN = 5  # of the 10 per label in audit.json
 
 def audit_tables(report: dict[str, Any]) -> list[Table]:
     """The sections of an audit report (rueval.audit), one table each; empty sections are left out."""
-    from rueval.solvers.heuristics import RuleCoverage
-
     tables = [_label_table(report), _prior_table(report), _artifact_table(report), _duplicate_table(report)]
     tables += [
         heuristics_table(name, split, found["n"], [RuleCoverage(**row) for row in found["rules"]])
@@ -169,10 +179,8 @@ def _duplicate_table(report: dict[str, Any]) -> Table:
 
 
 def heuristics_table(task: str, split: str, n: int, rows: Iterable[Any]) -> Table:
-    """Per rule (rueval.solvers.heuristics.RuleCoverage rows): the examples it covers, with their share
+    """Per rule (rueval.results.RuleCoverage rows): the examples it covers, with their share
     of the split, and how many of those it gets right, with their share; the heuristics paper's Tables 1-7."""
-    from rueval.solvers.heuristics import NO_RULE
-
     rows = list(rows)
     table = Table(
         title=f"Heuristics on {task} / {split} ({n} labelled examples)",
@@ -195,14 +203,14 @@ def heuristics_table(task: str, split: str, n: int, rows: Iterable[Any]) -> Tabl
     return table
 
 
-def slices_table(summary: dict[str, Any]) -> Table:
+def slices_table(summary: RunResult) -> Table:
     """Every metric per slice bucket (rueval.slices), one section per task; "-" marks buckets too
     small to score."""
-    table = Table(title=f"{summary['model']}: scores per slice (x100)")
+    table = Table(title=f"{summary.model}: scores per slice (x100)")
     for column in ("task", "slice", "bucket", "n", "metrics"):
         table.add_column(column, justify="right" if column == "n" else "left", overflow="fold")
-    for name, result in summary["tasks"].items():
-        rows = [(s, b, v) for s, buckets in result.get("slices", {}).items() for b, v in buckets.items()]
+    for name, result in summary.tasks.items():
+        rows = [(s, b, v) for s, buckets in result.slices.items() for b, v in buckets.items()]
         if not rows:
             continue
         table.add_section()
@@ -221,7 +229,7 @@ def slices_table(summary: dict[str, Any]) -> Table:
 
 
 def industrial_text(figures: dict[str, Any]) -> str:
-    """The run's industrial figures on one line (rueval.diagnostics.industrial_figures)."""
+    """The run's industrial figures on one line (rueval.run.diagnostics.industrial_figures)."""
     parts = [f"{figures['examples']} examples in {figures['seconds']:.3g} s"]
     if figures.get("examples_per_s") is not None:
         parts.append(f"{figures['examples_per_s']:.1f} examples/s")
@@ -265,12 +273,12 @@ def compare_table(comparison: dict[str, Any]) -> Table:
     return table
 
 
-def perturbations_table(summary: dict[str, Any]) -> Table:
+def perturbations_table(summary: RunResult) -> Table:
     """Per task and perturbation: n, the score on the perturbed examples and its change from the
     same examples' originals, and the attack success rate (TAPE Table 4); "-" where nothing could
     be attacked."""
     table = Table(
-        title=f"{summary['model']} under perturbations (x100)",
+        title=f"{summary.model} under perturbations (x100)",
         caption="change: from the same examples unperturbed. ASR: share of originally correct predictions "
         "made wrong; - when none was correct",
         box=box.SIMPLE_HEAD,
@@ -278,12 +286,12 @@ def perturbations_table(summary: dict[str, Any]) -> Table:
     for column in ("task", "perturbation", "source", "n", "score", "change", "ASR"):
         justify = "left" if column in ("task", "perturbation", "source") else "right"
         table.add_column(column, justify=justify, no_wrap=True)
-    for name, result in summary["tasks"].items():
-        if "perturbations" not in result:
+    for name, result in summary.tasks.items():
+        if not result.perturbations:
             continue
         table.add_section()
-        table.add_row(name, "original", "", str(result["n"]), f"{result['score']:.2f}", "", "")
-        for perturbation, scored in result["perturbations"].items():
+        table.add_row(name, "original", "", str(result.n), f"{result.score:.2f}", "", "")
+        for perturbation, scored in result.perturbations.items():
             score = scored["score"]
             table.add_row(
                 "",

@@ -6,10 +6,10 @@ Russian text, constraints that keep the gold answer valid, semantic filtering, a
     constraints.py     Jeopardy, NamedEntities, Referents, Multihop (+ RSG: TargetWord, Mentions)
     semantic_filter.py BERTScore or character n-gram similarity, lowering the rate, then the threshold
     attack.py          scores on perturbed examples and the attack success rate
-    suite.py           `rueval run --perturb` and `rueval perturb`
+
+A run uses them through rueval.run.robustness (`rueval run --perturb`, `rueval perturb`).
 """
 
 from rueval.robustness.perturbations import PERTURBATIONS, Perturbation
-from rueval.robustness.suite import Robustness, write_attack_sets
 
-__all__ = ["PERTURBATIONS", "Perturbation", "Robustness", "write_attack_sets"]
+__all__ = ["PERTURBATIONS", "Perturbation"]

@@ -15,16 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rueval.errors import DataError
-from rueval.metrics import exact_match, score_task
+from rueval.metrics import is_correct, score_task
 from rueval.tasks import Example, Task
-
-
-def is_correct(task: Task, example: Example, prediction: Any) -> bool:
-    if task.kind == "span":
-        return any(exact_match(gold, prediction) for gold in example.label)
-    if task.kind == "multilabel":
-        return tuple(prediction) == tuple(example.label)
-    return prediction == example.label
 
 
 def pair_with_originals(
@@ -94,8 +86,8 @@ def score_perturbation(
     before = score_task(task, [originals[i] for i, _ in pairs], [original_predictions[i] for i, _ in pairs])
     attacked = flipped = 0
     for (i, example), prediction in zip(pairs, predictions, strict=True):
-        if is_correct(task, originals[i], original_predictions[i]):
+        if is_correct(task, originals[i].label, original_predictions[i]):
             attacked += 1
-            flipped += not is_correct(task, example, prediction)
+            flipped += not is_correct(task, example.label, prediction)
     asr = 100 * flipped / attacked if attacked else None
     return PerturbationScore(scores.metrics, scores.score, before.score, asr, len(perturbed), attacked, flipped)

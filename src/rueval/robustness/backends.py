@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rueval.errors import RuevalError
-from rueval.solvers.lm import LM_BACKENDS
+from rueval.models.factory import ModelOptions, ModelSpec, open_engine
 
 DEFAULT_TRANSLATION_MODELS = ("Helsinki-NLP/opus-mt-ru-en", "Helsinki-NLP/opus-mt-en-ru")  # TAPE's OPUS-MT
 
@@ -59,16 +59,15 @@ class EngineGenerator:
     def __init__(
         self, model: str, seed: int = 0, top_p: float = 0.9, max_new_tokens: int = 40, base_url: str | None = None
     ):
-        self.model_name = model if model.partition(":")[0] in LM_BACKENDS else f"hf:{model}"
+        self.model = ModelSpec.parse(model if ModelSpec.is_lm(model) else f"hf:{model}")
         self.seed, self.top_p, self.max_new_tokens, self.base_url = seed, top_p, max_new_tokens, base_url
         self._engine = None
 
     def __call__(self, prompts: Sequence[str]) -> list[str]:
         from rueval.models.base import Generation
-        from rueval.solvers.lm import make_lm_solver  # torch and transformers load only when used
 
         if self._engine is None:  # loaded on first use, like the translator
-            self._engine = make_lm_solver(self.model_name, self.seed, base_url=self.base_url).engine
+            self._engine = open_engine(self.model, ModelOptions(base_url=self.base_url))
         sampled = {"top_p": self.top_p, "temperature": 1.0, "seed": self.seed}
         requests = [Generation(prompt, self.max_new_tokens, **sampled) for prompt in prompts]
         return self._engine.generate(requests, "add_sent distractors")

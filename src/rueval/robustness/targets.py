@@ -3,7 +3,6 @@ gold answer, and where AddSent puts a distractor. Declared once, here, for every
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -22,6 +21,7 @@ from rueval.robustness.constraints import (
 )
 from rueval.robustness.spans import Span, tighten
 from rueval.tasks import Example, Task
+from rueval.tasks.base import OPTION_MARK
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,13 @@ class Target:
     fields: tuple[str, ...]  # text fields perturbations rewrite; the gold and everything else stay
     constraints: tuple[Constraint, ...] = ()
     distractor: str | None = None  # the field AddSent extends with a generated sentence
-    inline_options: bool = False  # "stem (A) .. (B) ..": stem and options are rewritten apart, markers kept
 
 
 TARGETS: dict[str, Target] = {
     # TAPE
     "winograd": Target(("text",), (Referents(),), distractor="text"),
-    "ru_openbook": Target(("question",), (NamedEntities(),), inline_options=True),
-    "ru_worldtree": Target(("question",), (NamedEntities(),), inline_options=True),
+    "ru_openbook": Target(("question",), (NamedEntities(),)),
+    "ru_worldtree": Target(("question",), (NamedEntities(),)),
     "multiq": Target(("question", "support_text", "main_text"), (Multihop(), NamedEntities()), distractor="main_text"),
     "chegeka": Target(("question",), (Jeopardy(),), distractor="question"),
     "sit_ethics": Target(("text",), distractor="text"),
@@ -54,8 +53,6 @@ TARGETS: dict[str, Target] = {
     "danetqa": Target(("question", "passage"), (NamedEntities(),), distractor="passage"),
     "rucos": Target(("passage",), (Mentions(),), distractor="passage"),
 }
-
-_OPTION_MARKER = re.compile(r"\(([A-D])\)")
 
 
 @dataclass(frozen=True)
@@ -127,7 +124,11 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
     result = []
     for f in target.fields:
         text = example.fields[f]
-        ranges = _option_ranges(text, example.label) if target.inline_options else [((0, len(text)), "text")]
+        ranges = (
+            _option_ranges(text, example.label)
+            if task.inline_options and f == "question"
+            else [((0, len(text)), "text")]
+        )
         for (start, end), role in ranges:
             # relative to the piece, unclipped: a span reaching beyond it still blocks what it covers
             local = tuple((s - start, e - start) for s, e in protected.get(f, []) if s < end and start < e)
@@ -137,7 +138,7 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
 
 def _option_ranges(text: str, gold: object) -> list[tuple[Span, str]]:
     """The stem and each inline option of a multiple-choice question, markers excluded."""
-    markers = list(_OPTION_MARKER.finditer(text))
+    markers = list(OPTION_MARK.finditer(text))
     if not markers:
         return [((0, len(text)), "text")]
     bounds = [(0, markers[0].start(), "stem")]

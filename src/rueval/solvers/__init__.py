@@ -6,7 +6,8 @@ from collections.abc import Callable
 from functools import partial
 
 from rueval.errors import RuevalError
-from rueval.solvers.base import Solver
+from rueval.models.factory import ModelOptions, ModelSpec
+from rueval.solvers.base import Setting, Solver
 from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 
 # name -> factory taking the seed and solver-specific options as keywords
@@ -31,15 +32,20 @@ def _heuristic(seed: int = 0, fallback: str = "majority", rules: str = "fitted")
 SOLVERS["heuristic"] = _heuristic
 
 
+def _language_model(spec: str, seed: int = 0, scoring: str = "loglik", **options) -> Solver:
+    from rueval.models.factory import open_engine  # torch and transformers load only for LMs
+    from rueval.solvers.lm import LMSolver
+
+    return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed)
+
+
 def make_solver(name: str, seed: int = 0, **options) -> Solver:
     """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models."""
-    if name.partition(":")[0] in ("hf", "openai"):
-        from rueval.solvers.lm import make_lm_solver  # torch and transformers load only for LMs
-
-        return make_lm_solver(name, seed=seed, **options)
+    if ModelSpec.is_lm(name):
+        return _language_model(name, seed, **options)
     if name not in SOLVERS:
         raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL")
     return SOLVERS[name](seed=seed, **options)
 
 
-__all__ = ["SOLVERS", "Solver", "make_solver"]
+__all__ = ["SOLVERS", "Setting", "Solver", "make_solver"]

@@ -18,6 +18,14 @@ class ModelSize:
     megabytes: float | None = None  # weights in memory or on disk, in MiB
 
 
+@dataclass(frozen=True, order=True)
+class Setting:
+    """A few-shot setting (TAPE, Section 4.1): k demonstrations, drawn as episode ``episode``."""
+
+    k: int = 0
+    episode: int = 0
+
+
 class Solver(ABC):
     """Sees examples, never files. ``fit`` gets the task's labelled train examples (maybe none);
     ``predict`` returns one prediction per example, in the form of ``Example.label``."""

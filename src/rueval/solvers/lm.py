@@ -1,4 +1,6 @@
-"""A language model as a solver: examples -> prompts -> requests -> predictions.
+"""A language model as a solver, in two visible steps: examples -> requests (``plan``), then the
+requests' results -> predictions (``answer``). A run plans every task, k and episode first and
+computes all their requests in one engine call, so the prefix tree shares across all of them.
 
 Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
@@ -8,13 +10,14 @@ generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rueval.fewshot import episode_demos
-from rueval.models.base import Generation, Loglikelihood
+from rueval.models.base import Generation, Loglikelihood, Request
 from rueval.models.engine import Engine
-from rueval.solvers.base import ModelSize, Solver
+from rueval.solvers.base import ModelSize, Setting, Solver
 from rueval.tasks import Example, Task
 from rueval.tasks.prompts import get_prompt
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Question
@@ -23,122 +26,108 @@ SCORINGS = ("loglik", "ppl")
 TAPE_TOP_P = 0.8
 
 
+@dataclass(frozen=True)
+class Asked:
+    """One question of one example, with its full context (the setting's demonstrations, then it)
+    and the requests that answer it: one per option, or one generation."""
+
+    question: Question
+    context: str
+    requests: tuple[Request, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one task's examples ask of the model in one few-shot setting."""
+
+    task: Task
+    setting: Setting
+    examples: list[Example]
+    asked: list[list[Asked]]  # per example, per question
+
+    @property
+    def requests(self) -> list[Request]:
+        return [request for per_example in self.asked for asked in per_example for request in asked.requests]
+
+    @property
+    def picks_options(self) -> bool:
+        """Whether the task's answers are chosen among options (not generated)."""
+        return any(asked.question.choices for per_example in self.asked for asked in per_example)
+
+
 class LMSolver(Solver):
     def __init__(self, engine: Engine, name: str, scoring: str = "loglik", seed: int = 0):
         if scoring not in SCORINGS:
             raise ValueError(f"unknown scoring {scoring!r}")
         self.engine, self.name, self.scoring, self.seed = engine, name, scoring, seed
-        self.shots, self.episode, self.normalize = 0, 0, False
-        self._demos: list[Example] = []
+        self._train: dict[str, Sequence[Example]] = {}
 
     @property
     def identity(self) -> str:
         return self.engine.model.identity
 
-    def set_episode(self, shots: int, episode: int, normalize: bool = False) -> None:
-        """Choose the few-shot setting (and, for loglik, acc_norm) for the next fit/predict."""
-        self.shots, self.episode, self.normalize = shots, episode, normalize
-
-    def picks_options(self, task: Task, example: Example) -> bool:
-        """Whether the task's answers are chosen among options (not generated)."""
-        return any(q.choices for q in get_prompt(task).questions(example))
-
-    def fit(self, task: Task, train: Sequence[Example]) -> None:
-        self._demos = episode_demos(train, self.shots, self.episode, self.seed, task.name)
-
     def size(self) -> ModelSize | None:
         parameters = getattr(self.engine.model, "parameters", None)
         return ModelSize(parameters=parameters()) if callable(parameters) else None
 
-    def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:
+    # -- the two steps ---------------------------------------------------------------------------
+    def plan(self, task: Task, train: Sequence[Example], examples: Sequence[Example], setting: Setting) -> Plan:
+        """The requests that answer ``examples`` with the setting's demonstrations drawn from ``train``."""
         prompt = get_prompt(task)
-        examples = list(examples)
-        demo_questions = [prompt.questions(demo) for demo in self._demos]
-        asked = [self._contexts(prompt.questions(example), demo_questions) for example in examples]
+        demos = episode_demos(train, setting.k, setting.episode, self.seed, task.name)
+        demo_questions = [prompt.questions(demo) for demo in demos]
+        budget = prompt.max_new_tokens[0 if setting.k == 0 else 1]
+        asked = []
+        for example in examples:
+            per_example = []
+            for i, question in enumerate(prompt.questions(example)):
+                shown = [d[i].context + d[i].target for d in demo_questions if d[i].target is not None]
+                context = DEMO_SEPARATOR.join([*shown, question.context])
+                if question.choices:
+                    requests = tuple(self._loglikelihood(context, choice.continuation) for choice in question.choices)
+                else:
+                    sampled = {"top_p": TAPE_TOP_P, "temperature": 1.0, "seed": self.seed}
+                    requests = (Generation(context, budget, prompt.stop, **sampled),)
+                per_example.append(Asked(question, context, requests))
+            asked.append(per_example)
+        return Plan(task, setting, list(examples), asked)
 
-        scored = [(q, c) for per_example in asked for q, c in per_example if q.choices]
-        requests = [self._request(context, choice.continuation) for q, context in scored for choice in q.choices]
-        results = iter(self.engine.loglikelihood(requests, f"{self.name} on {task.name}"))
-        choice_results = {id(q): [next(results) for _ in q.choices] for q, _ in scored}
-
-        budget = prompt.max_new_tokens[0 if self.shots == 0 else 1]
-        open_questions = [(q, c) for per_example in asked for q, c in per_example if not q.choices]
-        generations = [
-            Generation(c, budget, prompt.stop, top_p=TAPE_TOP_P, temperature=1.0, seed=self.seed)
-            for _, c in open_questions
-        ]
-        generated = self.engine.generate(generations, f"{self.name} on {task.name}")
-        texts = {id(q): text for (q, _), text in zip(open_questions, generated, strict=True)}
-
+    def answer(self, plan: Plan, results: Mapping[Request, Any], normalize: bool = False) -> list[Any]:
+        """The predictions the requests' results give; ``normalize``: options by log-likelihood per byte."""
+        prompt = get_prompt(plan.task)
         predictions = []
-        for example, per_example in zip(examples, asked, strict=True):
+        for example, per_example in zip(plan.examples, plan.asked, strict=True):
             answers = [
-                self._best(q, choice_results[id(q)]) if q.choices else texts[id(q)].strip() for q, _ in per_example
+                self._best(asked, [results[r] for r in asked.requests], normalize)
+                if asked.question.choices
+                else results[asked.requests[0]].strip()
+                for asked in per_example
             ]
             predictions.append(prompt.prediction(example, answers))
         return predictions
 
-    def _contexts(self, questions: list[Question], demo_questions: list[list[Question]]) -> list[tuple[Question, str]]:
-        """Each question with its full context: the demonstrations of the same question, then it."""
-        contexts = []
-        for i, question in enumerate(questions):
-            demos = [d[i].context + d[i].target for d in demo_questions if d[i].target is not None]
-            contexts.append((question, DEMO_SEPARATOR.join([*demos, question.context])))
-        return contexts
+    # -- the Solver interface: zero-shot -----------------------------------------------------------
+    def fit(self, task: Task, train: Sequence[Example]) -> None:
+        self._train[task.name] = train  # demonstrations come from here when a setting asks for them
 
-    def _request(self, context: str, continuation: str) -> Loglikelihood:
+    def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:
+        plan = self.plan(task, self._train.get(task.name, ()), list(examples), Setting())
+        requests = plan.requests
+        return self.answer(plan, dict(zip(requests, self.engine.compute(requests, f"{self.name} on {task.name}"))))
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _loglikelihood(self, context: str, continuation: str) -> Loglikelihood:
         if self.scoring == "ppl":
             return Loglikelihood("", context + continuation)
         return Loglikelihood(context, continuation)
 
-    def _best(self, question: Question, results: list) -> Any:
+    def _best(self, asked: Asked, results: list, normalize: bool) -> Any:
         def value(pair) -> float:
             choice, result = pair
             if self.scoring == "ppl":
                 return result.logprob / result.n_tokens
-            if self.normalize:
+            if normalize:
                 return result.logprob / max(1, len(choice.continuation.encode()))
             return result.logprob
 
-        return max(zip(question.choices, results, strict=True), key=value)[0].label
-
-
-LM_BACKENDS = ("hf", "openai")
-
-
-def make_lm_solver(
-    name: str,
-    seed: int = 0,
-    scoring: str = "loglik",
-    device: str = "cpu",
-    dtype: str = "auto",
-    batch_size: int | str = "auto",
-    trust_remote_code: bool = False,
-    base_url: str | None = None,
-    concurrency: int = 8,
-    cache: bool = True,
-) -> LMSolver:
-    """`hf:PATH_OR_HUB_ID` or `openai:MODEL` (with ``base_url``) as a solver, with the request cache."""
-    from rueval.errors import RuevalError
-    from rueval.models.cache import RequestCache
-    from rueval.paths import cache_dir
-
-    backend, _, target = name.partition(":")
-    if not target:
-        raise RuevalError(f"-m {name}: name the model after the colon, e.g. hf:ai-forever/rugpt3small_based_on_gpt2")
-    if backend == "hf":
-        from rueval.models.hf import HFCausalLM
-
-        model = HFCausalLM(
-            target, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code
-        )
-    elif backend == "openai":
-        from rueval.models.openai import OpenAICompletionsModel
-
-        if not base_url:
-            raise RuevalError(f"-m {name} needs --base-url, e.g. http://localhost:8000/v1")
-        model = OpenAICompletionsModel(target, base_url, concurrency=concurrency)
-    else:
-        raise RuevalError(f"-m {name}: unknown backend '{backend}'; expected one of: {', '.join(LM_BACKENDS)}")
-    requests = RequestCache(cache_dir("requests") / "requests.sqlite") if cache else None
-    return LMSolver(Engine(model, requests), name, scoring, seed)
+        return max(zip(asked.question.choices, results, strict=True), key=value)[0].label

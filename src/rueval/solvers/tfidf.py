@@ -43,13 +43,12 @@ from sklearn.linear_model import LogisticRegression
 
 from rueval import __version__
 from rueval.errors import RuevalError
+from rueval.files import atomic_path
 from rueval.metrics import normalize_answer
 from rueval.paths import cache_dir
 from rueval.progress import progress
-from rueval.report.results import atomic_path
 from rueval.solvers.base import Solver
-from rueval.tasks import Example, Task
-from rueval.tasks.tape import split_options
+from rueval.tasks import Example, Task, split_options
 from rueval.text import sentences
 
 

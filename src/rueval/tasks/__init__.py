@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rueval.errors import RuevalError
-from rueval.tasks.base import Example, Record, Task
+from rueval.tasks.base import Example, Record, Task, split_options
 from rueval.tasks.rsg import RSG_TASKS
 from rueval.tasks.tape import TAPE_TASKS
 
@@ -31,4 +31,4 @@ def resolve_tasks(spec: str) -> list[Task]:
     return tasks
 
 
-__all__ = ["BENCHMARKS", "TASKS", "Example", "Record", "Task", "get_task", "resolve_tasks"]
+__all__ = ["BENCHMARKS", "TASKS", "Example", "Record", "Task", "get_task", "resolve_tasks", "split_options"]

@@ -1,108 +1,17 @@
-"""Example and Task: what a dataset record becomes, and how each task is declared."""
+"""Task: each dataset declared once, with everything the rest of rueval needs to know about it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rueval.errors import DataError, RuevalError
+from rueval.data.records import Example, Record
+from rueval.errors import RuevalError
 
-
-@dataclass(frozen=True)
-class Example:
-    """One unit that gets one prediction.
-
-    Flat tasks give one example per record. MuSeRC gives one per answer option and RuCoS one
-    per query; their ``idx`` is then the path of original idx values, e.g. (passage, question,
-    answer), so predictions can be nested back for a leaderboard submission.
-    """
-
-    idx: Any
-    fields: Mapping[str, Any]  # every field of the record, extras included (slices use them)
-    label: Any = None  # class label | tuple of 0/1 per category | tuple of gold answer strings
-    candidates: tuple[str, ...] = ()  # answer candidates given with the example, one per mention (RuCoS)
-    group: Any = None  # MuSeRC: the question an answer belongs to (its EM is per question)
-
-    @property
-    def key(self) -> str:
-        return "/".join(map(str, self.idx)) if isinstance(self.idx, tuple) else str(self.idx)
-
-    def value(self, path: str) -> Any:
-        """The field at a dotted path ("target.span1_text"), or None where there is none."""
-        value: Any = self.fields
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        return value
-
-    def text(self, path: str) -> str:
-        """A text field by dotted path; null reads as no text. A missing field is an error, not an
-        empty text: a solver given another task's examples (TERRa's for LiDiRus) must see it."""
-        value = self.value(path)
-        if value is None:
-            parent, _, name = path.rpartition(".")
-            container = self.value(parent) if parent else self.fields
-            if not isinstance(container, Mapping) or name not in container:
-                raise RuevalError(f"example {self.key}: field '{path}' is missing")
-            return ""
-        if not isinstance(value, str):
-            raise RuevalError(f"example {self.key}: field '{path}' should be text, got {value!r:.60}")
-        return value
-
-
-@dataclass(frozen=True)
-class Record:
-    """A parsed JSON line with where it came from, for error messages."""
-
-    data: Mapping[str, Any]
-    file: str
-    line: int
-    position: int  # 0-based index among the file's records
-    path: str = ""  # where a nested object sits in its line, e.g. "passage.questions[1]."
-
-    def error(self, field: str | None, message: str) -> DataError:
-        return DataError(self.file, message, line=self.line, field=None if field is None else self.path + field)
-
-    def get(self, path: str, kind: type | tuple[type, ...] | None = None, default: Any = ...) -> Any:
-        """The value at a dotted path ("passage.text"); a DataError if missing or mistyped."""
-        value: Any = self.data
-        for part in path.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                if default is not ...:
-                    return default
-                raise self.error(path, "missing")
-            value = value[part]
-        if kind is not None and (not isinstance(value, kind) or _is_bool_for_int(value, kind)):
-            raise self.error(path, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")
-        return value
-
-    def items(self, path: str) -> list[Record]:
-        """The objects of a nested list (MuSeRC questions, RuCoS queries), each a Record."""
-        records = []
-        for i, data in enumerate(self.get(path, list)):
-            item = f"{path}[{i}]"
-            if not isinstance(data, Mapping):
-                raise self.error(item, f"expected an object, got {type(data).__name__}")
-            records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}."))
-        return records
-
-
-def _is_bool_for_int(value: Any, kind: type | tuple[type, ...]) -> bool:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return isinstance(value, bool) and bool not in kinds
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {
-        str: "a string",
-        int: "an integer",
-        float: "a number",
-        list: "a list",
-        dict: "an object",
-        bool: "a boolean",
-    }
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+LETTERS = ("A", "B", "C", "D")
+OPTION_MARK = re.compile(r"\(([A-Z])\)")  # "(A)" opens an inline answer option
 
 
 Parser = Callable[["Task", Record], list[Example]]
@@ -123,13 +32,27 @@ class Task:
     inputs: tuple[str, ...]  # fields every record must have (dotted paths for nested ones)
     metrics: tuple[str, ...]  # headline metrics, names from rueval.metrics; the task score is their mean
     split_files: Mapping[str, tuple[str, ...]]  # split -> accepted file names, first match wins
-    parse: Parser
+    parser: Parser
+    # An example's input texts, in reading order (text, or lists of texts such as Winograd's options),
+    # and the main text among them, which slices measure (a MuSeRC question's answers share its passage).
+    text_fields: tuple[str, ...] = ()
+    main_fields: tuple[str, ...] = ()
+    nested: bool = False  # several examples per record (MuSeRC answers, RuCoS queries)
+    inline_options: bool = False  # the question holds its options: "stem (A) x (B) y (C) z (D) w"
     labels: tuple[Any, ...] = ()  # classification label space, as written in the data
     categories: tuple[str, ...] = ()  # multilabel target fields
     label_field: str = "label"
     aliases: tuple[str, ...] = ()
-    train_task: str | None = None  # where label priors come from when the task has no train split
+    train_from: Task | None = None  # whose train split gives label priors when the task has none
+    train_fields: Mapping[str, str] = field(default_factory=dict)  # the lender's field names -> this task's
     extra: Mapping[str, Any] = field(default_factory=dict)  # task-specific settings (e.g. LiDiRus tag fields)
+    title: str = ""  # the name the papers print; the folder's name unless they print another
+
+    def __post_init__(self) -> None:
+        # frozen: the defaults that follow from other fields are set once, here
+        object.__setattr__(self, "title", self.title or self.folder)
+        object.__setattr__(self, "text_fields", self.text_fields or self.inputs)
+        object.__setattr__(self, "main_fields", self.main_fields or self.text_fields)
 
     @property
     def kind(self) -> str:
@@ -146,6 +69,14 @@ class Task:
         """Every name the task answers to, lower-cased: for the CLI and for finding folders."""
         return tuple(dict.fromkeys(n.lower() for n in (self.name, self.folder, *self.aliases)))
 
+    def parse(self, record: Record) -> list[Example]:
+        """The examples of one record; a DataError naming the record's file, line and field if it is bad."""
+        return self.parser(self, record)
+
+    def question_options(self, question: str, where: str) -> tuple[str, dict[str, str]]:
+        """The stem and the options (A)-(D) of a question with inline options."""
+        return split_options(question, where)
+
     def parse_label(self, record: Record) -> Any:
         """The record's gold class label matched against the label space, or None if absent."""
         if self.label_field not in record.data:
@@ -158,8 +89,18 @@ class Task:
         raise record.error(self.label_field, f"unknown label {value!r}; expected one of: {expected}")
 
     def check_inputs(self, record: Record) -> None:
+        """Every input field is there, every text field holds text, inline options can be read."""
         for path in self.inputs:
             record.get(path)
+        for path in self.text_fields:
+            value = record.get(path, (str, list))
+            if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+                raise record.error(path, f"expected a list of texts, got {value!r:.60}")
+        if self.inline_options:
+            try:
+                self.question_options(record.get("question", str), "question")
+            except RuevalError as e:
+                raise record.error("question", str(e).removeprefix("question: ")) from None
 
 
 def _label_text(value: Any) -> str:
@@ -183,3 +124,23 @@ def _binary(record: Record, category: str) -> int:
     if value not in (0, 1):
         raise record.error(category, f"expected 0 or 1, got {value!r}")
     return int(value)
+
+
+def split_options(question: str, where: str = "question") -> tuple[str, dict[str, str]]:
+    """RuOpenBookQA / RuWorldTree inline options: "stem (A) x (B) y (C) z (D) w" -> (stem, {"A": "x", ...}).
+
+    ``where`` names the question in the error raised when the options are not (A) to (D) in order,
+    each with some text.
+    """
+    marks = list(OPTION_MARK.finditer(question))
+    found = [mark.group(1) for mark in marks]
+    if found != list(LETTERS):
+        shown = " ".join(f"({letter})" for letter in found) or "none"
+        expected = "expected inline options (A) (B) (C) (D) in order"
+        raise RuevalError(f"{where}: {expected}, found {shown}: {question!r:.120}")
+    ends = [mark.start() for mark in marks[1:]] + [len(question)]
+    options = {mark.group(1): question[mark.end() : end].strip() for mark, end in zip(marks, ends, strict=True)}
+    empty = [letter for letter, text in options.items() if not text]
+    if empty:
+        raise RuevalError(f"{where}: option ({empty[0]}) has no text: {question!r:.120}")
+    return question[: marks[0].start()].strip(), options

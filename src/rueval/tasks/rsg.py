@@ -80,6 +80,19 @@ def _json_string(label: Any) -> str:
     return str(label).lower()
 
 
+TERRA = Task(
+    name="terra",
+    benchmark="rsg",
+    folder="TERRa",
+    description="textual entailment recognition",
+    inputs=("premise", "hypothesis"),
+    labels=NLI_LABELS,
+    metrics=("accuracy",),
+    split_files=RSG_SPLITS,
+    parser=parse_flat,
+)
+
+
 RSG_TASKS = (
     Task(
         name="lidirus",
@@ -91,9 +104,10 @@ RSG_TASKS = (
         metrics=("mcc",),
         # Test-only: the heuristics paper takes label priors from TERRa's train split (Section 3.1).
         split_files={"train": ("train.jsonl",), "test": ("LiDiRus.jsonl", "test.jsonl")},
-        train_task="terra",
-        parse=parse_flat,
-        extra={"tags": LIDIRUS_TAGS, "train_fields": {"premise": "sentence1", "hypothesis": "sentence2"}},
+        train_from=TERRA,
+        train_fields={"premise": "sentence1", "hypothesis": "sentence2"},
+        parser=parse_flat,
+        extra={"tags": LIDIRUS_TAGS},
     ),
     Task(
         name="rcb",
@@ -104,7 +118,7 @@ RSG_TASKS = (
         labels=("entailment", "contradiction", "neutral"),
         metrics=("macro_f1", "accuracy"),
         split_files=RSG_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
     ),
     Task(
         name="parus",
@@ -115,7 +129,8 @@ RSG_TASKS = (
         labels=(0, 1),
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        main_fields=("premise",),
     ),
     Task(
         name="muserc",
@@ -126,19 +141,12 @@ RSG_TASKS = (
         labels=(0, 1),
         metrics=("f1a", "em"),
         split_files=RSG_SPLITS,
-        parse=parse_muserc,
+        parser=parse_muserc,
+        text_fields=("passage", "question", "answer"),
+        main_fields=("passage",),
+        nested=True,
     ),
-    Task(
-        name="terra",
-        benchmark="rsg",
-        folder="TERRa",
-        description="textual entailment recognition",
-        inputs=("premise", "hypothesis"),
-        labels=NLI_LABELS,
-        metrics=("accuracy",),
-        split_files=RSG_SPLITS,
-        parse=parse_flat,
-    ),
+    TERRA,
     Task(
         name="russe",
         benchmark="rsg",
@@ -148,7 +156,8 @@ RSG_TASKS = (
         labels=BOOL_LABELS,
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        main_fields=("sentence1", "sentence2"),
         extra={"submission_label": _json_string},
     ),
     Task(
@@ -160,7 +169,8 @@ RSG_TASKS = (
         labels=BOOL_LABELS,
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        main_fields=("text",),
         extra={"submission_label": str},
     ),
     Task(
@@ -172,7 +182,8 @@ RSG_TASKS = (
         labels=BOOL_LABELS,
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        main_fields=("passage",),
         extra={"submission_label": _json_string},
     ),
     Task(
@@ -183,6 +194,9 @@ RSG_TASKS = (
         inputs=("passage.text", "passage.entities", "qas"),
         metrics=("f1", "em"),
         split_files=RSG_SPLITS,
-        parse=parse_rucos,
+        parser=parse_rucos,
+        text_fields=("passage", "query"),
+        main_fields=("passage",),
+        nested=True,
     ),
 )

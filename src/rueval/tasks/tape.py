@@ -2,35 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
-from rueval.errors import RuevalError
-from rueval.tasks.base import Example, Record, Task, parse_flat
+from rueval.tasks.base import LETTERS, Example, Record, Task, parse_flat
 
 TAPE_SPLITS = {"train": ("train.jsonl",), "test": ("test.jsonl",)}
-LETTERS = ("A", "B", "C", "D")
 ETHICS_CONCEPTS = ("virtue", "moral", "law", "justice", "util")
-_OPTION_MARK = re.compile(r"\(([A-Z])\)")  # "(A)" opens an inline answer option
-
-
-def split_options(question: str, where: str = "question") -> tuple[str, dict[str, str]]:
-    """RuOpenBookQA / RuWorldTree inline options: "stem (A) x (B) y (C) z (D) w" -> (stem, {"A": "x", ...}).
-
-    ``where`` names the question in the error raised when the options are not (A) to (D) in order,
-    each with some text.
-    """
-    marks = list(_OPTION_MARK.finditer(question))
-    found = [mark.group(1) for mark in marks]
-    if found != list(LETTERS):
-        shown = " ".join(f"({letter})" for letter in found) or "none"
-        expected = "expected inline options (A) (B) (C) (D) in order"
-        raise RuevalError(f"{where}: {expected}, found {shown}: {question!r:.120}")
-    ends = [mark.start() for mark in marks[1:]] + [len(question)]
-    options = {mark.group(1): question[mark.end() : end].strip() for mark, end in zip(marks, ends, strict=True)}
-    empty = [letter for letter, text in options.items() if not text]
-    if empty:
-        raise RuevalError(f"{where}: option ({empty[0]}) has no text: {question!r:.120}")
-    return question[: marks[0].start()].strip(), options
 
 
 def parse_multiq(task: Task, record: Record) -> list[Example]:
@@ -51,71 +26,82 @@ def parse_chegeka(task: Task, record: Record) -> list[Example]:
     return [Example(idx=record.data.get("question_id", record.position), fields=record.data, label=label)]
 
 
-def _ethics(name: str, prefix: str, description: str, alias: str) -> Task:
+def _ethics(name: str, title: str, prefix: str, description: str, alias: str) -> Task:
     return Task(
         name=name,
         benchmark="tape",
         folder=name,
+        title=title,
         description=description,
         inputs=("text",),
         categories=tuple(f"{prefix}_{concept}" for concept in ETHICS_CONCEPTS),
         metrics=("f1", "accuracy"),
         split_files=TAPE_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
         aliases=(alias,),
     )
 
 
-def _multiple_choice(name: str, aliases: tuple[str, ...], description: str) -> Task:
+def _multiple_choice(name: str, title: str, aliases: tuple[str, ...], description: str) -> Task:
     return Task(
         name=name,
         benchmark="tape",
         folder=name,
+        title=title,
         description=description,
         inputs=("question",),
         labels=LETTERS,
         label_field="answer",
         metrics=("macro_f1", "accuracy"),
         split_files=TAPE_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        inline_options=True,
         aliases=aliases,
     )
 
 
+# In the column order of TAPE's Table 3.
 TAPE_TASKS = (
     Task(
         name="winograd",
         benchmark="tape",
         folder="winograd",
+        title="Winograd",
         description="extended Winograd schema: does the reference point to the answer?",
         inputs=("text", "options", "reference", "answer"),
         labels=(0, 1),
         metrics=("macro_f1", "accuracy"),
         split_files=TAPE_SPLITS,
-        parse=parse_flat,
+        parser=parse_flat,
+        main_fields=("text",),
     ),
-    _multiple_choice("ru_openbook", ("openbook", "ruopenbookqa"), "elementary science QA with an open book of facts"),
-    _multiple_choice("ru_worldtree", ("worldtree", "ruworldtree"), "elementary science exam QA"),
+    _multiple_choice("ru_worldtree", "RuWorldTree", ("worldtree", "ruworldtree"), "elementary science exam QA"),
+    _multiple_choice(
+        "ru_openbook", "RuOpenBookQA", ("openbook", "ruopenbookqa"), "elementary science QA with an open book of facts"
+    ),
     Task(
         name="multiq",
         benchmark="tape",
         folder="multiq",
+        title="MultiQ",
         description="multi-hop QA over two Wikipedia passages, answer extracted from the main text",
         inputs=("support_text", "main_text", "question"),
         metrics=("f1", "em"),
         split_files=TAPE_SPLITS,
-        parse=parse_multiq,
+        parser=parse_multiq,
+        main_fields=("support_text", "main_text"),
     ),
     Task(
         name="chegeka",
         benchmark="tape",
         folder="chegeka",
+        title="CheGeKa",
         description="open-domain trivia questions of the 'Своя игра' game",
         inputs=("question",),
         metrics=("f1", "em"),
         split_files=TAPE_SPLITS,
-        parse=parse_chegeka,
+        parser=parse_chegeka,
     ),
-    _ethics("sit_ethics", "sit", "Ethics-1: which ethical concepts a situation concerns", "ethics1"),
-    _ethics("per_ethics", "per", "Ethics-2: whether the characters act well by each concept", "ethics2"),
+    _ethics("sit_ethics", "Ethics-1", "sit", "Ethics-1: which ethical concepts a situation concerns", "ethics1"),
+    _ethics("per_ethics", "Ethics-2", "per", "Ethics-2: whether the characters act well by each concept", "ethics2"),
 )

@@ -18,13 +18,13 @@ were written for its own data; so does ``rules="all"``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.metrics import exact_match
+from rueval.metrics import is_correct
 from rueval.progress import progress
+from rueval.results import NO_RULE, RuleCoverage
 from rueval.solvers.base import Solver
 from rueval.solvers.heuristics import danetqa, lidirus, muserc, parus, rcb, rucos, russe, terra
 from rueval.solvers.heuristics.base import Rule
@@ -41,7 +41,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "danetqa": danetqa.RULES,
     "rucos": rucos.RULES,
 }
-NO_RULE = "no rule fires"
 
 
 def first_prediction(rules: Sequence[Rule], example: Example) -> Any | None:
@@ -73,7 +72,7 @@ class HeuristicSolver(Solver):
     def fit(self, task: Task, train: Sequence[Example]) -> None:
         self.fallback.fit(task, train)
         self.rules = RULES.get(task.name, ())
-        if self.choice == "fitted" and task.train_task is None:
+        if self.choice == "fitted" and task.train_from is None:
             self.rules = select_rules(task, self.rules, train, self.fallback)
 
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:
@@ -95,26 +94,14 @@ def select_rules(
     kept = []
     for rule in rules:
         taken = {i: p for i, example in enumerate(remaining) if (p := rule.apply(example)) is not None}
-        rule_right = sum(_is_right(task, remaining[i].label, p) for i, p in taken.items())
+        rule_right = sum(is_correct(task, remaining[i].label, p) for i, p in taken.items())
         fallback_right = sum(
-            fallback.chance_right(task, remaining[i], partial(_is_right, task, remaining[i].label)) for i in taken
+            fallback.chance_right(task, remaining[i], partial(is_correct, task, remaining[i].label)) for i in taken
         )
         if not taken or rule_right > fallback_right:
             kept.append(rule)
             remaining = [example for i, example in enumerate(remaining) if i not in taken]
     return tuple(kept)
-
-
-@dataclass(frozen=True)
-class RuleCoverage:
-    """How one rule does on a labelled split: the examples it fires on, and how many of them it
-    gets right. The final row, named NO_RULE, counts the examples no rule fires on (correct 0)."""
-
-    name: str
-    description: str
-    target: Any
-    covered: int
-    correct: int
 
 
 def coverage(task: Task | str, examples: Iterable[Example]) -> list[RuleCoverage]:
@@ -132,16 +119,10 @@ def coverage(task: Task | str, examples: Iterable[Example]) -> list[RuleCoverage
             if prediction is not None:
                 fired = True
                 covered[i] += 1
-                correct[i] += _is_right(task, example.label, prediction)
+                correct[i] += is_correct(task, example.label, prediction)
         uncovered += not fired
     rows = [RuleCoverage(r.name, r.description, r.target, n, k) for r, n, k in zip(rules, covered, correct)]
     return [*rows, RuleCoverage(NO_RULE, "left to the fallback baseline", None, uncovered, 0)]
-
-
-def _is_right(task: Task, gold: Any, prediction: Any) -> bool:
-    if task.kind == "span":  # gold is a tuple of answers; exact match against any of them
-        return any(exact_match(answer, prediction) for answer in gold)
-    return gold == prediction
 
 
 __all__ = [

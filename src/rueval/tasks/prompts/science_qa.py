@@ -5,10 +5,10 @@ Taktasheva et al. (2022), Appendix C, Table 2: "{QUESTION} {CANDIDATE ANSWER}", 
 
 from __future__ import annotations
 
+from rueval.tasks import split_options
 from rueval.tasks.base import Example
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
-from rueval.tasks.tape import split_options
 
 OPTION = " {option}"  # appended to the stem
 

@@ -6,25 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rueval.data import DataSource, open_data
+from rueval.data import DataSource, load_task_data, open_data
 from rueval.errors import RuevalError
-from rueval.progress import progress
-from rueval.report.results import write_jsonl, write_text
+from rueval.files import write_jsonl, write_text
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
 from rueval.robustness.targets import protected_spans_batch
-from rueval.solvers import Solver
+from rueval.run.predict import Predicted
+from rueval.solvers import Setting
 from rueval.tasks import Example, Task
 
-if TYPE_CHECKING:
-    from rueval.evaluate import TaskData
-
 ALL = "all"
-NESTED_TASKS = ("muserc", "rucos")  # several examples per record: perturbed on the fly only
 
 
 class Robustness:
@@ -100,53 +96,56 @@ class Robustness:
         return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in chosen}
 
     def evaluate(
-        self,
-        source: DataSource,
-        task_data: TaskData,
-        solver: Solver,
-        predictions: Sequence[Any],
-        limit: int | None = None,
+        self, source: DataSource, task: Task, predicted: Predicted, limit: int | None = None
     ) -> dict[str, dict[str, Any]]:
-        """Per perturbation: metrics, score, ASR and n, as results.json stores them.
+        """Per perturbation: metrics, score, ASR and n, as results.json stores them, for the run's first
+        few-shot setting, and under ``settings`` for each k and episode when there are several (TAPE
+        Table 4 reports every one).
 
         Perturbed copies in the data (TAPE's episodes layout) are used when there are any; the
-        perturbations named but missing there, or all when the data has none, are made here.
+        perturbations named but missing there, or all when the data has none, are made here. All
+        perturbed sets, in every setting, are predicted in one call (pooled for a language model).
         """
-        task, split = task_data.task, task_data.eval
+        split = predicted.data.eval
+        settings = list(predicted.by_setting)
         stored = source.load_perturbed(task, split.name, limit)
-        results: dict[str, dict[str, Any]] = {}
+        # (name, originals, the originals' predictions per setting or None to predict them, pairs, source, filter)
+        attacks: list[tuple[str, list[Example], dict[Setting, list] | None, list[tuple[int, Example]], str, dict]] = []
         if stored is not None:
             same_file = stored.file == split.file
             originals = split.examples if same_file else stored.originals
-            original_predictions = predictions if same_file else solver.predict(task, originals)
             for name, copies in stored.perturbed.items():
                 if self.requested is None or name in self.requested:
                     pairs = pair_with_originals(task, originals, copies, name, stored.file, strict=limit is None)
-                    results[name] = self._score(task, solver, originals, original_predictions, pairs, "data")
-        made_here = [p for p in self.perturbations if p.name not in results and (stored is None or self.requested)]
+                    attacks.append((name, originals, predicted.by_setting if same_file else None, pairs, "data", {}))
+        done = {name for name, *_ in attacks}
+        made_here = [p for p in self.perturbations if p.name not in done and (stored is None or self.requested)]
         if made_here:
             index = {example.key: i for i, example in enumerate(split.examples)}
             for name, filtered in self.generate(task, split.examples, split.file, made_here).items():
                 pairs = [(index[kept.original.key], kept.perturbed) for kept in filtered.kept]
-                results[name] = {
-                    **self._score(task, solver, split.examples, predictions, pairs, "generated"),
-                    "filter": filtered.summary(),
-                }
+                attacks.append((name, split.examples, predicted.by_setting, pairs, "generated", filtered.summary()))
+        jobs = [
+            (examples, setting)
+            for _, originals, known, pairs, _, _ in attacks
+            for examples in ([[e for _, e in pairs]] + ([] if known is not None else [originals]))
+            for setting in settings
+        ]
+        answers = iter(predicted.predictor(jobs) if jobs else [])
+        results: dict[str, dict[str, Any]] = {}
+        for name, originals, known, pairs, origin, summary in attacks:
+            perturbed_predictions = {setting: next(answers) for setting in settings}
+            original_predictions = known if known is not None else {setting: next(answers) for setting in settings}
+            scored = [
+                score_perturbation(task, originals, original_predictions[s], pairs, perturbed_predictions[s]).to_json()
+                for s in settings
+            ]
+            results[name] = {**scored[0], "source": origin, **({"filter": summary} if summary else {})}
+            if len(settings) > 1:
+                results[name]["settings"] = [
+                    {"k": s.k, "episode": s.episode, **each} for s, each in zip(settings, scored, strict=True)
+                ]
         return results
-
-    @staticmethod
-    def _score(
-        task: Task,
-        solver: Solver,
-        originals: Sequence[Example],
-        original_predictions: Sequence[Any],
-        pairs: list[tuple[int, Example]],
-        origin: str,
-    ) -> dict[str, Any]:
-        perturbed = [example for _, example in pairs]
-        bar = progress(perturbed, f"{solver.name} on perturbed {task.name}", total=len(perturbed))
-        scored = score_perturbation(task, originals, original_predictions, pairs, solver.predict(task, bar))
-        return {**scored.to_json(), "source": origin}
 
 
 def _parse_spec(spec: str) -> dict[str, float | None] | None:
@@ -188,19 +187,17 @@ def write_attack_sets(
     marked ``"perturbation": <task name>``, then each perturbation's filtered copies marked with
     its name and carrying their original's idx; the train split is copied beside it, so OUT is a
     complete --data directory. Returns the number of records per task and perturbation."""
-    from rueval.evaluate import load_task_data
-
-    nested = [task.name for task in tasks if task.name in NESTED_TASKS]
+    nested = [task.name for task in tasks if task.nested]  # perturbed on the fly only
     if nested:
         raise RuevalError(
             f"{', '.join(nested)}: several examples per record, so no perturbed files are written; "
             "use rueval run --perturb"
         )
     source = open_data(data)
-    loaded = [load_task_data(source, task, split, limit) for task in tasks]  # all data checked before any work
+    loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]  # all data checked first
     counts: dict[str, dict[str, int]] = {}
-    for task_data in loaded:
-        task, examples = task_data.task, task_data.eval.examples
+    for task, task_data in loaded:
+        examples = task_data.eval.examples
         records = [_record(example, task.name) for example in examples]
         counts[task.name] = {"original": len(records)}
         for name, filtered in robustness.generate(task, examples, task_data.eval.file).items():

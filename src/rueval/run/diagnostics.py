@@ -18,9 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rueval.report.stats import bootstrap_ci
+from rueval.results import TaskResult
 from rueval.slices import slice_scores
 from rueval.solvers import Solver
+from rueval.stats import bootstrap_ci
 from rueval.tasks import Example, Task
 
 
@@ -80,10 +81,10 @@ def task_diagnostics(
     return diagnostics
 
 
-def run_industrial(results: Mapping[str, Mapping[str, Any]], solver: Solver) -> dict[str, Any]:
+def run_industrial(results: Mapping[str, TaskResult], solver: Solver) -> dict[str, Any]:
     """The run's industrial figures: throughput and latency over all tasks' examples, the highest peak
     memory, and the model size (as the solver reports it now, else as a task recorded it)."""
-    per_task = [r["industrial"] for r in results.values() if "industrial" in r]
+    per_task = [r.industrial for r in results.values() if r.industrial]
     figures = industrial_figures(sum(f["examples"] for f in per_task), sum(f["seconds"] for f in per_task), solver)
     figures["peak_rss_mb"] = max([figures["peak_rss_mb"], *(f["peak_rss_mb"] for f in per_task)])
     for key in ("parameters", "model_size_mb"):

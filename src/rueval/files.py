@@ -1,4 +1,4 @@
-"""Writing run outputs atomically: a reader never sees half a file."""
+"""Files written atomically: a reader never sees half a file."""
 
 from __future__ import annotations
 

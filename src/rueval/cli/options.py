@@ -1,0 +1,165 @@
+"""The command line's options: their types, choices (taken from the modules that own them) and parsing."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from rueval.errors import RuevalError
+from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.solvers.heuristics import RULE_CHOICES
+from rueval.solvers.lm import SCORINGS
+from rueval.solvers.trivial import STRATEGIES
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def _choices(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum of ``values`` for typer, named as the values are written."""
+    return Enum(name, {value.replace("-", "_"): value for value in values}, type=str)
+
+
+SplitName = _choices("SplitName", ("val", "test"))
+FallbackName = _choices("FallbackName", STRATEGIES)
+RuleChoice = _choices("RuleChoice", RULE_CHOICES)
+ScoringName = _choices("ScoringName", SCORINGS)
+DtypeName = _choices("DtypeName", DTYPES)
+ENUM_OPTIONS = {
+    "split": SplitName,
+    "fallback": FallbackName,
+    "rules": RuleChoice,
+    "scoring": ScoringName,
+    "dtype": DtypeName,
+}
+
+
+def user_errors(command: Callable) -> Callable:
+    """Bad input ends in one line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except RuevalError as e:
+            errors.print(Text.assemble(("error:", "bold red"), f" {e}"), highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+TasksOption = Annotated[str, typer.Option("--tasks", "-t", help="Comma-separated task names, or rsg, tape, all.")]
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help=f"{', '.join(STRATEGIES)}, heuristic, tfidf, "
+        + ", ".join(f"{b}:{'MODEL' if b == 'openai' else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
+        + ".",
+    ),
+]
+DataOption = Annotated[
+    Optional[str],
+    typer.Option("--data", help="A directory or zip in the official layout, or 'hf'. Default: the bundled samples."),
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
+SplitOption = Annotated[
+    Optional[SplitName], typer.Option(help="Split to score. Default: test when it is labelled, else val.")
+]
+LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Score only the first N records of each task.")]
+BaseUrlOption = Annotated[
+    Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
+]
+FallbackOption = Annotated[
+    FallbackName, typer.Option("--fallback", help="-m heuristic: the baseline for examples no rule covers.")
+]
+RulesOption = Annotated[
+    RuleChoice,
+    typer.Option(
+        "--rules",
+        help="-m heuristic: fitted (the rules that beat the fallback on train) or all (every rule of the paper).",
+    ),
+]
+ShotsOption = Annotated[str, typer.Option(help="LMs: numbers of few-shot demonstrations, e.g. 0,1,4,8.")]
+EpisodesOption = Annotated[int, typer.Option(min=1, help="LMs: demonstration sets per k > 0 (TAPE uses 5).")]
+ScoringOption = Annotated[
+    ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
+]
+DeviceOption = Annotated[str, typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1.")]
+DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
+BatchSizeOption = Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")]
+TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: requests in flight.")]
+FilterModelOption = Annotated[
+    Optional[str],
+    typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
+]
+FilterThresholdOption = Annotated[
+    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.85).")
+]
+FilterMinShareOption = Annotated[
+    float, typer.Option(min=0, max=1, help="Semantic filter: the threshold is lowered until this share passes.")
+]
+TranslationModelOption = Annotated[
+    Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
+]
+AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
+
+
+def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``options`` (the command line's) that the model's solver takes: the heuristic
+    model its fallback and rule choice, language models their scoring and ModelOptions."""
+    if model == "heuristic":
+        return {"fallback": options["fallback"], "rules": options["rules"]}
+    if ModelSpec.is_lm(model):
+        fields = ModelOptions.__dataclass_fields__
+        model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
+        model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
+        return {"scoring": options["scoring"], **model_options}
+    return {}
+
+
+def parse_shots(text: str) -> list[int]:
+    try:
+        shots = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise RuevalError(f"--shots {text}: expected comma-separated numbers of demonstrations, e.g. 0,1,4,8") from None
+    if not shots or any(k < 0 for k in shots):
+        raise RuevalError(f"--shots {text}: expected comma-separated non-negative numbers, e.g. 0,1,4,8")
+    return shots
+
+
+def parse_batch_size(text: str) -> int | str:
+    if text == "auto" or (text.isdigit() and int(text) > 0):
+        return text if text == "auto" else int(text)
+    raise RuevalError(f"--batch-size {text}: expected a positive number or auto")
+
+
+def plain(options: dict[str, Any]) -> dict[str, Any]:
+    """Options as JSON values: enums by value, paths as absolute text (so --resume works from anywhere)."""
+
+    def value(v: Any) -> Any:
+        if isinstance(v, Enum):
+            return v.value
+        return str(Path(v).resolve()) if isinstance(v, Path) else v
+
+    return {name: value(v) for name, v in options.items()}
+
+
+def from_plain(options: dict[str, Any]) -> dict[str, Any]:
+    """Saved options back as the command line gives them."""
+    options = dict(options)
+    options.setdefault("rules", "all")  # runs started before --rules existed ran every rule
+    for name, kind in ENUM_OPTIONS.items():
+        if options.get(name) is not None:
+            options[name] = kind(options[name])
+    return options

@@ -1,0 +1,84 @@
+"""The one place that opens a language model: a spec (`hf:PATH_OR_HUB_ID`, `openai:MODEL`) and one
+options object -> a backend, behind an engine with the request cache."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from rueval.errors import RuevalError
+from rueval.models.engine import Engine
+
+BACKENDS = ("hf", "openai")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """`-m BACKEND:TARGET`, parsed once."""
+
+    backend: str
+    target: str
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        backend, _, target = spec.partition(":")
+        if backend not in BACKENDS:
+            raise RuevalError(f"-m {spec}: unknown backend '{backend}'; expected one of: {', '.join(BACKENDS)}")
+        if not target:
+            raise RuevalError(
+                f"-m {spec}: name the model after the colon, e.g. hf:ai-forever/rugpt3small_based_on_gpt2"
+            )
+        return cls(backend, target)
+
+    @staticmethod
+    def is_lm(spec: str) -> bool:
+        return spec.partition(":")[0] in BACKENDS
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.target}"
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to run a language model; every field is JSON, so the options can go into a run's fingerprint."""
+
+    device: str = "cpu"  # hf: a torch device
+    dtype: str = "auto"  # hf: weights dtype, one of DTYPES
+    batch_size: int | str = "auto"  # hf: rows per forward pass
+    trust_remote_code: bool = False  # hf: run code shipped with the model
+    base_url: str | None = None  # openai: the server
+    concurrency: int = 8  # openai: HTTP requests in flight
+    cache: bool = True  # keep computed requests in the on-disk request cache
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -> Engine:
+    """The backend for ``spec`` behind an engine (with the on-disk request cache unless turned off)."""
+    spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    if options.dtype not in DTYPES:
+        raise RuevalError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
+    if spec.backend == "hf":
+        from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
+
+        model = HFCausalLM(
+            spec.target,
+            device=options.device,
+            dtype=options.dtype,
+            batch_size=options.batch_size,
+            trust_remote_code=options.trust_remote_code,
+        )
+    else:
+        from rueval.models.openai import OpenAICompletionsModel
+
+        if not options.base_url:
+            raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
+        model = OpenAICompletionsModel(spec.target, options.base_url, concurrency=options.concurrency)
+    requests = None
+    if options.cache:
+        from rueval.models.cache import RequestCache
+        from rueval.paths import cache_dir
+
+        requests = RequestCache(cache_dir("requests") / "requests.sqlite")
+    return Engine(model, requests)

@@ -1,0 +1,400 @@
+"""The results schema, in one home: what a run writes (the run, each task's result, a prediction row
+per example) and what an audit writes, as typed records with to/from JSON that checks its input.
+
+Every writer and reader goes through these records, so a malformed or hand-edited file fails with
+its path and the offending field instead of a traceback half way through a report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rueval.data.local import decode_lines, parse_json_line
+from rueval.errors import DataError, RuevalError
+from rueval.files import write_json, write_jsonl
+from rueval.tasks import TASKS, Task
+
+INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
+SCALE = "metrics are percentages (x100), as in the papers"
+
+
+def read_json_file(path: Path) -> Any:
+    """A JSON file's content; a DataError naming the file (and line) if it is missing, not UTF-8 or not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataError(str(path), f"not valid JSON: {e.msg}", line=e.lineno) from None
+    except UnicodeDecodeError:
+        raise DataError(str(path), "not UTF-8 text") from None
+    except OSError as e:
+        raise DataError(str(path), f"cannot be read ({e.strerror or e})") from None
+
+
+class Checker:
+    """Reads values out of parsed JSON, naming the file and field of anything malformed."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, field: str, message: str) -> DataError:
+        return DataError(self.file, message, field=field or None)
+
+    def obj(self, value: Any, field: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(field, f"expected an object, got {type(value).__name__}")
+        return value
+
+    def number(self, value: Any, field: str, optional: bool = False) -> float | None:
+        if optional and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(field, f"expected a number, got {value!r:.40}")
+        return value
+
+    def numbers(self, value: Any, field: str) -> dict[str, float]:
+        return {key: self.number(item, f"{field}.{key}") for key, item in self.obj(value, field).items()}
+
+    def text(self, value: Any, field: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(field, f"expected a string, got {value!r:.40}")
+        return value
+
+    def required(self, data: Mapping[str, Any], key: str, at: str) -> Any:
+        if key not in data:
+            raise self.fail(f"{at}{key}", "missing")
+        return data[key]
+
+
+# ---- per-example rows -------------------------------------------------------------------------------
+
+
+def _tupled(value: Any) -> Any:
+    """JSON turns tuples (nested idx paths, multilabel predictions, gold answers) into lists: turn them back."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+@dataclass(frozen=True)
+class PredictionRow:
+    """One scored example in predictions/<task>.jsonl: its idx, the prediction and the gold answer,
+    and its group (the MuSeRC question; its EM and bootstrap resample whole questions)."""
+
+    idx: Any
+    prediction: Any
+    gold: Any
+    group: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        row = {"idx": self.idx, "prediction": self.prediction, "gold": self.gold}
+        return row if self.group is None else {**row, "group": self.group}
+
+    @classmethod
+    def from_json(cls, task: Task, data: Mapping[str, Any], file: str, line: int) -> PredictionRow:
+        for key in ("idx", "prediction", "gold"):
+            if key not in data:
+                raise DataError(file, "missing", line=line, field=key)
+        row = cls(*(_tupled(data.get(key)) for key in ("idx", "prediction", "gold", "group")))
+        for key, problem in (
+            ("gold", _gold_problem(task, row.gold)),
+            ("prediction", _prediction_problem(task, row.prediction)),
+        ):
+            if problem:
+                raise DataError(file, problem, line=line, field=key)
+        return row
+
+
+def _gold_problem(task: Task, gold: Any) -> str | None:
+    """Why a gold value cannot be the task's, or None."""
+    if task.kind == "span":
+        if isinstance(gold, tuple) and gold and all(isinstance(g, str) for g in gold):
+            return None
+        return f"expected a list of answer strings, got {gold!r:.60}"
+    if task.kind == "multilabel":
+        return _prediction_problem(task, gold)
+    if any(gold == label and type(gold) is type(label) for label in task.labels):
+        return None
+    return f"unknown label {gold!r:.60}; expected one of: {', '.join(map(repr, task.labels))}"
+
+
+def _prediction_problem(task: Task, pred: Any) -> str | None:
+    """Why a prediction cannot be scored, or None. Classification predictions outside the label
+    space are scored (as wrong), as they were in the run."""
+    if task.kind == "span" and not isinstance(pred, str):
+        return f"expected answer text, got {pred!r:.60}"
+    if task.kind == "multilabel" and not (
+        isinstance(pred, tuple) and len(pred) == len(task.categories) and all(v in (0, 1) for v in pred)
+    ):
+        return f"expected {len(task.categories)} values of 0 or 1, got {pred!r:.60}"
+    if task.kind == "classification" and isinstance(pred, dict):
+        return f"expected a label, got an object {pred!r:.60}"
+    return None
+
+
+def write_predictions(path: Path, rows: list[PredictionRow]) -> None:
+    write_jsonl(path, (row.to_json() for row in rows))
+
+
+def read_predictions(task: Task, path: Path) -> list[PredictionRow]:
+    """A run's predictions/<task>.jsonl, every row checked."""
+    if not path.is_file():
+        raise RuevalError(f"{path}: missing; the run lists {task.name} but has no predictions for it")
+    rows = [
+        PredictionRow.from_json(task, parse_json_line(line, str(path), number), str(path), number)
+        for number, line in enumerate(decode_lines(path.read_bytes(), str(path)), 1)
+        if line.strip()
+    ]
+    if not rows:
+        raise DataError(str(path), "has no predictions")
+    return rows
+
+
+# ---- a task's result ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ShotResult:
+    """One k of a few-shot run: each metric's mean and std over its episodes (TAPE's way), and the
+    episodes themselves. ``metrics_norm``: lm-eval's acc_norm variant, for log-likelihood scoring."""
+
+    metrics: dict[str, float]
+    std: dict[str, float]
+    score: float
+    score_std: float
+    episodes: list[dict[str, Any]]
+    metrics_norm: dict[str, float] | None = None
+    metrics_norm_std: dict[str, float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {key: value for key, value in data.items() if value is not None}
+
+    @classmethod
+    def from_json(cls, data: Any, check: Checker, at: str) -> ShotResult:
+        data = check.obj(data, at)
+        return cls(
+            metrics=check.numbers(check.required(data, "metrics", f"{at}."), f"{at}.metrics"),
+            std=check.numbers(data.get("std", {}), f"{at}.std"),
+            score=check.number(data.get("score", 0.0), f"{at}.score"),
+            score_std=check.number(data.get("score_std", 0.0), f"{at}.score_std"),
+            episodes=list(data.get("episodes", [])),
+            metrics_norm=check.numbers(data["metrics_norm"], f"{at}.metrics_norm") if "metrics_norm" in data else None,
+            metrics_norm_std=check.numbers(data["metrics_norm_std"], f"{at}.metrics_norm_std")
+            if "metrics_norm_std" in data
+            else None,
+        )
+
+
+@dataclass
+class TaskResult:
+    """Everything a run records for one task (OUT/tasks/<task>.json and results.json's tasks.<task>)."""
+
+    benchmark: str
+    split: str
+    n: int
+    score: float
+    metrics: dict[str, float]
+    breakdown: dict[str, dict[str, float]] = field(default_factory=dict)
+    ci: dict[str, list[float]] = field(default_factory=dict)
+    industrial: dict[str, Any] = field(default_factory=dict)
+    slices: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    shots: dict[int, ShotResult] = field(default_factory=dict)
+    perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    requests_computed: int | None = None
+    wall_time_s: float = 0.0
+    fingerprint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "n": self.n,
+            "score": self.score,
+            "metrics": self.metrics,
+            "breakdown": self.breakdown,
+        }
+        if self.shots:
+            data["shots"] = {str(k): shot.to_json() for k, shot in self.shots.items()}
+        if self.requests_computed is not None:
+            data["requests_computed"] = self.requests_computed
+        data.update({"ci": self.ci, "industrial": self.industrial})
+        if self.slices:
+            data["slices"] = self.slices
+        data.update({"data": self.data, "wall_time_s": self.wall_time_s, "fingerprint": self.fingerprint})
+        if self.perturbations:
+            data["perturbations"] = self.perturbations
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, check: Checker, at: str = "") -> TaskResult:
+        data = check.obj(data, at.rstrip("."))
+        ci = {}
+        for metric, bounds in check.obj(data.get("ci", {}), f"{at}ci").items():
+            if not (isinstance(bounds, list | tuple) and len(bounds) == 2):
+                raise check.fail(f"{at}ci.{metric}", "expected two numbers, the low and high bounds")
+            ci[metric] = [check.number(bound, f"{at}ci.{metric}[{i}]") for i, bound in enumerate(bounds)]
+        shots = {}
+        for k, shot in check.obj(data.get("shots", {}), f"{at}shots").items():
+            if not k.isdigit():
+                raise check.fail(f"{at}shots.{k}", "expected a number of shots as the key")
+            shots[int(k)] = ShotResult.from_json(shot, check, f"{at}shots.{k}")
+        perturbations = {}
+        for name, attack in check.obj(data.get("perturbations", {}), f"{at}perturbations").items():
+            where = f"{at}perturbations.{name}"
+            attack = check.obj(attack, where)
+            check.numbers(check.required(attack, "metrics", f"{where}."), f"{where}.metrics")
+            for key in ("score", "asr"):
+                check.number(attack.get(key), f"{where}.{key}", optional=True)
+            perturbations[name] = dict(attack)
+        slices = {
+            name: {
+                bucket: check.numbers(values, f"{at}slices.{name}.{bucket}")
+                for bucket, values in check.obj(buckets, f"{at}slices.{name}").items()
+            }
+            for name, buckets in check.obj(data.get("slices", {}), f"{at}slices").items()
+        }
+        return cls(
+            benchmark=check.text(data.get("benchmark", ""), f"{at}benchmark"),
+            split=check.text(data.get("split", ""), f"{at}split"),
+            n=int(check.number(check.required(data, "n", at), f"{at}n")),
+            score=check.number(check.required(data, "score", at), f"{at}score"),
+            metrics=check.numbers(check.required(data, "metrics", at), f"{at}metrics"),
+            breakdown={
+                tag: check.numbers(values, f"{at}breakdown.{tag}")
+                for tag, values in check.obj(data.get("breakdown", {}), f"{at}breakdown").items()
+            },
+            ci=ci,
+            industrial=_industrial(data.get("industrial", {}), check, f"{at}industrial"),
+            slices=slices,
+            shots=shots,
+            perturbations=perturbations,
+            data=dict(check.obj(data.get("data", {}), f"{at}data")),
+            requests_computed=data.get("requests_computed"),
+            wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
+            fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> TaskResult:
+        return cls.from_json(read_json_file(path), Checker(str(path)))
+
+    def write(self, path: Path) -> None:
+        write_json(path, self.to_json())
+
+
+def _industrial(value: Any, check: Checker, at: str) -> dict[str, Any]:
+    figures = dict(check.obj(value, at))
+    for key in INDUSTRIAL_FIELDS:
+        if key in figures:
+            check.number(figures[key], f"{at}.{key}", optional=True)
+    return figures
+
+
+# ---- heuristics' coverage (`rueval heuristics`, the audit) -------------------------------------------
+
+NO_RULE = "no rule fires"
+
+
+@dataclass(frozen=True)
+class RuleCoverage:
+    """How one rule does on a labelled split: the examples it fires on, and how many of them it
+    gets right. The final row, named NO_RULE, counts the examples no rule fires on (correct 0)."""
+
+    name: str
+    description: str
+    target: Any
+    covered: int
+    correct: int
+
+
+# ---- a run ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """OUT/results.json: the run's settings, its summary figures and every task's result."""
+
+    settings: dict[str, Any]  # model, model_identity, solver_options, shots, episodes, seed, limit, data, ...
+    created: str
+    wall_time_s: float
+    rsg_total: float | None
+    industrial: dict[str, Any]
+    tasks: dict[str, TaskResult]
+    reused: list[str] = field(default_factory=list)  # tasks whose stored result this run took as it was
+    notes: list[str] = field(default_factory=list)  # what the run did that its user should know
+
+    @property
+    def model(self) -> str:
+        return self.settings["model"]
+
+    @property
+    def data(self) -> str:
+        """Where the data came from: a directory, a zip, hf or the bundled samples."""
+        return str(self.settings.get("data", ""))
+
+    @property
+    def partial(self) -> bool:
+        """A --limit run scored part of each split: its scores are not the benchmark's."""
+        return self.settings.get("limit") is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.settings,
+            "created": self.created,
+            "wall_time_s": self.wall_time_s,
+            "scale": SCALE,
+            "partial": self.partial,
+            "reused": self.reused,
+            "notes": self.notes,
+            "rsg_total": self.rsg_total,
+            "industrial": self.industrial,
+            "tasks": {name: result.to_json() for name, result in self.tasks.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, check: Checker) -> RunResult:
+        data = check.obj(data, "")
+        check.text(check.required(data, "model", ""), "model")
+        tasks = check.obj(check.required(data, "tasks", ""), "tasks")
+        if not tasks:
+            raise check.fail("tasks", "is empty; the run scored no task")
+        for name in tasks:
+            if name not in TASKS:
+                raise check.fail(f"tasks.{name}", f"unknown task; expected one of: {', '.join(TASKS)}")
+        summary_keys = {
+            "created",
+            "wall_time_s",
+            "scale",
+            "partial",
+            "reused",
+            "notes",
+            "rsg_total",
+            "industrial",
+            "tasks",
+        }
+        return cls(
+            settings={key: value for key, value in data.items() if key not in summary_keys},
+            created=str(data.get("created", "")),
+            wall_time_s=check.number(data.get("wall_time_s", 0.0), "wall_time_s"),
+            rsg_total=check.number(data.get("rsg_total"), "rsg_total", optional=True),
+            industrial=_industrial(data.get("industrial", {}), check, "industrial"),
+            tasks={name: TaskResult.from_json(result, check, f"tasks.{name}.") for name, result in tasks.items()},
+            reused=list(data.get("reused", [])),
+            notes=list(data.get("notes", [])),
+        )
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunResult:
+        """A run directory's results.json, checked; a user error names the file and field at fault."""
+        path = run_dir / "results.json"
+        if not run_dir.is_dir():
+            raise RuevalError(f"{run_dir}: not a directory; give the output directory of `rueval run`")
+        if not path.is_file():
+            raise RuevalError(f"{run_dir}: no results.json; is this the output directory of `rueval run`?")
+        return cls.from_json(read_json_file(path), Checker(str(path)))
+
+    def write(self, run_dir: Path) -> None:
+        write_json(run_dir / "results.json", self.to_json())

@@ -1,0 +1,183 @@
+"""A run, as the data flows: load every task's data -> for each task (stored? -> predict -> score
+-> diagnose -> record) -> summarise. The predict stage pools a language model's requests over
+every task, k and episode (rueval.run.predict); the run store owns the run directory
+(rueval.run.store).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rueval import __version__
+from rueval.data import load_task_data, open_data
+from rueval.metrics import rsg_total, score_task
+from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
+from rueval.run.diagnostics import run_industrial, task_diagnostics
+from rueval.run.predict import Predicted, predict_tasks, settings_of
+from rueval.run.store import RunStore, fingerprint
+from rueval.slices import check_slice_names
+from rueval.solvers import Setting, make_solver
+from rueval.tasks import Task
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rueval.run.robustness import Robustness
+
+
+def run(
+    tasks: Sequence[Task],
+    model: str,
+    out: Path,
+    data: str | None = None,
+    split: str | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    solver_options: Mapping[str, Any] | None = None,
+    slices: Sequence[str] = (),
+    shots: Sequence[int] = (0,),
+    episodes: int = 1,
+    robustness: Robustness | None = None,
+    options: Mapping[str, Any] | None = None,
+    force: bool = False,
+) -> RunResult:
+    """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/.
+
+    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
+    (the command line's) are saved in OUT/run.json for --resume."""
+    started = time.perf_counter()
+    source = open_data(data)
+    solver_options = dict(solver_options or {})
+    solver = make_solver(model, seed, **solver_options)
+    # All data is read and checked before any work: bad input fails fast and writes nothing.
+    loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]
+    # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
+    settings = {
+        "model": model,
+        "model_identity": getattr(solver, "identity", model),  # an LM's exact weights: a changed model recomputes
+        "solver_options": solver_options,
+        "shots": list(shots),
+        "episodes": episodes,
+        "seed": seed,
+        "limit": limit,
+        "data": source.description,
+        "rueval_version": __version__,
+        "slices": list(check_slice_names(slices)),  # names from rueval.slices; scored per task
+        **({"robustness": robustness.describe()} if robustness else {}),
+    }
+    store = RunStore(out)
+    kept = store.claim(settings, list(tasks), force)
+    store.save_options(options or {}, settings)  # the input is valid: the work begins
+
+    results: dict[str, TaskResult] = {}
+    reused: list[str] = []
+    pending = []
+    for task, task_data in loaded:
+        stored = store.stored(task, fingerprint(settings, task, task_data))
+        if stored is not None:
+            results[task.name] = stored
+            reused.append(task.name)
+        else:
+            pending.append((task, task_data))
+    for predicted in predict_tasks(solver, pending, settings_of(shots, episodes)):
+        task = predicted.task
+        started_recording = time.perf_counter()
+        result = score(predicted)
+        result.fingerprint = fingerprint(settings, task, predicted.data)
+        diagnostics = task_diagnostics(
+            task, predicted.data.eval.examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed
+        )
+        result.ci, result.industrial, result.slices = (
+            diagnostics["ci"],
+            diagnostics["industrial"],
+            diagnostics.get("slices", {}),
+        )
+        if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
+            result.perturbations = robustness.evaluate(source, task, predicted, limit)
+        result.wall_time_s = predicted.seconds + time.perf_counter() - started_recording
+        store.record(task, result, prediction_rows(predicted))
+        results[task.name] = result
+    ordered = {task.name: results[task.name] for task, _ in loaded}
+    everything = {**kept, **ordered}
+    summary = RunResult(
+        settings=settings,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        wall_time_s=time.perf_counter() - started,
+        rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
+        industrial=run_industrial(ordered, solver),
+        tasks=everything,
+        reused=reused,
+        notes=store.notes,
+    )
+    store.write_results(summary)
+    return summary
+
+
+def score(predicted: Predicted) -> TaskResult:
+    """The task's metrics on its headline predictions and, for a language model, every k's mean and
+    standard deviation over its episodes (numpy's, ddof 0), as TAPE reports them."""
+    task, examples = predicted.task, predicted.data.eval.examples
+    scores = score_task(task, examples, predicted.headline)
+    result = TaskResult(
+        benchmark=task.benchmark,
+        split=predicted.data.eval.name,
+        n=len(examples),
+        score=scores.score,
+        metrics=scores.metrics,
+        breakdown=scores.breakdown,
+        data={
+            "file": predicted.data.eval.file,
+            "train_file": predicted.data.train.file if predicted.data.train else None,
+            "sha256": predicted.data.sha256,
+        },
+        requests_computed=predicted.requests_computed,
+    )
+    if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
+        result.shots = few_shot_scores(task, examples, predicted)
+    return result
+
+
+def few_shot_scores(task: Task, examples: Sequence[Any], predicted: Predicted) -> dict[int, ShotResult]:
+    by_k: dict[int, list[Setting]] = {}
+    for setting in predicted.by_setting:
+        by_k.setdefault(setting.k, []).append(setting)
+    shots = {}
+    for k, settings in by_k.items():
+        episodes = []
+        for setting in settings:
+            scores = score_task(task, examples, predicted.by_setting[setting])
+            episode: dict[str, Any] = {"metrics": scores.metrics, "score": scores.score}
+            if setting in predicted.normalized:
+                episode["metrics_norm"] = score_task(task, examples, predicted.normalized[setting]).metrics
+            episodes.append(episode)
+        norm = [e["metrics_norm"] for e in episodes if "metrics_norm" in e]
+        shots[k] = ShotResult(
+            metrics=_mean([e["metrics"] for e in episodes]),
+            std=_std([e["metrics"] for e in episodes]),
+            score=float(np.mean([e["score"] for e in episodes])),
+            score_std=float(np.std([e["score"] for e in episodes])),
+            episodes=episodes,
+            metrics_norm=_mean(norm) if norm else None,
+            metrics_norm_std=_std(norm) if norm else None,
+        )
+    return shots
+
+
+def _mean(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {m: float(np.mean([r[m] for r in runs])) for m in runs[0]}
+
+
+def _std(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {m: float(np.std([r[m] for r in runs])) for m in runs[0]}
+
+
+def prediction_rows(predicted: Predicted) -> list[PredictionRow]:
+    return [
+        PredictionRow(e.idx, p, e.label, e.group)
+        for e, p in zip(predicted.data.eval.examples, predicted.headline, strict=True)
+    ]

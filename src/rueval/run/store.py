@@ -1,0 +1,122 @@
+"""A run directory and what lives in it: OUT/run.json (the options the run was started with, for
+--resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
+depends on), OUT/predictions/<task>.jsonl and OUT/results.json.
+
+A finished task whose fingerprint matches is reused as it was, so an interrupted run resumes where
+it stopped. A directory that holds another run's results (other settings) is never overwritten
+silently: the run stops before any work unless told to replace them (``force``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rueval.data import TaskData
+from rueval.errors import DataError, RuevalError
+from rueval.files import write_json
+from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
+from rueval.tasks import Task
+
+OPTIONS_FILE = "run.json"
+
+
+class RunStore:
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.notes: list[str] = []  # what the store did that the user should know (printed by the CLI)
+
+    # -- the options a run was started with, for --resume ------------------------------------------
+    def save_options(self, options: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
+        write_json(self.out / OPTIONS_FILE, {"options": dict(options), "settings": dict(settings)})
+
+    def load_options(self) -> dict[str, Any]:
+        """The options saved by the run in this directory; a user error if there are none or they are damaged."""
+        path = self.out / OPTIONS_FILE
+        if not path.is_file():
+            raise RuevalError(f"{path}: not found; --resume continues a run started with rueval run -o {self.out}")
+        saved = Checker(str(path)).obj(read_json_file(path), "")
+        options = saved.get("options", saved)  # runs before rueval 0.1.1 saved the options alone
+        return dict(Checker(str(path)).obj(options, "options"))
+
+    # -- another run's results in the directory --------------------------------------------------------
+    def claim(self, settings: Mapping[str, Any], tasks: list[Task], force: bool) -> dict[str, TaskResult]:
+        """Make the directory this run's before any work. Returns the earlier results of the same
+        settings for tasks this run does not score (merged into its results.json, and said so);
+        another run's results stop the run, unless ``force`` replaces them."""
+        earlier = self._earlier_settings()
+        if earlier is not None and earlier != dict(settings):
+            if not force:
+                raise RuevalError(
+                    f"{self.out}: holds the results of another run ({_differences(earlier, settings)}); "
+                    "give a new -o, or --force to replace them"
+                )
+            for name in ("tasks", "predictions"):
+                shutil.rmtree(self.out / name, ignore_errors=True)
+            (self.out / "results.json").unlink(missing_ok=True)
+            self.notes.append(f"replaced the results of another run in {self.out} (--force)")
+            return {}
+        if earlier is None or not (self.out / "results.json").is_file():
+            return {}
+        kept = {}
+        previous = RunResult.read(self.out)
+        for name, result in previous.tasks.items():
+            if name not in {task.name for task in tasks}:
+                kept[name] = result
+        if kept:
+            self.notes.append(f"kept {len(kept)} task(s) of the earlier run with the same settings: {', '.join(kept)}")
+        return kept
+
+    def _earlier_settings(self) -> dict[str, Any] | None:
+        results, options = self.out / "results.json", self.out / OPTIONS_FILE
+        if self.out.exists() and not self.out.is_dir():
+            raise RuevalError(f"-o {self.out}: is a file, not a directory")
+        try:
+            if results.is_file():
+                return RunResult.read(self.out).settings
+            if options.is_file():
+                return dict(Checker(str(options)).obj(read_json_file(options), "").get("settings") or {}) or None
+        except DataError as e:
+            raise RuevalError(f"{e}; give a new -o, or --force to replace the run in {self.out}") from None
+        return None
+
+    # -- finished tasks ----------------------------------------------------------------------------------
+    def stored(self, task: Task, fingerprint: str) -> TaskResult | None:
+        """The task's saved result if it was computed with the same fingerprint. A damaged file is
+        reported (in ``notes``) and the task computed again."""
+        path = self._task_file(task)
+        if not path.is_file():
+            return None
+        try:
+            result = TaskResult.read(path)
+        except DataError as e:
+            self.notes.append(f"{e}; computing {task.name} again")
+            return None
+        return result if result.fingerprint == fingerprint else None
+
+    def record(self, task: Task, result: TaskResult, rows: list[PredictionRow]) -> None:
+        """Write the task's predictions, then its result: a result on disk always has its predictions."""
+        write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
+        result.write(self._task_file(task))
+
+    def write_results(self, results: RunResult) -> None:
+        results.write(self.out)
+
+    def _task_file(self, task: Task) -> Path:
+        return self.out / "tasks" / f"{task.name}.json"
+
+
+def fingerprint(settings: Mapping[str, Any], task: Task, data: TaskData) -> str:
+    """A hash of everything a task's result depends on: the run's settings, the task, the scored split and the data."""
+    key = {**settings, "task": task.name, "split": data.eval.name, "data": data.sha256}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """The settings that differ, briefly: "model majority -> tfidf, slices [] -> ['length']"."""
+    changed = [key for key in dict.fromkeys([*earlier, *settings]) if earlier.get(key) != settings.get(key)]
+    return ", ".join(f"{key} {earlier.get(key)!r:.40} -> {settings.get(key)!r:.40}" for key in changed[:3])
