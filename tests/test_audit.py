@@ -11,6 +11,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 import rueval.audit
 from rueval.audit import audit, expected_weighted_random_accuracy, label_distribution, similar_pairs
+from rueval.results import AuditResult
 from rueval.solvers.heuristics import NO_RULE, RULES, coverage
 from rueval.tasks import Example, get_task
 
@@ -79,7 +80,7 @@ def rcb_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def report(rcb_dir: Path, tmp_path: Path) -> dict:
-    return audit([get_task("rcb")], str(rcb_dir), tmp_path / "out")["tasks"]["rcb"]
+    return audit([get_task("rcb")], str(rcb_dir), tmp_path / "out").to_json()["tasks"]["rcb"]
 
 
 def test_label_shares_are_counted_per_labelled_split(report):
@@ -140,7 +141,8 @@ def test_heuristic_coverage_rows_for_each_labelled_split(report, rcb_dir):
 def test_audit_json_is_written(rcb_dir, tmp_path):
     written = audit([get_task("rcb")], str(rcb_dir), tmp_path / "out")
     saved = json.loads((tmp_path / "out" / "audit.json").read_text(encoding="utf-8"))
-    assert saved == json.loads(json.dumps(written))
+    assert saved == json.loads(json.dumps(written.to_json()))
+    assert AuditResult.read(tmp_path / "out" / "audit.json") == written  # read back through the checked schema
     assert saved["tasks"]["rcb"]["duplicates"]["val"]["exact"] == 1
     assert saved["leakage"]["tasks"] == {"rcb": "val"}
     assert saved["leakage"]["weighted_random_expected_accuracy"] == pytest.approx(30.0)
@@ -186,7 +188,7 @@ def test_lidirus_is_audited_against_terra_train(tmp_path):
     ]
     write_jsonl(tmp_path / "data" / "TERRa" / "train.jsonl", terra)
     write_jsonl(tmp_path / "data" / "LiDiRus" / "LiDiRus.jsonl", lidirus)
-    report = audit([get_task("lidirus")], str(tmp_path / "data"), tmp_path / "out")["tasks"]["lidirus"]
+    report = audit([get_task("lidirus")], str(tmp_path / "data"), tmp_path / "out").to_json()["tasks"]["lidirus"]
     assert report["splits"]["train"]["file"].endswith("train.jsonl") and "TERRa" in report["splits"]["train"]["file"]
     # the copy is found although TERRa names its fields premise/hypothesis and LiDiRus sentence1/sentence2
     assert report["duplicates"]["test"]["exact_pairs"] == [{"train": 0, "eval": 0, "similarity": 1.0}]

@@ -52,6 +52,7 @@ def test_every_task_runs_with_few_shot_episodes(cli, tmp_path, tiny_gpt2_dir, sh
         out,
     )
     assert result.exit_code == 0, result.stderr
+    assert "2 ep." in result.stdout and " ± " in result.stdout  # each k's mean ± std over its episodes
     summary = json.loads((out / "results.json").read_text())
     assert list(summary["tasks"]) == list(TASKS) and summary["rsg_total"] is not None
     assert summary["model_identity"].startswith(f"hf:{tiny_gpt2_dir}@")
@@ -130,3 +131,48 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
         assert read_jsonl(out / "predictions" / f"{name}.jsonl") == read_jsonl(
             tmp_path / "whole" / "predictions" / f"{name}.jsonl"
         )
+
+
+def test_requests_pooled_across_tasks_k_and_episodes_are_computed_and_forwarded_once(tiny_gpt2_dir, monkeypatch):
+    from rueval.data import Split, TaskData
+    from rueval.run.predict import predict_tasks, settings_of
+    from rueval.solvers import make_solver
+
+    solver = make_solver(f"hf:{tiny_gpt2_dir}")
+    model = solver.engine.model
+    # LiDiRus is asked with TERRa's prompt: the same pair gives the same requests in both tasks, and a
+    # one-example train split gives both 1-shot episodes the same demonstration.
+    pair, demo = ("Кот спит на диване.", "Кот спит."), ("Идёт дождь.", "На улице сухо.")
+
+    def data(task, names):
+        def split(name, sentences, label):
+            example = Example(idx=0, fields=dict(zip(names, sentences)), label=label)
+            return Split(task, name, [example], f"{task.name}/{name}.jsonl", "0" * 64)
+
+        return TaskData(split("test", pair, "entailment"), split("train", demo, "not_entailment"))
+
+    pending = [
+        (TASKS["terra"], data(TASKS["terra"], ("premise", "hypothesis"))),
+        (TASKS["lidirus"], data(TASKS["lidirus"], ("sentence1", "sentence2"))),
+    ]
+    settings = settings_of([0, 1], episodes=2)
+    asked = [
+        r
+        for task, d in pending
+        for s in settings
+        for r in solver.plan(task, d.train.examples, d.eval.examples, s).requests
+    ]
+    sent = []
+    compute = model.loglikelihood
+    monkeypatch.setattr(model, "loglikelihood", lambda requests: sent.append(list(requests)) or compute(requests))
+    before = model.stats.forwarded_tokens
+    predicted = {p.task.name: p for p in predict_tasks(solver, pending, settings)}
+
+    assert len(asked) == 12 and len(set(asked)) == 4  # 2 tasks x (k=0, two k=1 episodes) x 2 options
+    assert len(sent) == 1 and sorted(map(repr, sent[0])) == sorted(map(repr, set(asked)))  # one pooled call
+    encoded = [ids for ids, _ in map(model.encode, sent[0])]
+    prefixes = {tuple(ids[: i + 1]) for ids in encoded for i in range(len(ids))}
+    extended = {p for p in prefixes if any(len(ids) > len(p) and tuple(ids[: len(p)]) == p for ids in encoded)}
+    assert model.stats.forwarded_tokens - before == len(extended)  # every shared prefix forwarded once
+    assert predicted["terra"].by_setting == predicted["lidirus"].by_setting
+    assert predicted["terra"].requests_computed == 4 and predicted["lidirus"].requests_computed == 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import fmean, median
@@ -25,9 +25,9 @@ from sklearn.feature_selection import chi2
 
 from rueval import __version__
 from rueval.data import DataSource, Split, load_train, open_data
-from rueval.files import write_json
 from rueval.metrics import normalize_answer, score_task
 from rueval.progress import progress
+from rueval.results import AuditResult, Coverage, TaskAudit
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task
@@ -60,25 +60,24 @@ def load_audit_data(source: DataSource, task: Task) -> AuditData:
     return AuditData(task, train, evals, borrowed)
 
 
-def audit(tasks: Sequence[Task], data: str | None = None, out: Path = Path("audits")) -> dict[str, Any]:
+def audit(tasks: Sequence[Task], data: str | None = None, out: Path = Path("audits")) -> AuditResult:
     """Audit ``tasks`` on ``data`` (default: the bundled samples) and write OUT/audit.json."""
     source = open_data(data)
     loaded = [load_audit_data(source, task) for task in tasks]  # bad input fails before any work
     results = {item.task.name: audit_task(item) for item in loaded}
-    report = {
-        "data": source.description,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "rueval_version": __version__,
-        "scale": "metrics and expected accuracies are percentages (x100); label shares are fractions",
-        "near_duplicate_threshold": NEAR_DUPLICATE_THRESHOLD,
-        "leakage": leakage_summary(results),
-        "tasks": results,
-    }
-    write_json(out / "audit.json", report)
+    report = AuditResult(
+        data=source.description,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        rueval_version=__version__,
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLD,
+        leakage=leakage_summary(results),
+        tasks=results,
+    )
+    report.write(out / "audit.json")
     return report
 
 
-def audit_task(item: AuditData) -> dict[str, Any]:
+def audit_task(item: AuditData) -> TaskAudit:
     """Every section of the audit for one task (see the module docstring)."""
     task, train = item.task, item.train
     labelled_evals = [split for split in item.evals if split.labelled]
@@ -92,27 +91,22 @@ def audit_task(item: AuditData) -> dict[str, Any]:
         notes.append(f"train is {item.borrowed_train}'s train split: its label prior stands in, as in the paper")
     if task.kind == "span":
         notes.append("span task: answer lengths in words instead of a label distribution; no artifact tokens")
-    result: dict[str, Any] = {
-        "benchmark": task.benchmark,
-        "kind": task.kind,
-        "splits": {split.name: _describe(split) for split in [*([train] if train else []), *item.evals]},
-        "labels": {split.name: label_distribution(task, split.examples) for split in labelled},
-        "prior_only": {},
-        "artifacts": {},
-        "duplicates": {},
-        "heuristics": {},
-        "notes": notes,
-    }
+    result = TaskAudit(
+        benchmark=task.benchmark,
+        kind=task.kind,
+        splits={split.name: _describe(split) for split in [*([train] if train else []), *item.evals]},
+        labels={split.name: label_distribution(task, split.examples) for split in labelled},
+        notes=notes,
+    )
     if train is not None:
-        result["duplicates"] = duplicates(train, item.evals)
+        result.duplicates = duplicates(train, item.evals)
         if train.labelled:
-            result["prior_only"] = {s.name: prior_only(task, train.examples, s.examples) for s in labelled_evals}
+            result.prior_only = {s.name: prior_only(task, train.examples, s.examples) for s in labelled_evals}
             if task.kind != "span":
-                result["artifacts"] = artifact_tokens(task, train.examples)
+                result.artifacts = artifact_tokens(task, train.examples)
     if task.name in RULES:
-        for split in labelled:
-            rows = [asdict(row) for row in coverage(task, split.examples)]  # the last: no rule fires
-            result["heuristics"][split.name] = {"n": len(split.examples), "rules": rows}
+        for split in labelled:  # the last row of each: no rule fires
+            result.heuristics[split.name] = Coverage(len(split.examples), coverage(task, split.examples))
     return result
 
 
@@ -168,19 +162,19 @@ def expected_weighted_random_accuracy(task: Task, train: Sequence[Example], exam
     return agreement(train_golds, eval_golds)
 
 
-def leakage_summary(results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def leakage_summary(results: dict[str, TaskAudit]) -> dict[str, Any] | None:
     """The paper's comparison over the tasks scored by accuracy, each on the split `rueval run`
     scores (test when labelled, else val): mean expected accuracy of guessing by train shares vs.
     of balanced labels, and the majority baseline's mean accuracy."""
     chosen = {}
     for name, result in results.items():
-        priors = result["prior_only"]
+        priors = result.prior_only
         splits = [split for split, prior in priors.items() if "weighted_random_expected_accuracy" in prior]
         if splits and "accuracy" in priors[splits[-1]]["majority"]["metrics"]:
             chosen[name] = splits[-1]  # splits follow the task's order: val, then test
     if not chosen:
         return None
-    priors = [results[name]["prior_only"][split] for name, split in chosen.items()]
+    priors = [results[name].prior_only[split] for name, split in chosen.items()]
     return {
         "tasks": chosen,
         "weighted_random_expected_accuracy": fmean(p["weighted_random_expected_accuracy"] for p in priors),

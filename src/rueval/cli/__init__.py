@@ -75,7 +75,7 @@ def robustness_options(
         perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
     )
     for note in robustness.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     return robustness
 
 
@@ -173,12 +173,11 @@ def run(
             force=force,
         )
     except KeyboardInterrupt:
-        errors.print(
-            f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}", highlight=False
-        )
+        message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"
+        errors.print(message, highlight=False, soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
     for note in summary.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(results_table(summary))
     if slices:
         console.print(slices_table(summary))

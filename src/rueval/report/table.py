@@ -9,7 +9,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rueval.results import NO_RULE, RuleCoverage, RunResult
+from rueval.results import NO_RULE, AuditResult, RunResult
 from rueval.tasks import Task
 
 
@@ -76,31 +76,31 @@ def results_table(summary: RunResult) -> Table:
 ARTIFACTS_SHOWN = 5  # of the 10 per label in audit.json
 
 
-def audit_tables(report: dict[str, Any]) -> list[Table]:
+def audit_tables(report: AuditResult) -> list[Table]:
     """The sections of an audit report (rueval.audit), one table each; empty sections are left out."""
     tables = [_label_table(report), _prior_table(report), _artifact_table(report), _duplicate_table(report)]
     tables += [
-        heuristics_table(name, split, found["n"], [RuleCoverage(**row) for row in found["rules"]])
-        for name, task in report["tasks"].items()
-        for split, found in task["heuristics"].items()
+        heuristics_table(name, split, found.n, found.rules)
+        for name, task in report.tasks.items()
+        for split, found in task.heuristics.items()
     ]
     return [table for table in tables if table.row_count]
 
 
-def _label_table(report: dict[str, Any]) -> Table:
-    table = Table(title=f"Label distribution ({report['data']})")
+def _label_table(report: AuditResult) -> Table:
+    table = Table(title=f"Label distribution ({report.data})")
     for column in ("task", "split", "n", "labels: share (count)"):
         table.add_column(column, justify="right" if column == "n" else "left")
-    for name, task in report["tasks"].items():
-        for split, labels in task["labels"].items():
-            n = task["splits"][split]["n"]
+    for name, task in report.tasks.items():
+        for split, labels in task.labels.items():
+            n = task.splits[split]["n"]
             if "answer_words" in labels:
                 stats = labels["answer_words"]
                 text = (
                     f"answer words: mean {stats['mean']:.1f}, median {stats['median']:g}, "
                     f"range {stats['min']}-{stats['max']}"
                 )
-            elif task["kind"] == "multilabel":
+            elif task.kind == "multilabel":
                 text = "  ".join(f"{category} {shares['1']['share']:.0%}" for category, shares in labels.items())
             else:
                 text = "  ".join(f"{label} {row['share']:.0%} ({row['count']})" for label, row in labels.items())
@@ -108,12 +108,12 @@ def _label_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _prior_table(report: dict[str, Any]) -> Table:
+def _prior_table(report: AuditResult) -> Table:
     table = Table(title="Predicting from the train label prior alone (x100)")
     for column in ("task", "split", "majority", "weighted-random expected acc.", "balanced expected acc."):
         table.add_column(column, justify="left" if column in ("task", "split", "majority") else "right")
-    for name, task in report["tasks"].items():
-        for split, prior in task["prior_only"].items():
+    for name, task in report.tasks.items():
+        for split, prior in task.prior_only.items():
             metrics = "  ".join(f"{metric} {value:.1f}" for metric, value in prior["majority"]["metrics"].items())
             expected = prior.get("weighted_random_expected_accuracy")
             balanced = prior.get("balanced_expected_accuracy")
@@ -124,7 +124,7 @@ def _prior_table(report: dict[str, Any]) -> Table:
                 "-" if expected is None else f"{expected:.1f}",
                 "-" if balanced is None else f"{balanced:.1f}",
             )
-    leakage = report.get("leakage")
+    leakage = report.leakage
     if leakage:
         table.add_section()
         table.add_row(
@@ -137,7 +137,7 @@ def _prior_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _artifact_table(report: dict[str, Any]) -> Table:
+def _artifact_table(report: AuditResult) -> Table:
     table = Table(
         title=f"Artifact tokens: the {ARTIFACTS_SHOWN} train lemmas most associated with each label",
         caption="lemma chi2 (train examples of the label with it / all train examples with it)",
@@ -145,8 +145,8 @@ def _artifact_table(report: dict[str, Any]) -> Table:
     table.add_column("task", no_wrap=True)
     table.add_column("label")
     table.add_column("lemmas", overflow="fold")
-    for name, task in report["tasks"].items():
-        for label, rows in task["artifacts"].items():
+    for name, task in report.tasks.items():
+        for label, rows in task.artifacts.items():
             lemmas = ", ".join(
                 f"{row['lemma']} {row['chi2']:.1f} ({row['count']}/{row['total']})" for row in rows[:ARTIFACTS_SHOWN]
             )
@@ -154,16 +154,16 @@ def _artifact_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _duplicate_table(report: dict[str, Any]) -> Table:
-    threshold = report["near_duplicate_threshold"]
+def _duplicate_table(report: AuditResult) -> Table:
+    threshold = report.near_duplicate_threshold
     table = Table(title=f"Train/eval duplicates (near: char n-gram TF-IDF cosine >= {threshold})")
     table.add_column("task")
     table.add_column("split")
     for column in ("n", "exact pairs", "with exact", "near pairs", "with near"):
         table.add_column(column, justify="right")
     table.add_column("closest pairs (train, eval, sim.)")
-    for name, task in report["tasks"].items():
-        for split, found in task["duplicates"].items():
+    for name, task in report.tasks.items():
+        for split, found in task.duplicates.items():
             closest = (found["exact_pairs"] + found["near_pairs"])[:3]
             table.add_row(
                 name,

@@ -1,13 +1,8 @@
-"""The results schema, in one home: what a run writes (the run, each task's result, a prediction row
-per example) and what an audit writes, as typed records with to/from JSON that checks its input.
-
-Every writer and reader goes through these records, so a malformed or hand-edited file fails with
-its path and the offending field instead of a traceback half way through a report.
-"""
+"""What a run writes: the run (results.json), each task's result (tasks/<task>.json) and a row per
+scored example (predictions/<task>.jsonl), as typed records with to/from JSON that checks its input."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,57 +11,11 @@ from typing import Any
 from rueval.data.local import decode_lines, parse_json_line
 from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_jsonl
+from rueval.results.checks import Checker, read_json_file
 from rueval.tasks import TASKS, Task
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
 SCALE = "metrics are percentages (x100), as in the papers"
-
-
-def read_json_file(path: Path) -> Any:
-    """A JSON file's content; a DataError naming the file (and line) if it is missing, not UTF-8 or not JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise DataError(str(path), f"not valid JSON: {e.msg}", line=e.lineno) from None
-    except UnicodeDecodeError:
-        raise DataError(str(path), "not UTF-8 text") from None
-    except OSError as e:
-        raise DataError(str(path), f"cannot be read ({e.strerror or e})") from None
-
-
-class Checker:
-    """Reads values out of parsed JSON, naming the file and field of anything malformed."""
-
-    def __init__(self, file: str):
-        self.file = file
-
-    def fail(self, field: str, message: str) -> DataError:
-        return DataError(self.file, message, field=field or None)
-
-    def obj(self, value: Any, field: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(field, f"expected an object, got {type(value).__name__}")
-        return value
-
-    def number(self, value: Any, field: str, optional: bool = False) -> float | None:
-        if optional and value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(field, f"expected a number, got {value!r:.40}")
-        return value
-
-    def numbers(self, value: Any, field: str) -> dict[str, float]:
-        return {key: self.number(item, f"{field}.{key}") for key, item in self.obj(value, field).items()}
-
-    def text(self, value: Any, field: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(field, f"expected a string, got {value!r:.40}")
-        return value
-
-    def required(self, data: Mapping[str, Any], key: str, at: str) -> Any:
-        if key not in data:
-            raise self.fail(f"{at}{key}", "missing")
-        return data[key]
 
 
 # ---- per-example rows -------------------------------------------------------------------------------
@@ -291,23 +240,6 @@ def _industrial(value: Any, check: Checker, at: str) -> dict[str, Any]:
         if key in figures:
             check.number(figures[key], f"{at}.{key}", optional=True)
     return figures
-
-
-# ---- heuristics' coverage (`rueval heuristics`, the audit) -------------------------------------------
-
-NO_RULE = "no rule fires"
-
-
-@dataclass(frozen=True)
-class RuleCoverage:
-    """How one rule does on a labelled split: the examples it fires on, and how many of them it
-    gets right. The final row, named NO_RULE, counts the examples no rule fires on (correct 0)."""
-
-    name: str
-    description: str
-    target: Any
-    covered: int
-    correct: int
 
 
 # ---- a run ----------------------------------------------------------------------------------------------

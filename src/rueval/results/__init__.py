@@ -1,0 +1,33 @@
+"""The results schema, in one home: what a run writes and what an audit writes, as typed records with
+to/from JSON that checks its input. Every writer and reader goes through them, so a malformed or
+hand-edited file fails with its path and the offending field instead of a traceback half way through
+a report."""
+
+from rueval.results.audit import NO_RULE, AuditResult, Coverage, RuleCoverage, TaskAudit
+from rueval.results.checks import Checker, read_json_file
+from rueval.results.run import (
+    INDUSTRIAL_FIELDS,
+    PredictionRow,
+    RunResult,
+    ShotResult,
+    TaskResult,
+    read_predictions,
+    write_predictions,
+)
+
+__all__ = [
+    "INDUSTRIAL_FIELDS",
+    "NO_RULE",
+    "AuditResult",
+    "Checker",
+    "Coverage",
+    "PredictionRow",
+    "RuleCoverage",
+    "RunResult",
+    "ShotResult",
+    "TaskAudit",
+    "TaskResult",
+    "read_json_file",
+    "read_predictions",
+    "write_predictions",
+]

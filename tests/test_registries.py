@@ -1,0 +1,58 @@
+"""The plug-in registries keyed by task name cover exactly the tasks they claim, and the task
+declarations hold what every consumer reads from them."""
+
+import pytest
+
+from rueval.robustness.targets import TARGETS
+from rueval.slices import SLICES
+from rueval.solvers import tfidf
+from rueval.solvers.heuristics import RULES
+from rueval.tasks import BENCHMARKS, TASKS
+from rueval.tasks.prompts import PROMPTS
+
+
+def test_every_task_has_a_prompt_and_perturbation_targets():
+    assert set(PROMPTS) == set(TASKS)
+    assert set(TARGETS) == set(TASKS)
+
+
+def test_heuristic_rules_cover_the_rsg_tasks_but_rwsd():
+    # the heuristics paper found no rule for RWSD (Section 3.7); TAPE has none
+    assert set(RULES) == {task.name for task in BENCHMARKS["rsg"]} - {"rwsd"}
+
+
+def test_tfidf_reads_every_task_in_exactly_one_way():
+    ways = [
+        set(tfidf.LABEL_FIELDS),
+        set(tfidf.OPTIONS),
+        {name for name, task in TASKS.items() if task.kind == "multilabel"},
+        {"chegeka"},
+    ]
+    assert sum(map(len, ways)) == len(TASKS) and set().union(*ways) == set(TASKS)
+
+
+def test_slices_claim_only_known_tasks_with_the_fields_they_read():
+    for chosen in SLICES.values():
+        assert set(chosen.tasks) <= set(TASKS), chosen.name
+    assert set(SLICES["exam"].tasks) == {name for name in TASKS if name == "ru_worldtree"}
+
+
+@pytest.mark.parametrize("task", TASKS.values(), ids=TASKS)
+def test_each_task_declares_its_texts_title_and_shape(task):
+    assert task.title and set(task.main_fields) <= set(task.text_fields)
+    assert task.nested == (task.name in ("muserc", "rucos"))
+    assert task.inline_options == (task.name in ("ru_openbook", "ru_worldtree"))
+    assert (task.train_from is not None) == (task.name == "lidirus")
+
+
+def test_benchmarks_list_their_tasks_in_the_papers_column_order():
+    assert [t.title for t in BENCHMARKS["tape"]] == [
+        "Winograd",
+        "RuWorldTree",
+        "RuOpenBookQA",
+        "MultiQ",
+        "CheGeKa",
+        "Ethics-1",
+        "Ethics-2",
+    ]  # TAPE Table 3
+    assert [t.title for t in BENCHMARKS["rsg"]][:3] == ["LiDiRus", "RCB", "PARus"]  # RSG Table 2
