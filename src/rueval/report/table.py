@@ -47,7 +47,7 @@ def results_table(summary: RunResult) -> Table:
     table.add_column("bench")
     table.add_column("split")
     table.add_column("n", justify="right")
-    table.add_column("k", justify="right")
+    table.add_column("k", justify="right", no_wrap=True)
     table.add_column("metrics", no_wrap=True, overflow="fold")
     table.add_column("score", justify="right", no_wrap=True)
     for name, result in summary.tasks.items():
