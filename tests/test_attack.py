@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -30,6 +31,9 @@ def test_correct_means_gold_class_all_categories_or_exact_match():
     chegeka = get_task("chegeka")
     assert is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "санкт-петербург!")  # EM after normalisation
     assert not is_correct(chegeka, Example(0, {}, ("Санкт-Петербург",)), "Петербург")  # token F1 < 1
+    # the task's own normalisation: the official one keeps ё and «», the Russian opt-in does not
+    assert not is_correct(chegeka, Example(0, {}, ("Пётр",)), "«Петр»")
+    assert is_correct(dataclasses.replace(chegeka, normalization="russian"), Example(0, {}, ("Пётр",)), "«Петр»")
 
 
 def test_attack_success_rate_is_the_share_of_correct_predictions_made_wrong():

@@ -5,7 +5,7 @@ Table 4): the share of the originally correct predictions that the perturbation 
 "Correct" per example: the gold class for classification tasks; every category right for the
 multilabel Ethics tasks (one wrong category makes the example wrong, the strictest reading, as a
 perturbation that flips any judgement has succeeded); exact match with a gold answer after
-normalisation (EM, i.e. token F1 = 1) for span tasks.
+normalisation (EM) for span tasks, with the task's normalisation.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rueval.tasks import Example, Task
 
 def is_correct(task: Task, example: Example, prediction: Any) -> bool:
     if task.kind == "span":
-        return any(exact_match(gold, prediction) for gold in example.label)
+        return any(exact_match(gold, prediction, task.normalization) for gold in example.label)
     if task.kind == "multilabel":
         return tuple(prediction) == tuple(example.label)
     return prediction == example.label

@@ -130,6 +130,7 @@ class Task:
     aliases: tuple[str, ...] = ()
     train_task: str | None = None  # where label priors come from when the task has no train split
     extra: Mapping[str, Any] = field(default_factory=dict)  # task-specific settings (e.g. LiDiRus tag fields)
+    normalization: str = ""  # span tasks: how answers are normalised before matching (rueval.metrics.NORMALIZATIONS)
 
     @property
     def kind(self) -> str:

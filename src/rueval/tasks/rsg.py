@@ -184,5 +184,6 @@ RSG_TASKS = (
         metrics=("f1", "em"),
         split_files=RSG_SPLITS,
         parse=parse_rucos,
+        normalization="rsg",
     ),
 )

@@ -45,9 +45,10 @@ def parse_multiq(task: Task, record: Record) -> list[Example]:
 
 
 def parse_chegeka(task: Task, record: Record) -> list[Example]:
+    """An answer may list alternatives separated by ';', each one right (as MERA's CheGeKa scorer splits it)."""
     task.check_inputs(record)
     answer = record.get("answer", str, default=None)
-    label = None if answer is None else (answer,)
+    label = None if answer is None else tuple(a.strip() for a in answer.split(";") if a.strip()) or (answer,)
     return [Example(idx=record.data.get("question_id", record.position), fields=record.data, label=label)]
 
 
@@ -105,6 +106,7 @@ TAPE_TASKS = (
         metrics=("f1", "em"),
         split_files=TAPE_SPLITS,
         parse=parse_multiq,
+        normalization="squad",
     ),
     Task(
         name="chegeka",
@@ -115,6 +117,7 @@ TAPE_TASKS = (
         metrics=("f1", "em"),
         split_files=TAPE_SPLITS,
         parse=parse_chegeka,
+        normalization="squad",
     ),
     _ethics("sit_ethics", "sit", "Ethics-1: which ethical concepts a situation concerns", "ethics1"),
     _ethics("per_ethics", "per", "Ethics-2: whether the characters act well by each concept", "ethics2"),
