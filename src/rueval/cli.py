@@ -87,10 +87,10 @@ FilterModelOption = Annotated[
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
 ]
 FilterThresholdOption = Annotated[
-    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.85).")
+    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.8, TAPE's).")
 ]
 FilterMinShareOption = Annotated[
-    float, typer.Option(min=0, max=1, help="Semantic filter: the threshold is lowered until this share passes.")
+    float, typer.Option(min=0, max=1, help="Semantic filter: lower the threshold until this share passes (TAPE: 0).")
 ]
 TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
@@ -234,7 +234,7 @@ def run(
     ] = None,
     filter_model: FilterModelOption = None,
     filter_threshold: FilterThresholdOption = None,
-    filter_min_share: FilterMinShareOption = 0.8,
+    filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
     resume: Annotated[
@@ -310,7 +310,7 @@ def perturb(
     limit: Annotated[Optional[int], typer.Option(min=1, help="Perturb only the first N records of each task.")] = None,
     filter_model: FilterModelOption = None,
     filter_threshold: FilterThresholdOption = None,
-    filter_min_share: FilterMinShareOption = 0.8,
+    filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
     base_url: BaseUrlOption = None,
