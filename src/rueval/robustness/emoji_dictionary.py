@@ -72,8 +72,11 @@ def build() -> dict[str, Any]:
 
 def main() -> None:
     built = build()
-    text = json.dumps(built, ensure_ascii=False, indent=0)
-    EMOJI_FILE.write_text(text + "\n", encoding="utf-8")
+    entries = ",\n".join(
+        f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v in built["lemmas"].items()
+    )
+    text = f'{{"source": {json.dumps(built["source"])},\n"lemmas": {{\n{entries}\n}}}}\n'  # a line per lemma
+    EMOJI_FILE.write_text(text, encoding="utf-8")
     print(f"{EMOJI_FILE}: {len(built['lemmas'])} lemmas from {built['source']}")
 
 
