@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,10 +14,11 @@ from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError
 from rueval.metrics import is_correct
 from rueval.robustness.attack import pair_with_originals, score_perturbation
-from rueval.robustness.perturbations import Perturbation
+from rueval.robustness.perturbations import BackTranslation, Perturbation
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, SemanticFilter, Similarity
 from rueval.robustness.spans import Edit
-from rueval.robustness.targets import protected_spans_batch
+from rueval.robustness.targets import applies, protected_spans_batch
+from rueval.run.robustness import Robustness
 from rueval.tasks import Example, get_task
 
 WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "change_char_case")
@@ -31,6 +33,9 @@ def test_correct_means_gold_class_all_categories_or_exact_match():
     chegeka = get_task("chegeka")
     assert is_correct(chegeka, ("Санкт-Петербург",), "санкт-петербург!")  # EM after normalisation
     assert not is_correct(chegeka, ("Санкт-Петербург",), "Петербург")  # token F1 < 1
+    # the task's own normalisation: the official one keeps ё and «», the Russian opt-in does not
+    assert not is_correct(chegeka, ("Пётр",), "«Петр»")
+    assert is_correct(dataclasses.replace(chegeka, normalization="russian"), ("Пётр",), "«Петр»")
 
 
 def test_attack_success_rate_is_the_share_of_correct_predictions_made_wrong():
@@ -44,6 +49,25 @@ def test_attack_success_rate_is_the_share_of_correct_predictions_made_wrong():
     # before and after: accuracy 75, macro-F1 (0.8 + 2/3) / 2; the score is their mean
     assert scored.metrics["accuracy"] == 75.0
     assert scored.score == scored.original_score == pytest.approx((75 + 100 * (0.8 + 2 / 3) / 2) / 2)
+
+
+def test_the_share_of_unchanged_perturbed_examples_is_reported():
+    task = get_task("winograd")
+    originals = [Example(i, {"text": f"т{i}", "perturbation": "winograd"}, 1) for i in range(4)]
+    copies = [Example(i, {"text": f"п{i}" if i == 0 else f"т{i}", "perturbation": "eda_swap"}, 1) for i in range(4)]
+    scored = score_perturbation(task, originals, [1, 1, 1, 1], list(enumerate(copies)), [0, 1, 1, 1])
+    assert scored.to_json()["unchanged_share"] == 0.75  # three copies are their original's text
+    assert scored.asr == 25.0
+
+
+def test_back_translation_is_not_applied_to_winograd_and_says_so():
+    robustness = Robustness.from_options("back_translation,butter_fingers", translation_model="ru-en,en-ru")
+    assert "back_translation is not applied to winograd, as in TAPE (Table 2)" in robustness.notes
+    task = get_task("winograd")
+    examples = open_data(None).load(task, "test").examples
+    assert set(robustness.generate(task, examples, "winograd.jsonl")) == {"butter_fingers"}  # no model loaded
+    chegeka = get_task("chegeka")
+    assert applies(chegeka, "back_translation") and not applies(task, "back_translation")
 
 
 def test_asr_is_undefined_without_correct_originals_and_empty_sets_have_no_score():
@@ -73,14 +97,14 @@ class Exclaim(Perturbation):
     """Appends round(10 p) exclamation marks: the rate is visible in the output."""
 
     name = "exclaim"
-    default_rate = 0.9
+    default_rate = 0.8
 
     def rewrite(self, piece, rng):
         return [Edit(len(piece.text), len(piece.text), "!" * round(10 * self.rate))]
 
 
 class Calm(Similarity):
-    """Similarity falls by 0.1 per exclamation mark: 9 -> 0.12, 6 -> 0.42, 3 -> 0.72."""
+    """Similarity falls by 0.1 per exclamation mark: 8 -> 0.22, 4 -> 0.62, 2 -> 0.82, 1 -> 0.92."""
 
     name = "calm"
     default_threshold = 0.5
@@ -89,28 +113,41 @@ class Calm(Similarity):
         return [1.02 - p.count("!") / 10 for p in perturbed]
 
 
-def filter_ethics(**options):
+def filter_ethics(perturbation=None, **options):
     task = get_task("sit_ethics")
     examples = open_data(None).load(task, "test").examples
     protected = protected_spans_batch(task, examples)
-    return examples, SemanticFilter(Calm(), **options).apply(task, examples, Exclaim(), protected)
+    return examples, SemanticFilter(Calm(), **options).apply(task, examples, perturbation or Exclaim(), protected)
 
 
-def test_filter_lowers_the_rate_until_an_example_passes():
-    examples, filtered = filter_ethics(threshold=0.5)
-    assert len(filtered.kept) == len(examples) == filtered.perturbable
-    assert {round(k.rate, 2) for k in filtered.kept} == {0.3}  # 0.9 and 0.6 were too far
-    assert {round(k.similarity, 2) for k in filtered.kept} == {0.72}
-    _, at_second_step = filter_ethics(threshold=0.4)
-    assert {round(k.rate, 2) for k in at_second_step.kept} == {0.6}
+def test_filter_halves_the_rate_until_an_example_passes():
+    examples, filtered = filter_ethics(threshold=0.8)
+    assert [k.original for k in filtered.kept] == examples and filtered.perturbable == len(examples)
+    assert {k.rate for k in filtered.kept} == {0.2}  # 0.8 and 0.4 were too far, 0.2 passes
+    assert {round(k.similarity, 2) for k in filtered.kept} == {0.82}
+    assert filtered.summary()["changed"] == len(examples)
+    _, at_first_halving = filter_ethics(threshold=0.6)
+    assert {k.rate for k in at_first_halving.kept} == {0.4}
 
 
-def test_filter_lowers_the_threshold_until_enough_pass():
-    examples, filtered = filter_ethics(threshold=0.9, min_share=1.0)
-    assert len(filtered.kept) == len(examples)
-    assert filtered.threshold == 0.7  # 0.9 -> 0.85 -> ... -> 0.7, where the 0.72 pass; no float drift
-    _, strict = filter_ethics(threshold=0.9, min_share=0.0)
-    assert strict.kept == [] and strict.perturbable == len(examples) and strict.threshold == 0.9
+def test_filter_halves_at_most_three_times_and_keeps_the_original_text():
+    assert SemanticFilter(Calm()).rates(Exclaim()) == [0.8, 0.4, 0.2, 0.1]  # TAPE: three halvings at most
+    assert SemanticFilter(Calm()).rates(Exclaim(0.03)) == [0.03, 0.015]  # and only above a rate of 0.01
+    examples, filtered = filter_ethics(threshold=0.95)  # even p = 0.1 (one mark, 0.92) is too far
+    assert [k.perturbed for k in filtered.kept] == examples  # never dropped: unchanged
+    assert not any(k.changed for k in filtered.kept) and filtered.summary()["changed"] == 0
+
+
+def test_model_based_perturbations_are_not_retried_at_lower_rates():
+    translate = BackTranslation(lambda texts: texts, lambda texts: [t + "!" for t in texts], rate=1.0)
+    assert SemanticFilter(Calm()).rates(translate) == [1.0]
+
+
+def test_filter_lowers_the_threshold_only_when_asked():
+    _, filtered = filter_ethics(threshold=0.95, min_share=1.0)
+    assert all(k.changed for k in filtered.kept)
+    assert filtered.threshold == 0.9  # 0.95 -> 0.9, where the one-mark attempts (0.92) pass; no float drift
+    assert filter_ethics(threshold=0.95)[1].threshold == 0.95  # TAPE's protocol: min_share 0
 
 
 def test_filter_settings_that_could_not_work_are_refused():
@@ -134,7 +171,7 @@ def test_char_ngram_similarity():
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory) -> Path:
-    """A random one-layer BERT with a WordPiece vocabulary trained here: BERTScore wiring offline."""
+    """A random two-layer BERT with a WordPiece vocabulary trained here: BERTScore offline."""
     import torch
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
@@ -143,11 +180,11 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
 
     wordpiece = BertWordPieceTokenizer(lowercase=False)
     wordpiece.train_from_iterator(sample_texts(), vocab_size=600, show_progress=False)
-    specials = {"cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]", "unk": "[UNK]", "mask": "[MASK]"}
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=wordpiece, **{f"{k}_token": v for k, v in specials.items()})
+    specials = {f"{k}_token": f"[{k.upper()}]" for k in ("cls", "sep", "pad", "unk", "mask")}
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=wordpiece, model_max_length=512, **specials)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
     )
     out = tmp_path_factory.mktemp("tiny_bert")
     BertModel(config).save_pretrained(out)
@@ -155,16 +192,46 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     return out
 
 
-def test_bertscore_with_a_transformers_encoder(tiny_bert_dir):
-    scorer = BertScore(str(tiny_bert_dir), batch_size=2)
+def bertscore_by_definition(model_dir: Path, layer: int, reference: str, candidate: str) -> float:
+    """BERTScore F1 from its definition, as bert_score computes it without idf: each stripped text
+    encoded with its special tokens, embeddings of ``layer`` L2-normalised, every token's best cosine
+    with any token of the other text, averaged over the tokens that are not special."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir)
+    embedded = []
+    for text in (reference, candidate):
+        batch = tokenizer(text.strip(), return_tensors="pt", return_special_tokens_mask=True)
+        content = ~batch.pop("special_tokens_mask")[0].bool()
+        with torch.no_grad():
+            states = model(**batch, output_hidden_states=True).hidden_states[layer][0]
+        embedded.append((torch.nn.functional.normalize(states, dim=-1), content))
+    (ref, ref_content), (cand, cand_content) = embedded
+    cosines = cand @ ref.T
+    precision = cosines.max(dim=1).values[cand_content].mean().item()
+    recall = cosines.max(dim=0).values[ref_content].mean().item()
+    return 2 * precision * recall / (precision + recall)
+
+
+def test_bertscore_is_the_definition_at_the_chosen_layer(tiny_bert_dir):
     text = "Кошка поймала мышь в старом сарае."
-    originals = [text, text, text]
-    perturbed = [text, "Кошка поймала мвшь в стаоом сарае.", "Завтра будет дождь."]
-    scores = scorer.score(originals, perturbed)
-    assert scores == scorer.score(originals, perturbed)
-    assert scores[0] == pytest.approx(1.0, abs=1e-5)
-    assert all(-1 <= s < 0.9999 for s in scores[1:])
-    assert BertScore(str(tiny_bert_dir), layer=0).score([text], [text])[0] == pytest.approx(1.0, abs=1e-5)
+    perturbed = [text, "Кошка поймала мвшь в стаоом сарае.", "Завтра будет дождь.", "  Мышь поймала кошку "]
+    for layer in (None, 1):
+        scorer = BertScore(str(tiny_bert_dir), layer=layer, batch_size=2)
+        scores = scorer.score([text] * len(perturbed), perturbed)
+        expected = [bertscore_by_definition(tiny_bert_dir, layer or 2, text, p) for p in perturbed]
+        assert scores == pytest.approx(expected, abs=1e-5)
+        assert scores[0] == pytest.approx(1.0, abs=1e-5) and all(s < 0.9999 for s in scores[1:])
+    assert BertScore(str(tiny_bert_dir)).name.endswith("@last")  # not in bert_score's table: the last layer
+
+
+def test_bertscore_takes_the_layer_bert_score_uses_and_tapes_threshold():
+    for name in ("bert-base-multilingual-cased", "google-bert/bert-base-multilingual-cased"):
+        scorer = BertScore(name)  # nothing is loaded before the first score
+        assert scorer.layer == 9 and scorer.name == f"bertscore:{name}@layer9"
+    assert BertScore("xlm-roberta-large").layer == 17
+    assert SemanticFilter(BertScore("bert-base-multilingual-cased")).threshold == 0.8
 
 
 # --- perturbed records in the data ---------------------------------------------------------------
@@ -210,7 +277,8 @@ def test_done_when_majority_with_every_perturbation_prints_score_and_asr(cli, tm
         assert set(perturbations) == set(WORD_LEVEL_NAMES)
         for scored in perturbations.values():
             assert scored["n"] > 0 and isinstance(scored["score"], float) and scored["source"] == "generated"
-            assert scored["filter"]["kept"] == scored["n"]
+            assert scored["filter"]["total"] == scored["n"]  # never-passing examples stay, unchanged
+            assert scored["unchanged_share"] == pytest.approx(1 - scored["filter"]["changed"] / scored["n"])
     # a constant prediction cannot be flipped; the span tasks had nothing correct to attack
     assert {p["asr"] for p in results["tasks"]["winograd"]["perturbations"].values()} == {0.0}
     assert {p["asr"] for p in results["tasks"]["chegeka"]["perturbations"].values()} == {None}

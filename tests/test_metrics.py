@@ -1,12 +1,19 @@
+import dataclasses
+import itertools
 import math
 import random
+import re
+import string
 
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
+from rueval.errors import RuevalError
 from rueval.metrics import (
+    NORMALIZATIONS,
     accuracy,
     binary_f1,
+    exact_match,
     grouped_exact_match,
     macro_f1,
     mcc,
@@ -15,9 +22,11 @@ from rueval.metrics import (
     score_task,
     span_exact_match,
     span_f1,
+    squad_normalize,
     token_f1,
 )
 from rueval.tasks import Example, get_task
+from rueval.tasks.base import Record
 
 E, N, C = "entailment", "neutral", "contradiction"
 
@@ -43,21 +52,116 @@ def test_russian_answer_normalisation():
     assert normalize_answer("  Ёлка, «Москва»! ") == "елка москва"
     assert normalize_answer("Санкт-Петербург") == "санктпетербург"  # deleted, as the SQuAD scorer does
     assert normalize_answer("Москва — столица") == "москва столица"
-    assert exact_pairs_equal("Пётр I", "петр i")
+    assert NORMALIZATIONS["russian"] is normalize_answer
+    assert span_exact_match([("Пётр I",)], ["петр i"], "russian") == 1.0
 
 
-def exact_pairs_equal(a, b):
-    return span_exact_match([(a,)], [b]) == 1.0
+def test_official_normalisation_deletes_ascii_punctuation_and_english_articles_only():
+    for name in ("rsg", "squad"):
+        normalize = NORMALIZATIONS[name]
+        assert normalize("  The  Beatles, (a band)! ") == "beatles band"
+        assert normalize("Санкт-Петербург") == "санктпетербург"
+        assert normalize("«Москва» — столица") == "«москва» — столица"  # Unicode punctuation stays
+        assert normalize("Ёлка") == "ёлка"  # ё stays ё
+        assert normalize("Theatre an") == "theatre"  # articles only as whole words
+    # what the official scorers count as a miss, the Russian opt-in forgives
+    assert exact_match("Пётр", "Петр", "squad") == 0.0
+    assert exact_match("«Пётр»", "петр", "russian") == 1.0
 
 
 def test_token_f1_and_span_scores_take_the_best_gold():
-    assert token_f1("Рустам Эмомали", "эмомали") == pytest.approx(2 / 3)  # P=1, R=1/2
-    assert token_f1("Москва", "Казань") == 0.0
-    assert token_f1("", "") == 1.0
+    assert token_f1("Рустам Эмомали", "эмомали", "squad") == pytest.approx(2 / 3)  # P=1, R=1/2
+    assert token_f1("Москва", "Казань", "squad") == 0.0
     golds = [("Москва", "город Москва"), ("1930",)]
     preds = ["Город москва", "1931"]
-    assert span_f1(golds, preds) == pytest.approx(0.5)
-    assert span_exact_match(golds, preds) == pytest.approx(0.5)
+    assert span_f1(golds, preds, "squad") == pytest.approx(0.5)
+    assert span_exact_match(golds, preds, "squad") == pytest.approx(0.5)
+
+
+def test_answers_without_tokens_score_as_each_official_scorer_does():
+    # ReCoRD's F1 (RSG's RuCoS) has no special case: no overlap, 0; SQuAD 2.0's gives 1 when both are empty
+    assert token_f1("", "", "rsg") == 0.0 and exact_match("", "", "rsg") == 1.0
+    assert token_f1("!", "", "squad") == 1.0 and token_f1("the", "Москва", "squad") == 0.0
+    with pytest.raises(RuevalError, match="unknown answer normalisation 'latin'"):
+        token_f1("a", "a", "latin")
+
+
+def _is_word_char(ch):
+    return ch.isalnum() or ch == "_"
+
+
+def _reference_normalize(text):
+    """Written from the SQuAD/ReCoRD scorers' definition: lower; drop ASCII punctuation; every whole
+    word (maximal run of word characters) a, an or the becomes a space; split on whitespace."""
+    text = text.lower().translate({ord(ch): None for ch in string.punctuation})
+    runs = ["".join(run) for _, run in itertools.groupby(text, key=_is_word_char)]
+    return re.split(r"\s+", "".join(" " if run in ("a", "an", "the") else run for run in runs).strip())
+
+
+def _reference_tokens(text):
+    return [token for token in _reference_normalize(text) if token]
+
+
+def _reference_f1(gold, pred, empty_pair_scores):
+    gold_tokens, pred_tokens = _reference_tokens(gold), _reference_tokens(pred)
+    if not gold_tokens and not pred_tokens:
+        return empty_pair_scores
+    shared = 0
+    remaining = list(gold_tokens)
+    for token in pred_tokens:
+        if token in remaining:
+            remaining.remove(token)
+            shared += 1
+    if shared == 0:
+        return 0.0
+    return 2 * shared / (len(gold_tokens) + len(pred_tokens))  # harmonic mean of P and R
+
+
+PIECES = ["a", "an", "the", "The", "AN", "ёлка", "Ёлка", "елка", "москва", "Москва", "(", "«", "»", "—", "-", ",", "!"]
+PIECES += ["_", "1", "thé", "an's", "the-a", "a_b", "…"]
+
+
+def _random_answer(rng):
+    return "".join(rng.choice(PIECES) + rng.choice(["", " ", "  ", "\t"]) for _ in range(rng.randint(0, 5)))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_official_normalisations_agree_with_the_reference_definition_on_random_answers(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        gold, pred = _random_answer(rng), _random_answer(rng)
+        assert squad_normalize(gold).split() == _reference_tokens(gold), gold
+        assert exact_match(gold, pred, "squad") == float(_reference_tokens(gold) == _reference_tokens(pred))
+        assert token_f1(gold, pred, "rsg") == pytest.approx(_reference_f1(gold, pred, empty_pair_scores=0.0))
+        assert token_f1(gold, pred, "squad") == pytest.approx(_reference_f1(gold, pred, empty_pair_scores=1.0))
+        # the opt-in: the same, after ё -> е and with every Unicode punctuation mark deleted
+        russian = [g.replace("ё", "е").replace("Ё", "Е").translate(UNICODE_PUNCTUATION) for g in (gold, pred)]
+        assert token_f1(gold, pred, "russian") == pytest.approx(_reference_f1(*russian, empty_pair_scores=1.0))
+
+
+UNICODE_PUNCTUATION = {ord(ch): None for ch in "«»—…_-(),!'"}
+
+
+def test_span_tasks_declare_their_official_normalisation():
+    assert get_task("rucos").normalization == "rsg"
+    assert get_task("multiq").normalization == get_task("chegeka").normalization == "squad"
+    examples = [Example(idx=0, fields={}, label=("Пётр I",))]
+    official = score_task(get_task("chegeka"), examples, ["Петр I"])
+    russian = score_task(dataclasses.replace(get_task("chegeka"), normalization="russian"), examples, ["Петр I"])
+    assert official.metrics["em"] == 0.0 and russian.metrics["em"] == 100.0
+
+
+def test_chegeka_answers_with_alternatives_count_each():
+    task = get_task("chegeka")
+    record = Record(
+        {"question_id": 7, "question": "ОН написал «Онегина».", "answer": "Пушкин; А. С. Пушкин;"}, "t", 1, 0
+    )
+    (example,) = task.parse(record)
+    assert example.label == ("Пушкин", "А. С. Пушкин")
+    scores = score_task(task, [example, example], ["а с пушкин", "Александр"])
+    assert scores.metrics["em"] == pytest.approx(50.0)
+    plain = Record({"question_id": 8, "question": "?", "answer": "Гренландия"}, "t", 2, 1)
+    assert task.parse(plain)[0].label == ("Гренландия",)
 
 
 def _examples(golds, groups=None, **fields):

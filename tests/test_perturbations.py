@@ -6,10 +6,12 @@ import math
 import re
 from pathlib import Path
 
+import emoji
 import pytest
 
 from rueval.data import open_data
 from rueval.robustness.backends import EngineGenerator, Seq2SeqTranslator
+from rueval.robustness.emoji_dictionary import build
 from rueval.robustness.perturbations import (
     KEYBOARD_NEIGHBOURS,
     AddSent,
@@ -81,15 +83,27 @@ def test_emojify_replaces_dictionary_words_at_the_configured_rate():
     replaced = len(words(LONG_TEXT)) - len(words(perturbed))  # an emoji is no word
     assert in_dictionary > 300
     assert replaced / in_dictionary == pytest.approx(0.4, abs=0.06)
-    assert "🐱" in perturbed or "🐶" in perturbed  # кошка / собака matched through their lemmas
+    assert {"🐈", "🐱", "🐕", "🐶"} & set(perturbed)  # кошка / собака matched through their lemmas
+    used = {ch for ch in perturbed if not ch.isspace()} - set(LONG_TEXT)
+    assert used <= {ch for emojis in emoji_dictionary().values() for e in emojis for ch in e}
 
 
-def test_emoji_dictionary_is_a_few_hundred_russian_lemmas():
+def test_emojify_writes_numbers_as_keycaps_digit_by_digit():
+    perturbed = Emojify(1.0).perturb(text_example("Это было в 1930 году."), ETHICS).fields["text"]
+    assert "1️⃣9️⃣3️⃣0️⃣" in perturbed
+
+
+def test_emoji_dictionary_is_tapes_size_and_generated_from_the_cldr_names():
     dictionary = emoji_dictionary()
-    assert len(dictionary) >= 300
-    assert all(lemma(word) == word for word in dictionary)
-    assert all(not any(c.isalnum() for c in emoji) for emoji in dictionary.values())
-    assert dictionary["кошка"] == "🐱" and dictionary["солнце"] == "☀"
+    assert 1500 <= len(dictionary) <= 2500  # TAPE's has about 1,900 lemmas
+    assert all(word == word.lower() and "ё" not in word for word in dictionary)  # keys as lemma() gives them
+    assert {lemma(w) for w in ("кошки", "России", "солнцем", "собаку")} <= set(dictionary)
+    assert {str(d) for d in range(10)} <= set(dictionary)
+    assert dictionary["1"] == ["1️⃣"] and "🐱" in dictionary["кошка"] and "☀️" in dictionary["солнце"]
+    assert "россия" in dictionary and "в" not in dictionary and "с" not in dictionary  # no prepositions
+    assert all(emoji.is_emoji(e) for emojis in dictionary.values() for e in emojis)
+    # the committed file is exactly what the generator makes from the installed emoji package
+    assert build()["lemmas"] == dictionary
 
 
 def test_eda_delete_rate_and_punctuation_kept():
@@ -107,8 +121,20 @@ def test_eda_swap_only_moves_words():
     perturbed = EdaSwap(0.3).perturb(text_example(), ETHICS).fields["text"]
     before, after = words(LONG_TEXT), words(perturbed)
     assert sorted(before) == sorted(after)
-    moved = sum(a != b for a, b in zip(before, after)) / len(before)
-    assert 0.3 < moved < 0.6  # round(0.3 x n) swaps of two random words each
+    start = 0
+    for sentence in sentences(LONG_TEXT):  # words move within their sentence, one pair per sentence
+        original = words(sentence)
+        swapped, start = after[start : start + len(original)], start + len(original)
+        moved = [(a, b) for a, b in zip(original, swapped) if a != b]
+        assert len(moved) in (0, 2) and sorted(moved) == sorted((b, a) for a, b in moved)
+    assert perturbed != LONG_TEXT
+
+
+def test_eda_swap_is_one_swap_whatever_the_rate():
+    example = text_example("Мама мыла раму мылом и водой.")
+    low, high = (EdaSwap(rate).perturb(example, ETHICS).fields["text"] for rate in (0.1, 1.0))
+    assert low == high and sum(a != b for a, b in zip(words(low), words(example.fields["text"]))) == 2
+    assert EdaSwap(0.0).perturb(example, ETHICS) is None
 
 
 @pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)

@@ -4,6 +4,7 @@ import pytest
 
 from rueval.data import open_data
 from rueval.errors import RuevalError
+from rueval.solvers.lm import LMSolver
 from rueval.tasks import TASKS, Example, split_options
 from rueval.tasks.prompts import PROMPTS, get_prompt
 
@@ -118,11 +119,32 @@ def test_generative_prompts_follow_tape():
     assert question.context == "ЧГК. Тема: Птицы Вопрос: ЭТА ПТИЦА не умеет летать. Ответ:"
     assert question.target == " Пингвин"
     assert (chegeka.max_new_tokens, multiq.max_new_tokens) == ((100, 200), (400, 800))
-    assert chegeka.stop == multiq.stop == ("\n",)
+    assert chegeka.stop == multiq.stop == ()  # TAPE stops at the token budget only
     fields = {"main_text": "Тула стоит на Упе.", "support_text": "", "question": "На какой реке стоит Тула?"}
     (question,) = multiq.questions(Example(idx=2, fields=fields))
     assert question.context == "Текст: Тула стоит на Упе. Вопрос: На какой реке стоит Тула? Ответ:"
     assert question.target is None
+
+
+class _RecordingEngine:
+    """Generates a two-line answer and keeps the requests it was given."""
+
+    def __init__(self):
+        self.requests = []
+
+    def compute(self, requests, description):
+        self.requests += requests
+        return [" Пингвин\nЭТА ПТИЦА живёт в Антарктиде."] * len(requests)
+
+
+@pytest.mark.parametrize("name", ["chegeka", "multiq"])
+def test_generated_answers_run_to_the_token_budget(name):
+    engine = _RecordingEngine()
+    fields = {"question": "ЭТА ПТИЦА не умеет летать.", "main_text": "Текст.", "support_text": ""}
+    (prediction,) = LMSolver(engine, "fake").predict(TASKS[name], [Example(idx=0, fields=fields)])
+    (request,) = engine.requests
+    assert request.stop == () and request.max_new_tokens == PROMPTS[name].max_new_tokens[0]
+    assert prediction == "Пингвин\nЭТА ПТИЦА живёт в Антарктиде."  # not cut at the newline
 
 
 def test_parus_continues_the_premise_mid_sentence():

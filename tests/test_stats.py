@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import random
 import time
@@ -56,6 +57,14 @@ def test_interval_contains_the_point_estimate(task_name):
     for metric, value in {**scores.metrics, "score": scores.score}.items():
         low, high = intervals[metric]
         assert low < value < high
+
+
+def test_span_statistics_use_the_task_normalisation():
+    task = TASKS["chegeka"]
+    examples = [Example(idx=i, fields={}, label=("Пётр Первый",)) for i in range(20)]
+    preds = ["«Петр Первый»"] * 20  # a miss for the official scorer, a match for the Russian opt-in
+    assert bootstrap_ci(task, examples, preds)["em"] == [0.0, 0.0]
+    assert bootstrap_ci(dataclasses.replace(task, normalization="russian"), examples, preds)["em"] == [100.0, 100.0]
 
 
 def test_interval_narrows_as_examples_grow():

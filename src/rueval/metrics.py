@@ -6,15 +6,18 @@ Metric functions return fractions in [0, 1] (MCC in [-1, 1]); ``score_task`` sca
 
 from __future__ import annotations
 
+import re
+import string
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
+from rueval.errors import RuevalError
 from rueval.tasks import BENCHMARKS, Example, Task
 
 
@@ -46,18 +49,51 @@ def grouped_exact_match(golds: Sequence[Any], preds: Sequence[Any], groups: Sequ
     return fmean(right.values())
 
 
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+_ENGLISH_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def squad_normalize(text: str) -> str:
+    """The SQuAD/ReCoRD scorers' normalisation: lower case, ASCII punctuation deleted (« » — stay),
+    the English articles a/an/the removed as words, spaces collapsed. RSG's RuCoS metric uses it
+    (RussianNLP/RussianSuperGLUE, jiant-russian-v2/jiant/metrics/span_metrics.py, from the ReCoRD
+    script), and so does TAPE's MultiQ/CheGeKa scoring (ai-forever/MERA, modules/scoring, through
+    transformers' squad_metrics, from the SQuAD 2.0 script)."""
+    text = "".join(ch for ch in text.lower() if ch not in _ASCII_PUNCTUATION)
+    return " ".join(_ENGLISH_ARTICLES.sub(" ", text).split())
+
+
 def normalize_answer(text: str) -> str:
-    """SQuAD-style normalisation adapted to Russian: case, ё -> е, punctuation, spaces.
-    Punctuation is deleted, as the SQuAD and ReCoRD scorers that RSG's RuCoS metric follows do."""
-    text = text.lower().replace("ё", "е")
-    text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
-    return " ".join(text.split())
+    """rueval's Russian-aware normalisation (opt-in, "russian"): the official one after ё -> е and with
+    every Unicode punctuation mark deleted (« », —, … too), so "«Пётр»" matches "петр"."""
+    text = text.replace("ё", "е").replace("Ё", "Е")
+    return squad_normalize("".join(ch for ch in text if not unicodedata.category(ch).startswith("P")))
 
 
-def token_f1(gold: str, pred: str) -> float:
-    gold_tokens, pred_tokens = normalize_answer(gold).split(), normalize_answer(pred).split()
+# Answer normalisations by name (Task.normalization): the official ones and rueval's opt-in.
+NORMALIZATIONS: dict[str, Callable[[str], str]] = {
+    "rsg": squad_normalize,  # RuCoS, as RSG's ReCoRD-derived scorer
+    "squad": squad_normalize,  # MultiQ, CheGeKa, as TAPE's SQuAD-style scoring
+    "russian": normalize_answer,
+}
+# The scorers differ only when an answer has no token left: ReCoRD's F1 is then 0 (no overlap),
+# SQuAD 2.0's and rueval's 1 if neither has a token.
+_F1_WITHOUT_TOKENS_IS_ZERO = frozenset({"rsg"})
+
+
+def normalizer(normalization: str) -> Callable[[str], str]:
+    if normalization not in NORMALIZATIONS:
+        raise RuevalError(
+            f"unknown answer normalisation {normalization!r}; expected one of: {', '.join(NORMALIZATIONS)}"
+        )
+    return NORMALIZATIONS[normalization]
+
+
+def token_f1(gold: str, pred: str, normalization: str = "russian") -> float:
+    normalize = normalizer(normalization)
+    gold_tokens, pred_tokens = normalize(gold).split(), normalize(pred).split()
     if not gold_tokens or not pred_tokens:
-        return float(gold_tokens == pred_tokens)
+        return 0.0 if normalization in _F1_WITHOUT_TOKENS_IS_ZERO else float(gold_tokens == pred_tokens)
     common = sum((Counter(gold_tokens) & Counter(pred_tokens)).values())
     if common == 0:
         return 0.0
@@ -65,24 +101,31 @@ def token_f1(gold: str, pred: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def exact_match(gold: str, pred: str) -> float:
-    return float(normalize_answer(gold) == normalize_answer(pred))
+def exact_match(gold: str, pred: str, normalization: str = "russian") -> float:
+    normalize = normalizer(normalization)
+    return float(normalize(gold) == normalize(pred))
 
 
-def span_f1(golds: Sequence[Iterable[str]], preds: Sequence[str]) -> float:
+def span_f1(golds: Sequence[Iterable[str]], preds: Sequence[str], normalization: str) -> float:
     """Token F1 against the best-matching gold answer, averaged over questions."""
-    return fmean(max(token_f1(g, p) for g in gs) for gs, p in zip(golds, preds, strict=True))
+    return fmean(max(token_f1(g, p, normalization) for g in gs) for gs, p in zip(golds, preds, strict=True))
 
 
-def span_exact_match(golds: Sequence[Iterable[str]], preds: Sequence[str]) -> float:
-    return fmean(max(exact_match(g, p) for g in gs) for gs, p in zip(golds, preds, strict=True))
+def span_exact_match(golds: Sequence[Iterable[str]], preds: Sequence[str], normalization: str) -> float:
+    return fmean(max(exact_match(g, p, normalization) for g in gs) for gs, p in zip(golds, preds, strict=True))
+
+
+SPAN_METRICS: dict[str, Callable[[Sequence[Iterable[str]], Sequence[str], str], float]] = {
+    "f1": span_f1,
+    "em": span_exact_match,
+}
 
 
 def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
     """Whether one prediction is right: the gold class; every category of a multilabel example (one
     wrong category makes the example wrong); exact match with any gold answer for span tasks."""
     if task.kind == "span":
-        return any(exact_match(answer, prediction) for answer in gold)
+        return any(exact_match(answer, prediction, task.normalization) for answer in gold)
     if task.kind == "multilabel":
         return tuple(prediction) == tuple(gold)
     return prediction == gold
@@ -115,8 +158,7 @@ def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) ->
         metrics = {m: fmean(cat[m] for cat in per_category.values()) for m in task.metrics}
         return Scores(metrics, per_category)
     if task.kind == "span":
-        functions = {"f1": span_f1, "em": span_exact_match}
-        return Scores({m: 100 * functions[m](golds, preds) for m in task.metrics})
+        return Scores({m: 100 * SPAN_METRICS[m](golds, preds, task.normalization) for m in task.metrics})
     scores = Scores(_classification_metrics(task.metrics, golds, preds, examples))
     if "tags" in task.extra:
         scores.breakdown = lidirus_tag_mcc(examples, preds, task.extra["tags"])

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rueval.metrics import score_task, span_exact_match, span_f1
+from rueval.metrics import SPAN_METRICS, score_task
 from rueval.tasks import Example, Task
 
 DEFAULT_RESAMPLES = 1000
@@ -155,8 +155,10 @@ def _statistics(
 
 
 def _span_statistics(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> tuple[np.ndarray, MetricsOfSums]:
-    functions = {"f1": span_f1, "em": span_exact_match}
-    per_example = [[functions[m]([e.label], [p]) for m in task.metrics] for e, p in zip(examples, preds, strict=True)]
+    per_example = [
+        [SPAN_METRICS[m]([e.label], [p], task.normalization) for m in task.metrics]
+        for e, p in zip(examples, preds, strict=True)
+    ]
     stats = np.column_stack([np.ones(len(examples)), np.array(per_example)])
 
     def metrics_of(sums: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,9 +1,10 @@
-"""The RussianSuperGLUE leaderboard submission: one <Task>.jsonl per task, zipped.
+"""The RussianSuperGLUE leaderboard submission: one <Task>.jsonl per task, zipped, each line shaped
+as in the official sample submission (RussianNLP/RussianSuperGLUE, sample_submission.zip).
 
-Label formats follow the official RSG evaluation writer (RussianNLP/RussianSuperGLUE,
-jiant-russian-v2/evaluate.py): strings for NLI labels, ints for PARus and MuSeRC, "true"/"false"
-for RUSSE and DaNetQA, "True"/"False" for RWSD. MuSeRC and RuCoS predictions nest like their
-input records.
+Every task but MuSeRC has one flat ``{"idx", "label"}`` line per example; for RuCoS that is one per
+query, with the query's idx. MuSeRC nests answers under their question and passage. Labels as the
+sample writes them: strings for NLI labels, ints for PARus and MuSeRC, "true"/"false" for RUSSE and
+DaNetQA, "True"/"False" for RWSD, the entity text for RuCoS.
 """
 
 from __future__ import annotations
@@ -23,26 +24,28 @@ from rueval.tasks import BENCHMARKS, Example, Task
 
 
 def submission_lines(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str, Any]]:
-    if examples and isinstance(examples[0].idx, tuple):
-        return _nested(examples, preds)
     to_label = task.extra.get("submission_label", lambda label: label)
-    return [{"idx": e.idx, "label": to_label(p)} for e, p in zip(examples, preds, strict=True)]
+    labels = [to_label(p) for p in preds]
+    if examples and isinstance(examples[0].idx, tuple) and len(examples[0].idx) == 3:
+        return _muserc_lines(examples, labels)
+    return [{"idx": _own_idx(e.idx), "label": label} for e, label in zip(examples, labels, strict=True)]
 
 
-def _nested(examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str, Any]]:
-    """Predictions grouped under their passage, in input order."""
+def _own_idx(idx: Any) -> Any:
+    """An example's own idx: a RuCoS query's, not its passage's."""
+    return idx[-1] if isinstance(idx, tuple) else idx
+
+
+def _muserc_lines(examples: Sequence[Example], labels: Sequence[Any]) -> list[dict[str, Any]]:
+    """Answers grouped under their question and passage, in input order."""
     passages: dict[Any, dict[str, Any]] = {}
-    for example, pred in zip(examples, preds, strict=True):
-        passage_idx, *path = example.idx
-        line = passages.setdefault(passage_idx, {"idx": passage_idx})
-        if len(path) == 2:  # MuSeRC: passage > question > answer
-            question_idx, answer_idx = path
-            questions = line.setdefault("passage", {"questions": []})["questions"]
-            if not questions or questions[-1]["idx"] != question_idx:
-                questions.append({"idx": question_idx, "answers": []})
-            questions[-1]["answers"].append({"idx": answer_idx, "label": pred})
-        else:  # RuCoS: passage > query
-            line.setdefault("qas", []).append({"idx": path[0], "label": pred})
+    for example, label in zip(examples, labels, strict=True):
+        passage_idx, question_idx, answer_idx = example.idx
+        line = passages.setdefault(passage_idx, {"idx": passage_idx, "passage": {"questions": []}})
+        questions = line["passage"]["questions"]
+        if not questions or questions[-1]["idx"] != question_idx:
+            questions.append({"idx": question_idx, "answers": []})
+        questions[-1]["answers"].append({"idx": answer_idx, "label": label})
     return list(passages.values())
 
 

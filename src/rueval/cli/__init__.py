@@ -125,7 +125,7 @@ def run(
     ] = None,
     filter_model: FilterModelOption = None,
     filter_threshold: FilterThresholdOption = None,
-    filter_min_share: FilterMinShareOption = 0.8,
+    filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
     force: Annotated[
@@ -199,7 +199,7 @@ def perturb(
     limit: LimitOption = None,
     filter_model: FilterModelOption = None,
     filter_threshold: FilterThresholdOption = None,
-    filter_min_share: FilterMinShareOption = 0.8,
+    filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
     base_url: BaseUrlOption = None,

@@ -103,10 +103,11 @@ FilterModelOption = Annotated[
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
 ]
 FilterThresholdOption = Annotated[
-    Optional[float], typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.85).")
+    Optional[float],
+    typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.8, TAPE's)."),
 ]
 FilterMinShareOption = Annotated[
-    float, typer.Option(min=0, max=1, help="Semantic filter: the threshold is lowered until this share passes.")
+    float, typer.Option(min=0, max=1, help="Semantic filter: lower the threshold until this share passes (TAPE: 0).")
 ]
 TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")

@@ -4,7 +4,8 @@ Russian text, constraints that keep the gold answer valid, semantic filtering, a
     targets.py         per task: the fields perturbations change, its constraints, AddSent's field
     perturbations.py   ButterFingers, Emojify, EDA delete/swap, ChangeCharCase, BackTranslation, AddSent
     constraints.py     Jeopardy, NamedEntities, Referents, Multihop (+ RSG: TargetWord, Mentions)
-    semantic_filter.py BERTScore or character n-gram similarity, lowering the rate, then the threshold
+    semantic_filter.py BERTScore (bert-score) or character n-gram similarity; the rate halved, originals kept
+    emoji_dictionary.py Emojify's dictionary, generated from the CLDR Russian emoji names
     attack.py          scores on perturbed examples and the attack success rate
 
 A run uses them through rueval.run.robustness (`rueval run --perturb`, `rueval perturb`).

@@ -1,11 +1,14 @@
 """Scoring a perturbed test set against the original one: the task metrics on the perturbed
 examples and the attack success rate (ASR; Wang et al., 2021, as TAPE uses it in Section 5.4 and
-Table 4): the share of the originally correct predictions that the perturbation makes wrong.
+Table 4): the share of the originally correct predictions that the perturbation makes wrong. Beside
+them, the share of perturbed examples whose text is unchanged (TAPE keeps an example's original
+text when no perturbed version passes the semantic filter): a perturbation that changed little
+cannot flip much, whatever the model.
 
 "Correct" per example: the gold class for classification tasks; every category right for the
 multilabel Ethics tasks (one wrong category makes the example wrong, the strictest reading, as a
 perturbation that flips any judgement has succeeded); exact match with a gold answer after
-normalisation (EM, i.e. token F1 = 1) for span tasks.
+normalisation (EM) for span tasks, with the task's normalisation.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from rueval.errors import DataError
 from rueval.metrics import is_correct, score_task
+from rueval.robustness.targets import target_for
 from rueval.tasks import Example, Task
 
 
@@ -58,6 +62,7 @@ class PerturbationScore:
     n: int
     attacked: int  # perturbed examples whose original was predicted correctly
     flipped: int  # of those, now predicted wrong
+    unchanged: int  # perturbed examples whose text is their original's: the perturbation did nothing there
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +73,7 @@ class PerturbationScore:
             "n": self.n,
             "originally_correct": self.attacked,
             "made_wrong": self.flipped,
+            "unchanged_share": self.unchanged / self.n if self.n else None,
         }
 
 
@@ -80,7 +86,7 @@ def score_perturbation(
 ) -> PerturbationScore:
     """Metrics on the perturbed examples and the ASR over their originally correct predictions."""
     if not pairs:
-        return PerturbationScore({}, None, None, None, 0, 0, 0)
+        return PerturbationScore({}, None, None, None, 0, 0, 0, 0)
     perturbed = [example for _, example in pairs]
     scores = score_task(task, perturbed, predictions)
     before = score_task(task, [originals[i] for i, _ in pairs], [original_predictions[i] for i, _ in pairs])
@@ -90,4 +96,8 @@ def score_perturbation(
             attacked += 1
             flipped += not is_correct(task, example.label, prediction)
     asr = 100 * flipped / attacked if attacked else None
-    return PerturbationScore(scores.metrics, scores.score, before.score, asr, len(perturbed), attacked, flipped)
+    fields = target_for(task).fields
+    unchanged = sum(all(e.fields.get(f) == originals[i].fields.get(f) for f in fields) for i, e in pairs)
+    return PerturbationScore(
+        scores.metrics, scores.score, before.score, asr, len(perturbed), attacked, flipped, unchanged
+    )

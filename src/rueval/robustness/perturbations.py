@@ -6,8 +6,9 @@ rewritten, with the gold answer untouched, or None when nothing could change. To
 a span a constraint protects are never changed, deleted or moved.
 
 Rates: ButterFingers, ChangeCharCase - per letter; Emojify - per word found in the emoji
-dictionary; EDA delete - per word; EDA swap - swaps = p x words; BackTranslation - per
-sentence; AddSent - the distractor is at most p x the words of the text it extends or replaces.
+dictionary, and per number; EDA delete - per word; EDA swap - none (one swap per sentence);
+BackTranslation - per sentence; AddSent - the distractor is at most p x the words of the text it
+extends or replaces.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Perturbation:
     name: ClassVar[str]
     default_rate: ClassVar[float]
     needs_model: ClassVar[str | None] = None  # the CLI option that supplies the model, if any
+    rate_lowered: ClassVar[bool] = True  # the semantic filter retries at lower rates (TAPE: not for models)
 
     def __init__(self, rate: float | None = None, seed: int = 0):
         rate = self.default_rate if rate is None else rate
@@ -197,21 +199,29 @@ EMOJI_FILE = Path(__file__).with_name("emoji_ru.json")
 
 
 @cache
-def emoji_dictionary() -> dict[str, str]:
-    """Russian lemma (lower case, ё as е) -> emoji, the project's own dictionary (emoji_ru.json)."""
-    return json.loads(EMOJI_FILE.read_text(encoding="utf-8"))
+def emoji_dictionary() -> dict[str, list[str]]:
+    """Russian lemma (lower case, ё as е) -> its emojis, generated from the CLDR Russian emoji names
+    (rueval.robustness.emoji_dictionary)."""
+    return json.loads(EMOJI_FILE.read_text(encoding="utf-8"))["lemmas"]
 
 
 class Emojify(Perturbation):
-    """Each word whose lemma has an emoji in the dictionary becomes that emoji with probability p."""
+    """As TAPE's Emojify: each word whose lemma has emojis in the dictionary becomes one of them, and
+    each number its digits' keycaps, with probability p."""
 
     name = "emojify"
     default_rate = 0.4
 
     def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
+        dictionary = emoji_dictionary()
+
         def emojify(word: str) -> str:
-            emoji = emoji_dictionary().get(lemma(word))
-            return emoji if emoji and rng.random() < self.rate else word
+            if word.isdecimal():
+                if rng.random() >= self.rate:
+                    return word
+                return "".join(rng.choice(dictionary.get(digit, [digit])) for digit in word)
+            emojis = dictionary.get(lemma(word))
+            return rng.choice(emojis) if emojis and rng.random() < self.rate else word
 
         return rewrite_free_words(piece, emojify)
 
@@ -250,20 +260,32 @@ class EdaDelete(Perturbation):
 
 
 class EdaSwap(Perturbation):
-    """round(p x words) times, two random words trade places (protected words stay put)."""
+    """Two random words of each sentence trade places, once (protected words stay put). A text of
+    several options (multiple choice) is swapped within the stem and each option.
+
+    TAPE's framework asks for max(1, p x words) swaps but re-seeds its generator before each, so it
+    repeats one swap (an even count undoes it, and then only its EDA deletion remains): its
+    published data shows at most one swap per sentence. The rate does not matter beyond 0 (none)."""
 
     name = "eda_swap"
     default_rate = 0.3
+    rate_lowered = False
 
     def rewrite(self, piece: Piece, rng: random.Random) -> list[Edit]:
-        free = free_words(piece)
-        if len(free) < 2 or self.rate == 0:
+        if self.rate == 0:
             return []
-        texts = [piece.text[s:e] for s, e in free]
-        for _ in range(max(1, round(self.rate * len(free)))):
-            i, j = rng.sample(range(len(free)), 2)
-            texts[i], texts[j] = texts[j], texts[i]
-        return [Edit(s, e, new) for (s, e), new in zip(free, texts) if new != piece.text[s:e]]
+        free = free_words(piece)
+        units = [(0, len(piece.text))] if piece.role != "text" else substring_spans(piece.text, sentences(piece.text))
+        edits = []
+        for start, end in units:
+            inside = [span for span in free if start <= span[0] and span[1] <= end]
+            if len(inside) < 2:
+                continue
+            (a_start, a_end), (b_start, b_end) = sorted(rng.sample(inside, 2))
+            a_text, b_text = piece.text[a_start:a_end], piece.text[b_start:b_end]
+            if a_text != b_text:
+                edits += [Edit(a_start, a_end, b_text), Edit(b_start, b_end, a_text)]
+        return edits
 
 
 # --- model based --------------------------------------------------------------------------------
@@ -276,6 +298,7 @@ class BackTranslation(Perturbation):
     name = "back_translation"
     default_rate = 0.5
     needs_model = "--translation-model"
+    rate_lowered = False
 
     def __init__(self, to_english: Texts, to_russian: Texts, rate: float | None = None, seed: int = 0):
         super().__init__(rate, seed)
@@ -317,6 +340,7 @@ class AddSent(Perturbation):
     name = "add_sent"
     default_rate = 0.5
     needs_model = "--addsent-model"
+    rate_lowered = False
 
     def __init__(self, generate: Texts, rate: float | None = None, seed: int = 0):
         super().__init__(rate, seed)

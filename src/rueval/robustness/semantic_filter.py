@@ -1,11 +1,16 @@
-"""Semantic filtering of perturbed examples (TAPE, Section 4.2.2, after Wang et al., 2021).
+"""Semantic filtering of perturbed examples (TAPE, Section 4.2.2, after Wang et al., 2021), as
+TAPE's framework runs it (RussianNLP/rutransform, Transformer._filter_candidates and the
+transformers' _apply_transformation).
 
 Each perturbed example is compared with its original. One below the similarity threshold is
-perturbed again at a lower adversarial rate (p, then p x (k-1)/k, ..., p/k over k steps), as TAPE
-does, and dropped if it never passes. If fewer than ``min_share`` of the examples pass, the
-threshold itself is lowered step by step over each example's most similar attempt until enough
-do. Similarity is BERTScore F1 with the encoder given by ``--filter-model``, or by default, with
-no download, the cosine of character 3-gram vectors.
+perturbed again at half the rate, at most three times while the rate stays above 0.01 (for the
+perturbations that have a rate to lower: not back-translation or AddSent). An example that never
+passes keeps its original text: it stays in the perturbed set, unchanged, and the share of such
+examples is reported beside the scores (rueval.robustness.attack), so a perturbation that changed
+nothing does not pass for a robust model. Similarity is BERTScore F1 with the encoder given by
+``--filter-model`` (TAPE: bert-base-multilingual-cased, threshold 0.8), or by default, with no
+download, the cosine of character 3-gram vectors. rueval can also lower the threshold until a
+share of the examples passes (``min_share``, off by default: TAPE does not).
 """
 
 from __future__ import annotations
@@ -65,87 +70,89 @@ class CharNgramSimilarity(Similarity):
 
 
 class BertScore(Similarity):
-    """BERTScore F1 (Zhang et al., 2019): contextual token embeddings of the two texts, each token
-    greedily matched to its most similar token of the other text by cosine; precision and recall
-    are the mean best matches, F1 their harmonic mean. No idf weighting, no baseline rescaling.
-    TAPE uses bert-base-multilingual-cased."""
+    """BERTScore F1 (Zhang et al., 2019) by the bert_score package, as TAPE's framework scores
+    (BERTScorer without idf or baseline rescaling): token embeddings from the layer bert_score's
+    table gives the encoder (layer 9 of bert-base-multilingual-cased, TAPE's), or ``layer``, or the
+    last layer of an encoder the table does not list."""
 
-    default_threshold = 0.85  # raw BERTScore F1 runs high: unrelated sentences often score 0.7
+    default_threshold = 0.8  # TAPE's (rutransform's similarity_threshold)
 
     def __init__(self, model: str, layer: int | None = None, batch_size: int = 16, device: str = "cpu"):
-        self.model_name, self.layer, self.batch_size, self.device = model, layer, batch_size, device
-        self.name = f"bertscore:{model}"
-        self._model = self._tokenizer = None
+        self.model_name, self.batch_size, self.device = model, batch_size, device
+        self.layer = table_layer(model) if layer is None else layer
+        self.name = f"bertscore:{model}@" + ("last" if self.layer is None else f"layer{self.layer}")
+        self._scorer = None
 
-    def _load(self) -> None:
-        if self._model is not None:
-            return
-        from transformers import AutoModel, AutoTokenizer
+    def _load(self):
+        if self._scorer is None:
+            from bert_score import BERTScorer
 
-        try:
-            self._tokenizer = AutoTokenizer.from_pretrained(self.model_name)
-            self._model = AutoModel.from_pretrained(self.model_name).to(self.device).eval()
-        except (OSError, ValueError) as e:
-            raise RuevalError(f"--filter-model {self.model_name}: cannot load it ({e})") from None
-
-    def _embed(self, texts: Sequence[str]):
-        """Per text, its L2-normalised token embeddings without special tokens and padding."""
-        import torch
-
-        self._load()
-        embedded = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self._tokenizer(
-                list(texts[start : start + self.batch_size]),
-                return_tensors="pt",
-                padding=True,
-                truncation=True,
-                return_special_tokens_mask=True,
-            )
-            special = batch.pop("special_tokens_mask").bool()
-            with torch.no_grad():
-                output = self._model(**batch.to(self.device), output_hidden_states=self.layer is not None)
-            hidden = output.last_hidden_state if self.layer is None else output.hidden_states[self.layer]
-            keep = batch["attention_mask"].bool() & ~special
-            for row, mask in zip(hidden, keep):
-                embedded.append(torch.nn.functional.normalize(row[mask], dim=-1))
-        return embedded
+            try:
+                layer = self.layer or _layer_count(self.model_name)
+                self._scorer = BERTScorer(self.model_name, layer, self.batch_size, device=self.device)
+            except (OSError, ValueError) as e:
+                raise RuevalError(f"--filter-model {self.model_name}: cannot load it ({e})") from None
+        return self._scorer
 
     def score(self, originals: Sequence[str], perturbed: Sequence[str]) -> list[float]:
-        scores = []
-        for reference, candidate in zip(self._embed(originals), self._embed(perturbed), strict=True):
-            if len(reference) == 0 or len(candidate) == 0:
-                scores.append(float(len(reference) == len(candidate)))
-                continue
-            similarity = candidate @ reference.T
-            precision = similarity.max(dim=1).values.mean().item()
-            recall = similarity.max(dim=0).values.mean().item()
-            scores.append(2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0)
-        return scores
+        if len(originals) != len(perturbed):
+            raise ValueError(f"{len(originals)} originals for {len(perturbed)} perturbed texts")
+        if not originals:
+            return []
+        _, _, f1 = self._load().score(list(perturbed), list(originals))
+        return f1.tolist()
+
+
+def table_layer(model: str) -> int | None:
+    """The layer bert_score's table (bert_score.utils.model2layers) gives a hub model, by its name
+    with or without the organisation ("google-bert/bert-base-multilingual-cased" reads as the
+    table's "bert-base-multilingual-cased"); None for a model it does not list."""
+    try:
+        from bert_score.utils import model2layers
+    except ImportError:
+        raise RuevalError("--filter-model needs the bert-score package: pip install 'rueval[filter]'") from None
+    return model2layers.get(model, model2layers.get(model.rstrip("/").rsplit("/", 1)[-1]))
+
+
+def _layer_count(model: str) -> int:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(model).num_hidden_layers
 
 
 @dataclass(frozen=True)
 class Kept:
-    """A perturbed example that passed, with its similarity and the rate it was made at."""
+    """An example of the perturbed set: its perturbed text that passed, or its original."""
 
     original: Example
-    perturbed: Example
-    similarity: float
-    rate: float
+    perturbed: Example  # the original itself when no attempt passed
+    similarity: float  # of the attempt kept; 1 for an original
+    rate: float  # the rate the attempt was made at; 0 for an original
+
+    @property
+    def changed(self) -> bool:
+        return self.perturbed is not self.original
 
 
 @dataclass
 class Filtered:
-    """What the filter kept of one perturbation's output on one task."""
+    """One perturbation's filtered output on one task: every example, perturbed or original."""
 
-    kept: list[Kept]
+    kept: list[Kept]  # one per example, in input order
     threshold: float  # the similarity threshold finally applied
     perturbable: int  # examples the perturbation could change at all
-    total: int
+
+    @property
+    def changed(self) -> int:
+        return sum(k.changed for k in self.kept)
 
     def summary(self) -> dict[str, float | int]:
-        kept, threshold = len(self.kept), round(self.threshold, 4)
-        return {"threshold": threshold, "kept": kept, "perturbable": self.perturbable, "total": self.total}
+        return {
+            "threshold": round(self.threshold, 4),
+            "total": len(self.kept),
+            "perturbable": self.perturbable,
+            "changed": self.changed,
+        }
 
 
 @dataclass
@@ -154,8 +161,9 @@ class SemanticFilter:
 
     similarity: Similarity = field(default_factory=CharNgramSimilarity)
     threshold: float | None = None  # None: the similarity's default
-    min_share: float = 0.8  # "enough": the share of perturbable examples that must pass
-    rate_steps: int = 3
+    min_share: float = 0.0  # rueval's option: lower the threshold until this share of perturbable examples pass
+    halvings: int = 3  # TAPE's: the rate is halved at most three times
+    min_rate: float = 0.01  # TAPE's: and only while it stays above this
     threshold_step: float = 0.05
 
     def __post_init__(self) -> None:
@@ -163,30 +171,38 @@ class SemanticFilter:
             self.threshold = self.similarity.default_threshold
         if not 0 <= self.threshold <= 1 or not 0 <= self.min_share <= 1:
             raise RuevalError("the semantic filter's threshold and minimum share must lie between 0 and 1")
-        if self.rate_steps < 1 or self.threshold_step <= 0:
-            raise RuevalError("the semantic filter needs at least one rate step and a positive threshold step")
+        if self.halvings < 0 or self.threshold_step <= 0:
+            raise RuevalError(
+                "the semantic filter needs a non-negative number of halvings and a positive threshold step"
+            )
 
     def describe(self) -> dict[str, float | str]:
         return {
             "similarity": self.similarity.name,
             "threshold": self.threshold,
             "min_share": self.min_share,
-            "rate_steps": self.rate_steps,
+            "halvings": self.halvings,
         }
+
+    def rates(self, perturbation: Perturbation) -> list[float]:
+        """The rates tried in turn: p, then p/2, p/4, ... while above ``min_rate``, ``halvings`` at most."""
+        rates = [perturbation.rate]
+        while perturbation.rate_lowered and len(rates) <= self.halvings and rates[-1] / 2 > self.min_rate:
+            rates.append(rates[-1] / 2)
+        return rates
 
     def apply(
         self, task: Task, examples: Sequence[Example], perturbation: Perturbation, protected: Sequence[Protected]
     ) -> Filtered:
-        """Perturb ``examples``, lowering the rate for those too far from their original, and keep
-        the ones that pass (lowering the threshold if fewer than ``min_share`` pass)."""
+        """Perturb ``examples``, halving the rate for those too far from their original; an example
+        that never passes keeps its original text."""
         target = target_for(task)
         best: dict[int, tuple[float, float, Example]] = {}  # example -> (similarity, rate, perturbed)
         passed: set[int] = set()
         pending = list(range(len(examples)))
-        for step in range(self.rate_steps):
-            rate = perturbation.rate * (self.rate_steps - step) / self.rate_steps
+        for rate in self.rates(perturbation):
             attempt = perturbation.with_rate(rate)
-            batch = progress(pending, f"{perturbation.name} on {task.name} (p={rate:.2f})", total=len(pending))
+            batch = progress(pending, f"{perturbation.name} on {task.name} (p={rate:.3g})", total=len(pending))
             outputs = attempt.perturb_batch(task, [examples[i] for i in batch], None, [protected[i] for i in pending])
             changed = [(i, out) for i, out in zip(pending, outputs, strict=True) if out is not None]
             scores = self.similarity.score(
@@ -194,20 +210,23 @@ class SemanticFilter:
                 [_joined(target.fields, out) for _, out in changed],
             )
             for (i, out), score in zip(changed, scores, strict=True):
-                if i not in best or score > best[i][0]:
+                if i not in best or score > best[i][0]:  # a passing attempt is the best so far: retries stop there
                     best[i] = (score, rate, out)
                 if score >= self.threshold:
                     passed.add(i)
             pending = [i for i in pending if i not in passed]
-            if not pending or rate == 0:
+            if not pending:
                 break
         threshold, lowered = self.threshold, 0
         while best and len(passed) < self.min_share * len(best) and threshold > 0:
             lowered += 1  # from the start each time: 0.9 less 0.05 four times over is 0.6999999999999998
             threshold = max(0.0, round(self.threshold - lowered * self.threshold_step, 9))
             passed |= {i for i, (score, _, _) in best.items() if score >= threshold}
-        kept = [Kept(examples[i], best[i][2], best[i][0], best[i][1]) for i in sorted(passed)]
-        return Filtered(kept, threshold, len(best), len(examples))
+        kept = [
+            Kept(example, best[i][2], best[i][0], best[i][1]) if i in passed else Kept(example, example, 1.0, 0.0)
+            for i, example in enumerate(examples)
+        ]
+        return Filtered(kept, threshold, len(best))
 
 
 def _joined(fields: Sequence[str], example: Example) -> str:

@@ -31,11 +31,13 @@ class Target:
     fields: tuple[str, ...]  # text fields perturbations rewrite; the gold and everything else stay
     constraints: tuple[Constraint, ...] = ()
     distractor: str | None = None  # the field AddSent extends with a generated sentence
+    not_applied: tuple[str, ...] = ()  # perturbations the benchmark does not apply to the task
 
 
 TARGETS: dict[str, Target] = {
     # TAPE
-    "winograd": Target(("text",), (Referents(),), distractor="text"),
+    # TAPE Table 2: no back-translation for Winograd (a paraphrase need not keep the referents)
+    "winograd": Target(("text",), (Referents(),), distractor="text", not_applied=("back_translation",)),
     "ru_openbook": Target(("question",), (NamedEntities(),)),
     "ru_worldtree": Target(("question",), (NamedEntities(),)),
     "multiq": Target(("question", "support_text", "main_text"), (Multihop(), NamedEntities()), distractor="main_text"),
@@ -76,6 +78,20 @@ def target_for(task: Task) -> Target:
     if task.name not in TARGETS:
         raise RuevalError(f"{task.name}: no perturbable fields are declared for this task")
     return TARGETS[task.name]
+
+
+def applies(task: Task, perturbation: str) -> bool:
+    return perturbation not in target_for(task).not_applied
+
+
+def not_applied_notes(perturbations: Sequence[str]) -> list[str]:
+    """A note for each of ``perturbations`` that some tasks do not get."""
+    notes = []
+    for name in perturbations:
+        tasks = [task for task, target in TARGETS.items() if name in target.not_applied]
+        if tasks:
+            notes.append(f"{name} is not applied to {', '.join(tasks)}, as in TAPE (Table 2)")
+    return notes
 
 
 def check_examples(task: Task, examples: Sequence[Example], file: str) -> None:

@@ -15,7 +15,7 @@ from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
-from rueval.robustness.targets import protected_spans_batch
+from rueval.robustness.targets import applies, not_applied_notes, protected_spans_batch
 from rueval.run.predict import Predicted
 from rueval.solvers import Setting
 from rueval.tasks import Example, Task
@@ -47,7 +47,7 @@ class Robustness:
         translation_model: str | None = None,
         addsent_model: str | None = None,
         filter_threshold: float | None = None,
-        filter_min_share: float = 0.8,
+        filter_min_share: float = 0.0,
         base_url: str | None = None,
     ) -> Robustness:
         """Parse ``--perturb all|NAME[:RATE],...``. In ``all`` the model-based perturbations come
@@ -75,6 +75,7 @@ class Robustness:
                 perturbations.append(AddSent(EngineGenerator(addsent_model, seed, base_url=base_url), rate, seed))
             else:
                 perturbations.append(cls_(rate, seed))
+        notes += not_applied_notes([p.name for p in perturbations])
         similarity = BertScore(filter_model) if filter_model else CharNgramSimilarity()
         semantic_filter = SemanticFilter(similarity, filter_threshold, filter_min_share)
         return cls(perturbations, semantic_filter, None if rates is None else list(rates), notes)
@@ -92,7 +93,7 @@ class Robustness:
     ) -> dict[str, Filtered]:
         """Each perturbation (by default all of the run's) of the examples from ``file``, semantically filtered."""
         protected = protected_spans_batch(task, examples, file)
-        chosen = perturbations or self.perturbations
+        chosen = [p for p in perturbations or self.perturbations if applies(task, p.name)]
         return {p.name: self.semantic_filter.apply(task, examples, p, protected) for p in chosen}
 
     def evaluate(

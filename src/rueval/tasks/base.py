@@ -46,6 +46,7 @@ class Task:
     train_from: Task | None = None  # whose train split gives label priors when the task has none
     train_fields: Mapping[str, str] = field(default_factory=dict)  # the lender's field names -> this task's
     extra: Mapping[str, Any] = field(default_factory=dict)  # task-specific settings (e.g. LiDiRus tag fields)
+    normalization: str = ""  # span tasks: how answers are normalised before matching (rueval.metrics.NORMALIZATIONS)
     title: str = ""  # the name the papers print; the folder's name unless they print another
 
     def __post_init__(self) -> None:

@@ -198,5 +198,6 @@ RSG_TASKS = (
         text_fields=("passage", "query"),
         main_fields=("passage",),
         nested=True,
+        normalization="rsg",
     ),
 )

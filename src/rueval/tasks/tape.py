@@ -20,9 +20,10 @@ def parse_multiq(task: Task, record: Record) -> list[Example]:
 
 
 def parse_chegeka(task: Task, record: Record) -> list[Example]:
+    """An answer may list alternatives separated by ';', each one right (as MERA's CheGeKa scorer splits it)."""
     task.check_inputs(record)
     answer = record.get("answer", str, default=None)
-    label = None if answer is None else (answer,)
+    label = None if answer is None else tuple(a.strip() for a in answer.split(";") if a.strip()) or (answer,)
     return [Example(idx=record.data.get("question_id", record.position), fields=record.data, label=label)]
 
 
@@ -90,6 +91,7 @@ TAPE_TASKS = (
         split_files=TAPE_SPLITS,
         parser=parse_multiq,
         main_fields=("support_text", "main_text"),
+        normalization="squad",
     ),
     Task(
         name="chegeka",
@@ -101,6 +103,7 @@ TAPE_TASKS = (
         metrics=("f1", "em"),
         split_files=TAPE_SPLITS,
         parser=parse_chegeka,
+        normalization="squad",
     ),
     _ethics("sit_ethics", "Ethics-1", "sit", "Ethics-1: which ethical concepts a situation concerns", "ethics1"),
     _ethics("per_ethics", "Ethics-2", "per", "Ethics-2: whether the characters act well by each concept", "ethics2"),

@@ -18,3 +18,4 @@ def _fields(example: Example) -> Mapping[str, Any]:
 
 
 PROMPT = GenerativePrompt(TEMPLATE, MAX_NEW_TOKENS, fields=_fields)
+PROMPT.stop = ()  # TAPE generates up to the token budget, with no stop sequence

@@ -8,3 +8,4 @@ TEMPLATE = "Текст: {main_text} Вопрос: {question} Ответ:"
 MAX_NEW_TOKENS = (400, 800)  # zero-shot, few-shot
 
 PROMPT = GenerativePrompt(TEMPLATE, MAX_NEW_TOKENS)
+PROMPT.stop = ()  # TAPE generates up to the token budget, with no stop sequence
