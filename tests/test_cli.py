@@ -166,3 +166,11 @@ def test_submit_writes_the_leaderboard_zip(cli, tmp_path):
         text = record["passage"]["text"]
         assert line["idx"] == query["idx"]
         assert line["label"] in {text[e["start"] : e["end"]] for e in record["passage"]["entities"]}
+
+
+def test_make_tiny_model_gives_a_model_to_try_offline(cli, tmp_path):
+    result = cli("make-tiny-model", tmp_path / "tiny")
+    assert result.exit_code == 0 and (tmp_path / "tiny" / "config.json").exists()
+    scored = cli("run", "-m", f"hf:{tmp_path / 'tiny'}", "-t", "parus", "--limit", "3", "-o", tmp_path / "out")
+    assert scored.exit_code == 0, scored.stderr
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["parus"]["n"] == 3

@@ -1,8 +1,10 @@
 """The run directory: nothing overwritten silently, resume from anywhere, damaged files reported,
 interrupted runs say how to resume, reused and partial results marked as such."""
 
+import errno
 import json
 import os
+import tempfile
 
 from rueval.run import pipeline
 
@@ -89,3 +91,32 @@ def test_limited_runs_are_marked_partial(cli, tmp_path):
     row = next(line for line in board.stdout.splitlines() if "partial: --limit 5" in line)
     assert row.startswith("|  |")  # shown, but given no rank among the papers' rows
     assert os.path.exists(tmp_path / "board" / "leaderboard_rsg.md")
+
+
+def test_output_under_a_file_or_unwritable_ends_in_one_line(cli, tmp_path, monkeypatch):
+    taken = tmp_path / "taken"
+    taken.write_text("a file")
+    under = cli("run", "-t", "rcb", "-o", taken / "out")
+    assert under.exit_code == 2 and f"{taken / 'out' / 'run.json'}: cannot be written" in under.stderr
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)  # as root, chmod cannot take the right away
+    refused = cli("run", "-t", "rcb", "-o", tmp_path / "out")
+    assert refused.exit_code == 2 and "cannot be written (Permission denied)" in refused.stderr
+    assert "Traceback" not in refused.output and len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_full_disk_ends_in_one_line_naming_the_file(cli, tmp_path, monkeypatch):
+    replace = os.replace
+
+    def full(source, target):
+        if str(target).endswith("results.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return replace(source, target)
+
+    monkeypatch.setattr(os, "replace", full)
+    result = cli("run", "-t", "rcb", "-o", tmp_path / "out")
+    assert result.exit_code == 2 and "results.json: cannot be written (No space left on device)" in result.stderr
+    assert not list((tmp_path / "out").glob(".*.tmp")) and (tmp_path / "out" / "tasks" / "rcb.json").exists()

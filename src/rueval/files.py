@@ -10,12 +10,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rueval.errors import RuevalError
+
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` that replaces it only if the block finishes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """A temporary path beside ``path`` that replaces it only if the block finishes. A file that
+    cannot be written (no permission, a file where a folder should be, a full disk) is a user
+    error naming it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _cannot_write(path, e) from None
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -23,8 +30,14 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, path)
+    except OSError as e:
+        raise _cannot_write(path, e) from None
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _cannot_write(path: Path, error: OSError) -> RuevalError:
+    return RuevalError(f"{path}: cannot be written ({error.strerror or error})")
 
 
 def write_text(path: Path, text: str) -> None:

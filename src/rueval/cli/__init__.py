@@ -339,6 +339,21 @@ def leaderboard(
         console.print(f"written: {markdown}, {csv}\n", highlight=False)
 
 
+@app.command("make-tiny-model")
+@user_errors
+def make_tiny_model(
+    out: Annotated[Path, typer.Argument(help="The folder to write the model and its tokenizer to.")],
+) -> None:
+    """Build a tiny random GPT-2 with a tokenizer trained on the bundled samples, to try -m hf: offline."""
+    from rueval.models.tiny import build_tiny_gpt2
+
+    try:
+        built = build_tiny_gpt2(out)
+    except ImportError as e:  # a model needs torch, transformers and tokenizers
+        raise RuevalError(f"{e.name} is not installed: pip install torch && pip install 'rueval[lm]'") from None
+    console.print(f"tiny model: {built}; try: rueval run -m hf:{built} -t parus", highlight=False)
+
+
 @app.command()
 def version() -> None:
     """Print the rueval version."""
