@@ -5,7 +5,7 @@ Each task's rules are tried in order and the first that fires gives the predicti
 fires, a trivial baseline does (majority, random or weighted-random, fitted on the train split),
 as in the paper's Table 8. Tasks without rules (RWSD, for which the paper found none, and the
 TAPE tasks) get the baseline alone. Where the paper and the authors' code differ, each task's
-module says so and follows the code.
+module says so and which one it follows: the code, unless the code's version is an evident slip.
 
 Which rules: the paper's Table 8 combines, per task, the rules "that led towards the best
 score", chosen on the leaderboard's test scores. rueval chooses on the train split instead
