@@ -42,10 +42,10 @@ BRANCHES = [
     (
         "lidirus",
         "entailment_word_in_both",
-        {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."},
+        {"sentence1": "Вчера он пришёл домой рано.", "sentence2": "Вчера он пришёл домой поздно."},
         "entailment",
         "not_entailment",
-        {"sentence1": "Мальчик пришёл домой рано.", "sentence2": "Девочка пришла домой поздно."},
+        {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."},  # 'Он', not 'он'
     ),
     (
         "lidirus",
@@ -72,7 +72,7 @@ BRANCHES = [
         {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."},
         "not_entailment",
         "entailment",
-        {"sentence1": "Кошка спит.", "sentence2": "кошка спит."},
+        {"sentence1": "Кошка спит.", "sentence2": "Кошка крепко спит."},
     ),
     (
         "lidirus",
@@ -543,9 +543,15 @@ def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
     assert analysed.count(RUCOS_PASSAGE) == 2  # a new call analyses afresh: nothing outlives a call
 
 
+def test_lidirus_tokens_keep_their_case():
+    pair = example("lidirus", {"sentence1": "Кошка спит.", "sentence2": "кошка спит."})
+    assert find_rule("lidirus", "two_unshared_words").apply(pair) == "not_entailment"  # 'Кошка' and 'кошка'
+    assert find_rule("lidirus", "same_lemmas").apply(pair) == "entailment"
+
+
 def test_lidirus_tries_its_entailment_rules_first():
     # 'он' in both sentences (entailment) and 'не' in one (not_entailment): the authors' solver order decides.
-    pair = example("lidirus", {"sentence1": "Он не спит.", "sentence2": "Он спит."})
+    pair = example("lidirus", {"sentence1": "Вчера он не спал.", "sentence2": "Вчера он спал."})
     assert find_rule("lidirus", "word_in_one_sentence").apply(pair) == "not_entailment"
     assert first_prediction(RULES["lidirus"], pair) == "entailment"
 
