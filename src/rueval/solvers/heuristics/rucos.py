@@ -15,6 +15,13 @@ tatiana-iazykova/check_your_heuristic) removes the query's entities, and so do b
    most frequent of the rest;
 2. the plain rule: the first-mentioned entity the query does not name (the paper picked one of
    them; we take the first so that a rule is a function of its example).
+
+Here rueval follows the paper, not the authors' notebook (RSG_RuCoS.ipynb,
+tatiana-iazykova/2020_HACK_RUSSIANSUPERGLUE), which draws its answer at random (np.random.choice
+over indices from 1, so the first candidate is never drawn), takes a mention's "stem" as the
+mention less its last one or two characters, matched as a substring of the query, and whose
+frequency filter counts a list slice in the passage's tokens, which is always 0: no fixed rule
+reproduces it.
 """
 
 from __future__ import annotations
