@@ -13,7 +13,7 @@ import string
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import wraps
 from typing import Any
 
 from rueval.tasks import Example
@@ -41,45 +41,61 @@ class Rule:
 
 
 # Passages are shared by many MuSeRC answers and RuCoS queries, and every rule of a task reads
-# the same texts (fitting the rule choice reads the whole train split): each text is analysed
-# once per solver call. The memos are unbounded within a call and emptied after it (memoized_texts).
-_MEMOS: list[Any] = []
+# the same texts (fitting the rule choice reads the whole train split): within a memoized_texts
+# block (one fit, predict or coverage call) each text is analysed once, and the memos are emptied
+# when the outermost block ends. Outside a block the functions compute afresh and keep nothing.
+_MEMOS: list[dict[tuple[Any, ...], Any]] = []
+_open_blocks = 0
 
 
-def _memoized(function: Callable[[str], Any]) -> Callable[[str], Any]:
-    memoized = cache(function)
-    _MEMOS.append(memoized)
+def per_call_memo(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Memoize a function of texts (hashable arguments) for the duration of the memoized_texts block."""
+    memo: dict[tuple[Any, ...], Any] = {}
+    _MEMOS.append(memo)
+
+    @wraps(function)
+    def memoized(*args: Any) -> Any:
+        if not _open_blocks:
+            return function(*args)
+        if args not in memo:
+            memo[args] = function(*args)
+        return memo[args]
+
     return memoized
 
 
 @contextmanager
 def memoized_texts() -> Iterator[None]:
-    """Keep every text's analyses for the duration of the block (one fit, predict or coverage call)."""
+    """Keep every text's analyses until the block ends."""
+    global _open_blocks
+    _open_blocks += 1
     try:
         yield
     finally:
-        for memo in _MEMOS:
-            memo.cache_clear()
+        _open_blocks -= 1
+        if not _open_blocks:
+            for memo in _MEMOS:
+                memo.clear()
 
 
-@_memoized
+@per_call_memo
 def lemma_sequence(text: str) -> tuple[str, ...]:
     """The text's lemmas in order."""
     return tuple(lemmas(text))
 
 
-@_memoized
+@per_call_memo
 def lemma_set(text: str) -> frozenset[str]:
     """The text's vocabulary, lemmatised."""
     return frozenset(lemma_sequence(text))
 
 
-@_memoized
+@per_call_memo
 def word_count(text: str) -> int:
     return len(words(text))
 
 
-@_memoized
+@per_call_memo
 def normalized_words(text: str) -> tuple[str, ...]:
     """Lower-cased word tokens with ё read as е, for matching fixed words and phrases."""
     return tuple(word.lower().replace("ё", "е") for word in words(text))
@@ -90,7 +106,7 @@ def normalized_words(text: str) -> tuple[str, ...]:
 _LETTER_RUN = re.compile("[А-Яа-яA-z]+")
 
 
-@_memoized
+@per_call_memo
 def letter_lemma_set(text: str) -> frozenset[str]:
     """The lemmas (pymorphy's first analysis) of the text's letter runs, as the TERRa and RCB notebooks take them."""
     return frozenset(parse(word).normal_form for word in _LETTER_RUN.findall(text.lower()))
@@ -100,7 +116,7 @@ def letter_lemma_set(text: str) -> frozenset[str]:
 _PUNCTUATION = string.punctuation + "«»—…–“”"
 
 
-@_memoized
+@per_call_memo
 def stripped_lemmas(text: str) -> tuple[str, ...]:
     """Lemmas of the razdel tokens stripped of punctuation and lower-cased (empty ones dropped), as
     the authors' RSG_MorphAnalyzer takes them (MuSeRC); repeats are kept."""
@@ -108,7 +124,7 @@ def stripped_lemmas(text: str) -> tuple[str, ...]:
     return tuple(parse(token).normal_form for token in stripped if token)
 
 
-@_memoized
+@per_call_memo
 def stripped_lemma_set(text: str) -> frozenset[str]:
     return frozenset(stripped_lemmas(text))
 
