@@ -516,12 +516,14 @@ def test_danetqa_searches_the_question_as_the_authors_regular_expressions_do():
 
     assert fires("mentions_was", "Правда ли, что Пушкин был поэтом?")  # 'был' anywhere
     assert fires("mentions_is_it_true", "А правда ли, что киты рыбы?")
-    assert fires("starts_with_belongs", "Входит в состав Греции Крит?") and not fires(
-        "starts_with_belongs", "Крит входит ли?"
-    )
-    assert fires("long_passage", "Кит?") is False
-    ninety = example("danetqa", {"question": "Кит?", "passage": " ".join(["слово"] * 90)})
-    assert find_rule("danetqa", "long_passage").apply(ninety) is False  # from 90 words on
+    assert fires("starts_with_belongs", "Входит в состав Греции Крит?")  # 'входит' at the start, 'ли' or not
+    assert not fires("starts_with_belongs", "Крит входит ли в состав Греции?")
+
+    def passage_of(n):
+        return example("danetqa", {"question": "Кит?", "passage": " ".join(["слово"] * n)})
+
+    assert find_rule("danetqa", "long_passage").apply(passage_of(90)) is False  # from 90 words on
+    assert find_rule("danetqa", "long_passage").apply(passage_of(89)) is None
 
 
 def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
