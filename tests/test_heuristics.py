@@ -42,10 +42,10 @@ BRANCHES = [
     (
         "lidirus",
         "entailment_word_in_both",
-        {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."},
+        {"sentence1": "Вчера он пришёл домой рано.", "sentence2": "Вчера он пришёл домой поздно."},
         "entailment",
         "not_entailment",
-        {"sentence1": "Мальчик пришёл домой рано.", "sentence2": "Девочка пришла домой поздно."},
+        {"sentence1": "Он пришёл домой рано.", "sentence2": "Он пришёл домой поздно."},  # 'Он', not 'он'
     ),
     (
         "lidirus",
@@ -72,7 +72,7 @@ BRANCHES = [
         {"sentence1": "Кошка спит.", "sentence2": "Кошка спала."},
         "not_entailment",
         "entailment",
-        {"sentence1": "Кошка спит.", "sentence2": "кошка спит."},
+        {"sentence1": "Кошка спит.", "sentence2": "Кошка крепко спит."},
     ),
     (
         "lidirus",
@@ -93,10 +93,10 @@ BRANCHES = [
     (
         "rcb",
         "shared_vocabulary",
-        {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Завтра пойдёт сильный дождь."},
+        {"premise": "Мама сказала, что завтра будет дождь.", "hypothesis": "Завтра будет сильный дождь."},
         "entailment",
         "contradiction",
-        {"premise": "Мама сказала, что завтра пойдёт дождь.", "hypothesis": "Послезавтра будет солнечно."},
+        {"premise": "Мама сказала, что завтра будет дождь.", "hypothesis": "Послезавтра будет солнечно."},
     ),
     (
         "rcb",
@@ -212,7 +212,7 @@ BRANCHES = [
     (
         "terra",
         "hypothesis_in_premise",
-        {"premise": TERRA_PREMISE, "hypothesis": "Новый офис в Казани."},
+        {"premise": TERRA_PREMISE, "hypothesis": "новый офис в Казани"},
         "entailment",
         "not_entailment",
         {"premise": TERRA_PREMISE, "hypothesis": "Офис в Казани закрыт."},
@@ -277,8 +277,8 @@ BRANCHES = [
         "russe",
         "same_form",
         {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эти марки лежали в альбоме."},
-        True,
         False,
+        True,
         {"word": "марка", "sentence1": "Дедушка собирал почтовые марки.", "sentence2": "Эта марка очень популярна."},
     ),
     (
@@ -307,7 +307,7 @@ BRANCHES = [
     ),
     (
         "danetqa",
-        "starts_with_was",
+        "mentions_was",
         {"question": "Были ли у Пушкина дети?", "passage": "У Пушкина было четверо детей."},
         True,
         False,
@@ -331,15 +331,15 @@ BRANCHES = [
     ),
     (
         "danetqa",
-        "starts_with_eat",
+        "mentions_eat",
         {"question": "Едят ли кошки траву?", "passage": "Кошки иногда едят траву."},
         False,
         True,
-        {"question": "Едят кошки траву?", "passage": "Кошки иногда едят траву."},
+        {"question": "Кормят ли кошек травой?", "passage": "Кошки иногда едят траву."},
     ),
     (
         "danetqa",
-        "starts_with_is_it_true",
+        "mentions_is_it_true",
         {"question": "Правда ли, что киты — рыбы?", "passage": "Киты — звери."},
         False,
         True,
@@ -426,14 +426,134 @@ def test_russe_reads_the_target_form_from_the_given_spans():
         "start2": 4,
         "end2": 9,
     }
-    assert find_rule("russe", "same_form").apply(example("russe", fields)) is True
+    assert find_rule("russe", "same_form").apply(example("russe", fields)) is False
     fields["start1"], fields["end1"] = 0, 5  # now "Марки" against "марка"
     assert find_rule("russe", "same_form").apply(example("russe", fields)) is None
 
 
+def test_terra_overlap_rules_are_exact_ratios_of_distinct_lemmas():
+    # premise lemmas: компания яндекс открыть новый офис в казань прошлый год
+    def rules_firing(hypothesis):
+        pair = example("terra", {"premise": TERRA_PREMISE, "hypothesis": hypothesis})
+        return [rule.name for rule in RULES["terra"] if rule.apply(pair) is not None and "overlap" in rule.name]
+
+    assert rules_firing("Яндекс открыл офис вчера.") == ["three_quarters_overlap"]  # 3/4
+    assert rules_firing("Яндекс открыл новый офис вчера.") == []  # 4/5: above 3/4 but not equal to it
+    assert rules_firing("Яндекс открыл магазин.") == ["two_thirds_overlap"]  # 2/3
+    assert rules_firing("Яндекс открыл новый офис в Казани в прошлом месяце, сообщил директор.") == []  # 7/10
+    assert rules_firing("Яндекс, Яндекс открыл магазин.") == ["two_thirds_overlap"]  # distinct lemmas: still 2/3
+    assert rules_firing("Погода была солнечной в Москве, Питере и Казани.") == ["low_overlap"]  # 2/8
+
+
+def test_terra_lemmas_are_letter_runs_that_break_at_yo():
+    # 'всё' is read as 'вс' in both texts, so it is shared; digits are no word at all, so '13' is not unshared.
+    premise = "Всё прошло по плану 12 мая, сообщила пресс-служба."
+    pair = example("terra", {"premise": premise, "hypothesis": "Всё прошло 13 мая."})
+    assert find_rule("terra", "full_overlap").apply(pair) == "entailment"
+
+
+def test_terra_runs_its_rules_in_the_authors_order():
+    # Full overlap (entailment) but a premise under 29 words (not_entailment): the short premise comes first.
+    pair = example("terra", {"premise": TERRA_PREMISE, "hypothesis": "Яндекс открыл офис."})
+    assert find_rule("terra", "full_overlap").apply(pair) == "entailment"
+    assert first_prediction(RULES["terra"], pair) == "not_entailment"
+    names = rule_names(RULES["terra"])
+    assert names.index("marker_word") < names.index("three_quarters_overlap") < names.index("long_premise")
+
+
+def test_terra_substring_is_plain_text_not_whole_words():
+    in_a_word = example("terra", {"premise": TERRA_PREMISE, "hypothesis": "ндекс открыла"})
+    assert find_rule("terra", "hypothesis_in_premise").apply(in_a_word) == "entailment"
+    with_full_stop = example("terra", {"premise": TERRA_PREMISE, "hypothesis": "Новый офис в Казани."})
+    assert find_rule("terra", "hypothesis_in_premise").apply(with_full_stop) is None  # 'Казани в' in the premise
+
+
+def test_rcb_vocabulary_rule_is_an_exact_three_quarters():
+    premise = "Мама сказала, что завтра будет дождь."
+    three_quarters = example("rcb", {"premise": premise, "hypothesis": "Завтра будет сильный дождь."})
+    four_fifths = example("rcb", {"premise": premise, "hypothesis": "Мама сказала: завтра сильный дождь."})
+    assert find_rule("rcb", "shared_vocabulary").apply(three_quarters) == "entailment"
+    assert find_rule("rcb", "shared_vocabulary").apply(four_fifths) is None
+
+
+def test_russe_same_form_predicts_false_and_comes_last():
+    names = rule_names(RULES["russe"])
+    assert names == ["length_gap", "token_overlap", "same_form"]
+    assert find_rule("russe", "same_form").target is False
+
+
+def test_russe_counts_whitespace_tokens_with_their_case_and_punctuation():
+    def fields(first, second):
+        return example("russe", {"word": "марка", "sentence1": first, "sentence2": second})
+
+    # Word tokens would share 'марка' and 'машины' (2 of 3); whitespace tokens share none.
+    assert find_rule("russe", "token_overlap").apply(fields("Марка машины.", "Дорогая марка машины")) is None
+    assert find_rule("russe", "token_overlap").apply(fields("Марка машины.", "Дорогая Марка машины.")) is True
+    # Seven dashes count as tokens: a gap of 12 whitespace tokens, where word tokens differ by 5.
+    dashes = "Марка — это — знак — качества — и — стиля — всегда."
+    assert find_rule("russe", "length_gap").apply(fields(dashes, "Марка хороша.")) is False
+    assert find_rule("russe", "length_gap").apply(fields("Марка это знак качества и стиля всегда.", "Марка.")) is None
+
+
+def test_muserc_all_lemmas_compares_the_answer_lemma_count_with_the_shared_lemmas():
+    rule = find_rule("muserc", "all_answer_lemmas_in_text")
+    # Every lemma occurs in the passage, but 'Тимур' twice: four lemmas against three shared.
+    assert rule.apply(example("muserc", {"passage": MUSERC_PASSAGE, "answer": "Тимур, Тимур стал чемпионом."})) is None
+    assert rule.apply(example("muserc", {"passage": MUSERC_PASSAGE, "answer": "«Тимур» стал чемпионом!"})) == 1
+
+
+def test_muserc_answer_length_counts_whitespace_tokens():
+    dashes = example("muserc", {"passage": MUSERC_PASSAGE, "answer": "Тимур — чемпион — навсегда"})  # 5 tokens, 3 words
+    assert find_rule("muserc", "short_answer").apply(dashes) is None
+    assert (
+        find_rule("muserc", "short_answer").apply(example("muserc", {"passage": "", "answer": "Тимур — чемпион"})) == 0
+    )
+
+
+def test_danetqa_searches_the_question_as_the_authors_regular_expressions_do():
+    def fires(name, question):
+        return find_rule("danetqa", name).apply(example("danetqa", {"question": question, "passage": ""})) is not None
+
+    assert fires("mentions_was", "Правда ли, что Пушкин был поэтом?")  # 'был' anywhere
+    assert fires("mentions_is_it_true", "А правда ли, что киты рыбы?")
+    assert fires("starts_with_belongs", "Входит в состав Греции Крит?")  # 'входит' at the start, 'ли' or not
+    assert not fires("starts_with_belongs", "Крит входит ли в состав Греции?")
+
+    def passage_of(n):
+        return example("danetqa", {"question": "Кит?", "passage": " ".join(["слово"] * n)})
+
+    assert find_rule("danetqa", "long_passage").apply(passage_of(90)) is False  # from 90 words on
+    assert find_rule("danetqa", "long_passage").apply(passage_of(89)) is None
+
+
+def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
+    from rueval.solvers.heuristics import base
+
+    analysed = []
+    real = base.lemmas
+    monkeypatch.setattr(base, "lemmas", lambda text: analysed.append(text) or real(text))
+    task = get_task("rucos")
+    queries = [
+        example("rucos", {"passage": RUCOS_PASSAGE, "query": f"@placeholder прилетел в Москву {i}."}, idx=i)
+        for i in range(5)
+    ]
+    solver = HeuristicSolver(rules="all")
+    solver.fit(task, [])
+    solver.predict(task, queries)
+    assert analysed.count(RUCOS_PASSAGE) == 1
+    solver.predict(task, queries)
+    assert analysed.count(RUCOS_PASSAGE) == 2  # a new call analyses afresh: nothing outlives a call
+
+
+def test_lidirus_tokens_keep_their_case():
+    pair = example("lidirus", {"sentence1": "Кошка спит.", "sentence2": "кошка спит."})
+    assert find_rule("lidirus", "two_unshared_words").apply(pair) == "not_entailment"  # 'Кошка' and 'кошка'
+    assert find_rule("lidirus", "same_lemmas").apply(pair) == "entailment"
+
+
 def test_lidirus_tries_its_entailment_rules_first():
     # 'он' in both sentences (entailment) and 'не' in one (not_entailment): the authors' solver order decides.
-    pair = example("lidirus", {"sentence1": "Он не спит.", "sentence2": "Он спит."})
+    pair = example("lidirus", {"sentence1": "Вчера он не спал.", "sentence2": "Вчера он спал."})
     assert find_rule("lidirus", "word_in_one_sentence").apply(pair) == "not_entailment"
     assert first_prediction(RULES["lidirus"], pair) == "entailment"
 
@@ -495,7 +615,7 @@ def test_fitted_rules_drop_what_loses_to_the_fallback_on_train():
     fallback.fit(task, train)
     kept = rule_names(select_rules(task, RULES["danetqa"], train, fallback))
     # 'long question' (False) then takes the Crete question and also only ties; rules that never fire stay
-    assert kept == ["starts_with_is", "starts_with_eat", "starts_with_is_it_true", "long_passage"]
+    assert kept == ["starts_with_is", "mentions_eat", "mentions_is_it_true", "long_passage"]
 
     solver = HeuristicSolver(fallback="majority")
     solver.fit(task, train)
@@ -529,6 +649,49 @@ def test_a_rule_is_judged_on_what_the_rules_kept_before_it_leave():
     assert rule_names(kept) == ["starts_with_belongs"]
 
 
+def rcb_train(labelled):
+    premise = "Я знаю, что он опоздает."
+    return [example("rcb", {"premise": premise, "hypothesis": h}, gold, i) for i, (h, gold) in enumerate(labelled)]
+
+
+def test_fitted_rules_are_judged_by_the_task_score_not_accuracy_alone():
+    task = get_task("rcb")  # score: the mean of macro-F1 and accuracy
+    short, long = "Он опоздает.", "Он опоздает на утренний поезд до самой Твери сегодня."
+    train = rcb_train(
+        [(short, "contradiction")] * 2  # 'hypothesis < 5 words' (contradiction) fires on these five:
+        + [(short, "neutral")] * 3  # right on 2, where the majority (neutral) is right on 3
+        + [(long, "neutral")] * 4
+        + [(long, "entailment")] * 2
+    )
+    fallback = TrivialSolver("majority")
+    fallback.fit(task, train)
+    rule = [find_rule("rcb", "short_hypothesis")]
+    # Without the rule: accuracy 7/11, macro-F1 (14/18 + 0 + 0) / 3, score (63.6 + 25.9) / 2 = 44.8.
+    # With it: accuracy 6/11, macro-F1 (F1 contradiction 4/7 + F1 neutral 8/13 + 0) / 3, score (54.5 + 39.5) / 2 = 47.0.
+    assert rule_names(select_rules(task, rule, train, fallback)) == ["short_hypothesis"]
+    # Where accuracy is the whole score, the same labels on TERRa-shaped data drop the rule.
+    terra = get_task("terra")
+    as_terra = [
+        example("terra", {"premise": LONG_PREMISE, "hypothesis": e.fields["hypothesis"]}, label, e.idx)
+        for e, label in zip(train, ["entailment"] * 2 + ["not_entailment"] * 7 + ["entailment"] * 2, strict=True)
+    ]
+    low = [Rule.predicting("entailment", lambda e: e.fields["hypothesis"] == short, "short hypothesis")]
+    fallback.fit(terra, as_terra)
+    assert select_rules(terra, low, as_terra, fallback) == ()
+
+
+def test_a_random_fallback_is_scored_over_draws_that_leave_its_own_stream_alone():
+    task = get_task("danetqa")
+    train = danetqa_train([("Есть ли жизнь на Марсе?", True), ("Кит рыба?", False), ("Лось олень?", True)] * 4)
+    unseen = danetqa_train([(f"Кит рыба номер {i}?", None) for i in range(40)])  # no rule fires on these
+    solver = HeuristicSolver(seed=7, fallback="random")
+    solver.fit(task, train)
+    assert "starts_with_is" in rule_names(solver.rules)  # always right, where a coin is right half the time
+    alone = TrivialSolver("random", seed=7)
+    alone.fit(task, train)
+    assert solver.predict(task, unseen) == alone.predict(task, unseen)
+
+
 def test_a_task_with_a_borrowed_train_split_keeps_every_rule():
     task = get_task("lidirus")  # its train split is TERRa's
     train = [
@@ -546,7 +709,7 @@ def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
     labelled = [
         ("Был ли Пушкин поэтом?", True),  # row 1 right
         ("Был ли Александр Сергеевич Пушкин великим поэтом?", False),  # rows 1 (wrong) and 6 (right)
-        ("Правда ли, что киты — рыбы?", False),  # row 5 right (5 words: not a long question)
+        ("Правда ли, что киты рыбы?", False),  # row 5 right (5 words: not a long question)
         ("Кит — рыба?", True),  # nothing fires
     ]
     examples = [
@@ -557,12 +720,12 @@ def test_coverage_counts_each_rule_on_its_own_and_what_no_rule_covers():
     )  # unlabelled: ignored
     rows = {row.name: row for row in coverage(get_task("danetqa"), examples)}
     assert list(rows)[-1] == NO_RULE and len(rows) == len(RULES["danetqa"]) + 1
-    assert (rows["starts_with_was"].covered, rows["starts_with_was"].correct) == (2, 1)
-    assert (rows["starts_with_is_it_true"].covered, rows["starts_with_is_it_true"].correct) == (1, 1)
+    assert (rows["mentions_was"].covered, rows["mentions_was"].correct) == (2, 1)
+    assert (rows["mentions_is_it_true"].covered, rows["mentions_is_it_true"].correct) == (1, 1)
     assert (rows["long_question"].covered, rows["long_question"].correct) == (1, 1)
     assert rows["starts_with_is"].covered == 0
     assert rows[NO_RULE] == RuleCoverage(NO_RULE, "left to the fallback baseline", None, 1, 0)
-    assert rows["starts_with_was"].description == "The question starts with 'БЫЛ' ('was/were')"
+    assert rows["mentions_was"].description == "The question starts with 'БЫЛ' ('was/were')"
     assert coverage("rwsd", examples) == [RuleCoverage(NO_RULE, "left to the fallback baseline", None, 4, 0)]
 
 

@@ -74,27 +74,3 @@ def test_open_answer_tasks_choose_among_train_answers():
     assert set(fit_predict("random", task, train, 200)) == {"Волга", "1961"}
     with pytest.raises(RuevalError, match="needs labelled train examples"):
         fit_predict("random", task, [], 1)
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"), [("majority", 0.6), ("random", 1 / 3), ("weighted-random", 0.6**2 + 0.3**2 + 0.1**2)]
-)
-def test_chance_right_is_the_probability_of_a_right_prediction(name, expected):
-    solver = make_solver(name)
-    solver.fit(RCB, examples(TRAIN))
-    golds = examples(TRAIN)  # golds distributed as the train labels
-    chances = [solver.chance_right(RCB, e, lambda label, gold=e.label: label == gold) for e in golds]
-    assert sum(chances) / len(golds) == pytest.approx(expected)
-    predictions = fit_predict(name, RCB, TRAIN, 20000)
-    right = sum(p == g for p, g in zip(predictions, TRAIN * 2000))
-    assert right / 20000 == pytest.approx(expected, abs=0.02)  # what predicting actually achieves
-
-
-def test_chance_right_among_rucos_mentions():
-    task = get_task("rucos")
-    query = Example(idx=(0, 0), fields={}, candidates=("Москва", "ТАСС", "Москва", "Путин"))
-    is_moscow = lambda answer: answer == "Москва"  # noqa: E731
-    for name, expected in (("majority", 1.0), ("random", 1 / 3), ("weighted-random", 0.5)):
-        solver = make_solver(name)
-        solver.fit(task, [])
-        assert solver.chance_right(task, query, is_moscow) == pytest.approx(expected)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -51,16 +51,6 @@ class TrivialSolver(Solver):
         if task.kind == "multilabel":
             return tuple(self._choose((0, 1), prior) for prior in self._priors)
         return self._choose(*self._options(task, example))
-
-    def chance_right(self, task: Task, example: Example, right: Callable[[Any], bool]) -> float:
-        """The probability that this baseline's prediction for the example is ``right`` (one
-        label or answer; not for multilabel tasks)."""
-        options, counts = self._options(task, example)
-        self._check(options, counts)
-        if self.name == "majority":
-            return float(right(self._choose(options, counts)))
-        weights = [1 if self.name == "random" else counts[option] for option in options]
-        return sum(w for option, w in zip(options, weights, strict=True) if right(option)) / sum(weights)
 
     def _options(self, task: Task, example: Example) -> tuple[Sequence[Any], Counter]:
         """What a prediction is chosen from, and the counts that weigh the choice."""

@@ -1,19 +1,23 @@
 """What a heuristic rule is, and the text measures the rules of every task share.
 
 Counts of words use razdel word tokens (punctuation excluded) and vocabularies use pymorphy3
-lemmas, both from rueval.text; the one rule set the paper runs on a plain whitespace split
-(LiDiRus) says so in its own module.
+lemmas, both from rueval.text, except where a task's module says its authors' code tokenises
+otherwise: TERRa and RCB lemmatise runs of letters (``letter_lemma_set``), MuSeRC razdel tokens
+stripped of punctuation (``stripped_lemmas``), and several rules count whitespace tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+import string
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import wraps
 from typing import Any
 
 from rueval.tasks import Example
-from rueval.text import lemmas, words
+from rueval.text import lemmas, parse, tokens, words
 
 
 @dataclass(frozen=True)
@@ -37,37 +41,92 @@ class Rule:
 
 
 # Passages are shared by many MuSeRC answers and RuCoS queries, and every rule of a task reads
-# the same texts (fitting the rule choice reads the whole train split): lemmatise each text once.
-@lru_cache(maxsize=1 << 15)
+# the same texts (fitting the rule choice reads the whole train split): within a memoized_texts
+# block (one fit, predict or coverage call) each text is analysed once, and the memos are emptied
+# when the outermost block ends. Outside a block the functions compute afresh and keep nothing.
+_MEMOS: list[dict[tuple[Any, ...], Any]] = []
+_open_blocks = 0
+
+
+def per_call_memo(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Memoize a function of texts (hashable arguments) for the duration of the memoized_texts block."""
+    memo: dict[tuple[Any, ...], Any] = {}
+    _MEMOS.append(memo)
+
+    @wraps(function)
+    def memoized(*args: Any) -> Any:
+        if not _open_blocks:
+            return function(*args)
+        if args not in memo:
+            memo[args] = function(*args)
+        return memo[args]
+
+    return memoized
+
+
+@contextmanager
+def memoized_texts() -> Iterator[None]:
+    """Keep every text's analyses until the block ends."""
+    global _open_blocks
+    _open_blocks += 1
+    try:
+        yield
+    finally:
+        _open_blocks -= 1
+        if not _open_blocks:
+            for memo in _MEMOS:
+                memo.clear()
+
+
+@per_call_memo
 def lemma_sequence(text: str) -> tuple[str, ...]:
     """The text's lemmas in order."""
     return tuple(lemmas(text))
 
 
+@per_call_memo
 def lemma_set(text: str) -> frozenset[str]:
     """The text's vocabulary, lemmatised."""
     return frozenset(lemma_sequence(text))
 
 
+@per_call_memo
 def word_count(text: str) -> int:
     return len(words(text))
 
 
-def normalized_words(text: str) -> list[str]:
+@per_call_memo
+def normalized_words(text: str) -> tuple[str, ...]:
     """Lower-cased word tokens with ё read as е, for matching fixed words and phrases."""
-    return [word.lower().replace("ё", "е") for word in words(text)]
+    return tuple(word.lower().replace("ё", "е") for word in words(text))
 
 
-def vocabulary_share(part: str, whole: str) -> float:
-    """The share of ``part``'s lemma vocabulary that also occurs in ``whole`` (0 for an empty part)."""
-    vocabulary = lemma_set(part)
-    return len(vocabulary & lemma_set(whole)) / len(vocabulary) if vocabulary else 0.0
+# The TERRa and RCB notebooks' words_only: runs of [А-Яа-яA-z] in the lower-cased text. The range
+# leaves out ё (a word breaks there: "всё" gives "вс") and digits, and A-z takes in [\]^_`.
+_LETTER_RUN = re.compile("[А-Яа-яA-z]+")
 
 
-def contains_phrase(text: str, phrase: str) -> bool:
-    """Whether ``phrase`` occurs in ``text`` as a run of whole words, ignoring case and punctuation."""
-    needle = " ".join(normalized_words(phrase))
-    return bool(needle) and f" {needle} " in f" {' '.join(normalized_words(text))} "
+@per_call_memo
+def letter_lemma_set(text: str) -> frozenset[str]:
+    """The lemmas (pymorphy's first analysis) of the text's letter runs, as the TERRa and RCB notebooks take them."""
+    return frozenset(parse(word).normal_form for word in _LETTER_RUN.findall(text.lower()))
+
+
+# The authors' RSG_MorphAnalyzer (utils.py) strips these from both ends of each razdel token.
+_PUNCTUATION = string.punctuation + "«»—…–“”"
+
+
+@per_call_memo
+def stripped_lemmas(text: str) -> tuple[str, ...]:
+    """Lemmas of the razdel tokens stripped of punctuation and lower-cased (empty ones dropped), as
+    the authors' RSG_MorphAnalyzer takes them (MuSeRC); repeats are kept."""
+    stripped = (token.strip(_PUNCTUATION).lower() for token in tokens(text))
+    return tuple(parse(token).normal_form for token in stripped if token)
+
+
+@per_call_memo
+def stripped_lemma_set(text: str) -> frozenset[str]:
+    return frozenset(stripped_lemmas(text))
 
 
 def count_runs(sequence: Sequence[str], run: Sequence[str]) -> int:

@@ -1,8 +1,9 @@
 """LiDiRus rules (Iazykova et al., 2021, Section 3.1, Table 1).
 
 As the paper says, these rules split sentences on white space only (str.split, so punctuation
-stays attached to its word: "зонт," and "зонт" differ); tokens are lower-cased so that a
-capital at the start of a sentence is not a difference. Only ``same_lemmas`` lemmatises.
+stays attached to its word: "зонт," and "зонт" differ, and so do "Зонт" and "зонт", as in the
+authors' solver). Only ``same_lemmas`` lemmatises, as that solver does: pymorphy's first analysis
+of the razdel tokens stripped of punctuation.
 
 "Sentences differ by N tokens" counts the tokens found in one sentence but not in the other
 (the symmetric difference of the two token sets), the reading under which rows 1 and 3 are
@@ -15,7 +16,7 @@ it; the authors' solver tries the two entailment rules first, and so do we.
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, lemma_set
+from rueval.solvers.heuristics.base import Rule, stripped_lemma_set
 from rueval.tasks import Example
 
 MANY_UNSHARED_TOKENS = 10  # Table 1, row 1: "differs ... by more than 10"
@@ -26,7 +27,7 @@ SHARED_WORDS = frozenset({"чтобы", "будет", "от", "он"})  # Table 
 
 
 def _tokens(example: Example, name: str) -> set[str]:
-    return set(example.text(name).lower().replace("ё", "е").split())
+    return set(example.text(name).split())
 
 
 def _unshared(example: Example) -> set[str]:
@@ -36,7 +37,7 @@ def _unshared(example: Example) -> set[str]:
 
 def same_lemmas(example: Example) -> bool:
     """Both sentences use the same set of lemmas."""
-    return lemma_set(example.text("sentence1")) == lemma_set(example.text("sentence2"))
+    return stripped_lemma_set(example.text("sentence1")) == stripped_lemma_set(example.text("sentence2"))
 
 
 def entailment_word_in_both(example: Example) -> bool:

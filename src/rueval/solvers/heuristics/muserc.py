@@ -1,13 +1,18 @@
 """MuSeRC rules (Iazykova et al., 2021, Section 3.4, Table 4), one answer option at a time.
 
-"The text" is the passage; overlaps count distinct lemmas shared by the answer and the
-passage. Tokens are razdel word tokens (punctuation excluded). As Section 3.4 says, the rules
-for the rarer label 1 (a correct answer) are tried first, then those for 0: Table 4's order.
+rueval follows the authors' solver (MuSeRCSolver.py in tatiana-iazykova/2020_HACK_RUSSIANSUPERGLUE):
+"the text" is the passage; the answer's length is its whitespace tokens (str.split); lemmas are
+pymorphy's first analysis of the razdel tokens stripped of punctuation (their RSG_MorphAnalyzer),
+and "overlapping lemmas" are the distinct lemmas the answer and the passage share. Row 1 ("all
+lemmas from the answer occur in the text") is, in the code, the answer's lemma count (repeats
+included) equal to that number of shared distinct lemmas, so an answer that repeats a lemma
+never fires it; the paper's wording would read it as a subset test. As Section 3.4 says, the
+rules for the rarer label 1 (a correct answer) are tried first, then those for 0: Table 4's order.
 """
 
 from __future__ import annotations
 
-from rueval.solvers.heuristics.base import Rule, lemma_set, word_count
+from rueval.solvers.heuristics.base import Rule, stripped_lemma_set, stripped_lemmas
 from rueval.tasks import Example
 
 LONG_ANSWER = 11  # Table 4, row 2: "longer than 11 tokens"
@@ -16,16 +21,19 @@ SHORT_ANSWER = 4  # Table 4, row 5: "shorter than 4 tokens"
 
 
 def _shared_lemmas(example: Example) -> int:
-    return len(lemma_set(example.text("answer")) & lemma_set(example.text("passage")))
+    return len(stripped_lemma_set(example.text("answer")) & stripped_lemma_set(example.text("passage")))
+
+
+def _answer_tokens(example: Example) -> int:
+    return len(example.text("answer").split())
 
 
 def all_answer_lemmas_in_text(example: Example) -> bool:
-    answer = lemma_set(example.text("answer"))
-    return bool(answer) and answer <= lemma_set(example.text("passage"))
+    return len(stripped_lemmas(example.text("answer"))) == _shared_lemmas(example)
 
 
 def long_answer(example: Example) -> bool:
-    return word_count(example.text("answer")) > LONG_ANSWER
+    return _answer_tokens(example) > LONG_ANSWER
 
 
 def many_shared_lemmas(example: Example) -> bool:
@@ -37,7 +45,7 @@ def no_shared_lemmas(example: Example) -> bool:
 
 
 def short_answer(example: Example) -> bool:
-    return word_count(example.text("answer")) < SHORT_ANSWER
+    return _answer_tokens(example) < SHORT_ANSWER
 
 
 def one_shared_lemma(example: Example) -> bool:

@@ -4,6 +4,13 @@ Both rules compute the answer (label 0 = choice1, 1 = choice2) and fire only whe
 strictly wins; a tie is left to the next rule, then to the fallback baseline. Table 3's third
 row, "the combination of these two heuristics", is these rules tried in order, which is what
 the solver does; it is not a rule of its own.
+
+Here rueval follows the paper's wording, not the authors' notebook (ParusSolver in RSG_PARus.ipynb,
+tatiana-iazykova/2020_HACK_RUSSIANSUPERGLUE): there the overlap rule answers choice2 when choice1
+shares more lemmas (the reverse of row 1), the combination tries the length rule first, and
+words are natasha tokens, punctuation included. That code is right on 12 of the 26 val examples
+its overlap rule takes, which matches neither reading of Table 3's 64%, so it cannot be the code
+behind the table.
 """
 
 from __future__ import annotations

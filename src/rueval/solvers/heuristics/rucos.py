@@ -15,6 +15,13 @@ tatiana-iazykova/check_your_heuristic) removes the query's entities, and so do b
    most frequent of the rest;
 2. the plain rule: the first-mentioned entity the query does not name (the paper picked one of
    them; we take the first so that a rule is a function of its example).
+
+Here rueval follows the paper, not the authors' notebook (RSG_RuCoS.ipynb,
+tatiana-iazykova/2020_HACK_RUSSIANSUPERGLUE), which draws its answer at random (np.random.choice
+over indices from 1, so the first candidate is never drawn), takes a mention's "stem" as the
+mention less its last one or two characters, matched as a substring of the query, and whose
+frequency filter counts a list slice in the passage's tokens, which is always 0: no fixed rule
+reproduces it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence
+from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence, per_call_memo
 from rueval.tasks import Example
 
 MIN_MENTIONS = 3  # Section 3.9: "entities whose stems appeared less than three times were removed"
@@ -35,20 +42,25 @@ class Entity:
     frequency: int  # occurrences of its lemmas in the passage
 
 
-def entities_outside_query(example: Example) -> list[Entity]:
+def entities_outside_query(example: Example) -> tuple[Entity, ...]:
     """The passage's entities that the query does not name, in order of first mention."""
-    passage = lemma_sequence(example.text("passage"))
-    query = lemma_sequence(example.text("query").replace("@placeholder", " "))
+    return _entities_outside_query(example.text("passage"), example.text("query"), example.candidates)
+
+
+@per_call_memo  # both rules read it
+def _entities_outside_query(passage_text: str, query_text: str, candidates: tuple[str, ...]) -> tuple[Entity, ...]:
+    passage = lemma_sequence(passage_text)
+    query = lemma_sequence(query_text.replace("@placeholder", " "))
     mentions: dict[tuple[str, ...], Counter[str]] = {}
-    for mention in example.candidates:
+    for mention in candidates:
         key = lemma_sequence(mention)
         if key:
             mentions.setdefault(key, Counter())[mention] += 1
-    return [
+    return tuple(
         Entity(forms.most_common(1)[0][0], key, count_runs(passage, key))
         for key, forms in mentions.items()
         if not count_runs(query, key)
-    ]
+    )
 
 
 def frequent_entity_not_in_query(example: Example) -> str | None:
