@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
@@ -25,20 +26,11 @@ class HFCausalLM(LanguageModel):
         trust_remote_code: bool = False,
         revision: str | None = None,
         max_batch_tokens: int | None = None,
+        loaded: tuple[Any, Any] | None = None,
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path,
-                revision=revision,
-                trust_remote_code=trust_remote_code,
-                dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            )
-        except (OSError, ValueError) as e:
-            raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
+        self.model, self.tokenizer = loaded or _load(path, dtype, trust_remote_code, revision)
         self.model.to(device).eval()
         _fuse_tanh_gelu(self.model)
         self.device = torch.device(device)
@@ -54,6 +46,15 @@ class HFCausalLM(LanguageModel):
         self._split_head = self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
         self.window = _sliding_window(self.model.config)
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, batch_size: int | str = "auto") -> HFCausalLM:
+        """A model and tokenizer already in memory (a notebook's), on the model's own device. Its identity
+        names the weights' origin only, so callers must not share a request cache between such models."""
+        path = getattr(model.config, "name_or_path", "") or "in-memory"
+        return cls(
+            path, device=str(model.device), batch_size=batch_size, revision="in-memory", loaded=(model, tokenizer)
+        )
 
     # -- parameters, for the industrial figures ------------------------------------------------
     def parameters(self) -> int:
@@ -206,6 +207,23 @@ class HFCausalLM(LanguageModel):
                 tokenizer=self.tokenizer,
             )
         return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
+
+
+def _load(path: str, dtype: str, trust_remote_code: bool, revision: str | None) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            path,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+        )
+    except (OSError, ValueError) as e:
+        raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
+    return model, tokenizer
 
 
 def _fuse_tanh_gelu(model) -> None:

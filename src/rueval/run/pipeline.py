@@ -21,7 +21,7 @@ from rueval.run.diagnostics import run_industrial, task_diagnostics
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
-from rueval.solvers import Setting, make_solver
+from rueval.solvers import Setting, Solver, make_solver
 from rueval.tasks import Task
 
 if TYPE_CHECKING:
@@ -45,15 +45,17 @@ def run(
     robustness: Robustness | None = None,
     options: Mapping[str, Any] | None = None,
     force: bool = False,
+    solver: Solver | None = None,
 ) -> RunResult:
     """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/.
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
-    (the command line's) are saved in OUT/run.json for --resume."""
+    (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
+    Python API's in-memory models), named ``model`` in the results."""
     started = time.perf_counter()
     source = open_data(data)
     solver_options = dict(solver_options or {})
-    solver = make_solver(model, seed, **solver_options)
+    solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
     loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]
     # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
