@@ -15,8 +15,11 @@ import numpy as np
 
 from rueval import __version__
 from rueval.data import load_task_data, open_data
+from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
+from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
+from rueval.results.lm_eval import lm_eval_results
 from rueval.run.diagnostics import run_industrial, task_diagnostics
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
@@ -117,6 +120,7 @@ def run(
         notes=store.notes,
     )
     store.write_results(summary)
+    write_json(out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
     return summary
 
 
