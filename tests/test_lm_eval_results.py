@@ -84,3 +84,54 @@ def test_each_further_k_is_an_entry_of_its_own(tmp_path):
     assert two_shot["acc,none"] == pytest.approx(result.tasks["parus"].shots[2].metrics["accuracy"] / 100)
     assert two_shot["acc_stderr,none"] == "N/A"  # a mean over episodes has no bootstrap interval
     assert "acc_norm,none" in document["results"]["parus"]
+
+
+def test_lm_evals_command_line_runs_a_model_as_rueval_names_it(cli, tiny_gpt2_dir, tmp_path):
+    out = tmp_path / "run"
+    model_args = f"pretrained={tiny_gpt2_dir},dtype=float32,trust_remote_code=False"
+    result = cli("run", "--model", "hf", "--model_args", model_args, "--tasks", "parus", "--num_fewshot", "1",
+                 "--batch_size", "4", "--limit", "3", "--output_path", out)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "not the benchmark's scores" in result.output
+    settings = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert settings["model"] == f"hf:{tiny_gpt2_dir}"
+    assert settings["shots"] == [1]
+    assert {key: settings["solver_options"][key] for key in ("dtype", "batch_size", "device")} == {
+        "dtype": "float32",
+        "batch_size": 4,
+        "device": "cpu",  # the test machine has no GPU
+    }
+    assert json.loads((out / FILE_NAME).read_text(encoding="utf-8"))["n-shot"] == {"parus": 1}
+    resumed = cli("run", "--resume", "-o", out)  # the saved lm-eval options give the same run
+    assert resumed.exit_code == 0, resumed.output
+    assert "reused" in resumed.output
+
+
+def test_the_device_defaults_to_the_gpu_when_there_is_one(monkeypatch):
+    import torch
+
+    from rueval.cli.options import solver_options
+
+    options = {"scoring": "loglik", "device": None, "dtype": "auto", "batch_size": "auto"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert solver_options("hf:x", options)["device"] == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert solver_options("hf:x", options)["device"] == "cpu"
+    assert solver_options("hf:x", {**options, "device": "cuda:1"})["device"] == "cuda:1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "hf"], "--model_args pretrained="),
+        (["--model", "hf", "--model_args", "pretrained=x,parallelize=True"], "parallelize=True"),
+        (["--model", "hf", "--model_args", "dtype=float16"], "pretrained="),
+        (["--model", "hf", "--model_args", "pretrained=x,dtype=int3"], "dtype=int3"),
+        (["--model", "majority", "--model_args", "pretrained=x"], "--model majority"),
+    ],
+)
+def test_lm_eval_model_args_that_cannot_work_are_one_line_errors(cli, tmp_path, args, message):
+    result = cli("run", *args, "--tasks", "parus", "-o", tmp_path / "run")
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "run").exists()

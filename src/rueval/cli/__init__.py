@@ -25,7 +25,9 @@ from rueval.cli.options import (
     FilterModelOption,
     FilterThresholdOption,
     LimitOption,
+    ModelArgsOption,
     ModelOption,
+    NumFewshotOption,
     RuleChoice,
     RulesOption,
     RunDirsArgument,
@@ -40,6 +42,7 @@ from rueval.cli.options import (
     console,
     errors,
     from_plain,
+    lm_eval_model,
     parse_shots,
     plain,
     solver_options,
@@ -102,9 +105,13 @@ def run(
     model: ModelOption = "majority",
     data: DataOption = None,
     split: SplitOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory. Default: runs/<model>.")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
+    ] = None,
     seed: SeedOption = 0,
     limit: LimitOption = None,
+    model_args: ModelArgsOption = None,
+    num_fewshot: NumFewshotOption = None,
     fallback: FallbackOption = FallbackName.majority,
     rules: RulesOption = RuleChoice.fitted,
     slices: Annotated[
@@ -113,7 +120,7 @@ def run(
     shots: ShotsOption = "0",
     episodes: EpisodesOption = 1,
     scoring: ScoringOption = ScoringName.loglik,
-    device: DeviceOption = "cpu",
+    device: DeviceOption = None,
     dtype: DtypeOption = DtypeName.auto,
     batch_size: BatchSizeOption = "auto",
     trust_remote_code: TrustRemoteCodeOption = False,
@@ -145,6 +152,11 @@ def run(
         return run(**load_run_arguments(out), out=out)
     if data is not None and data != "hf" and Path(data).exists():
         options["data"] = data = str(Path(data).resolve())  # saved absolute: --resume works from anywhere
+    model, from_model_args = lm_eval_model(model, model_args)  # lm-eval's form; run.json keeps the options as given
+    if num_fewshot is not None:
+        shots = str(num_fewshot)
+    if limit is not None:
+        console.print(f"note: --limit {limit} scores part of each split: these are not the benchmark's scores")
     out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", model)
     from rueval.report.table import industrial_text, perturbations_table, results_table, slices_table
     from rueval.run import run as run_tasks
@@ -164,7 +176,7 @@ def run(
             split.value if split else None,
             seed,
             limit,
-            solver_options=solver_options(model, plain(options)),
+            solver_options=solver_options(model, plain({**options, **from_model_args})),
             slices=resolve_slices(slices) if slices else (),
             shots=parse_shots(shots),
             episodes=episodes,
@@ -234,7 +246,7 @@ def submit(
     rules: RulesOption = RuleChoice.fitted,
     shots: Annotated[int, typer.Option(min=0, help="LMs: few-shot demonstrations (episode 0).")] = 0,
     scoring: ScoringOption = ScoringName.loglik,
-    device: DeviceOption = "cpu",
+    device: DeviceOption = None,
     dtype: DtypeOption = DtypeName.auto,
     batch_size: BatchSizeOption = "auto",
     trust_remote_code: TrustRemoteCodeOption = False,

@@ -74,7 +74,9 @@ SeedOption = Annotated[int, typer.Option("--seed", help="Seed for every random c
 SplitOption = Annotated[
     Optional[SplitName], typer.Option(help="Split to score. Default: test when it is labelled, else val.")
 ]
-LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Score only the first N records of each task.")]
+LimitOption = Annotated[
+    Optional[int], typer.Option(min=1, help="Score only the first N records of each task (not the benchmark's scores).")
+]
 BaseUrlOption = Annotated[
     Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
 ]
@@ -93,9 +95,26 @@ EpisodesOption = Annotated[int, typer.Option(min=1, help="LMs: demonstration set
 ScoringOption = Annotated[
     ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
 ]
-DeviceOption = Annotated[str, typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1.")]
+DeviceOption = Annotated[
+    Optional[str], typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1. Default: cuda when there is a GPU.")
+]
 DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
-BatchSizeOption = Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")]
+BatchSizeOption = Annotated[
+    str, typer.Option("--batch-size", "--batch_size", help="hf: rows per forward pass, or auto.")
+]
+ModelArgsOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model_args",
+        "--model-args",
+        help="lm-eval's form, with --model hf: pretrained=PATH_OR_HUB_ID[,dtype=...,revision=...,trust_remote_code=True].",
+    ),
+]
+NumFewshotOption = Annotated[
+    Optional[int], typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
+]
+# lm-eval's --model_args keys -> rueval's option names
+MODEL_ARGS = {"pretrained": "model", "dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: requests in flight.")]
 FilterModelOption = Annotated[
@@ -125,8 +144,44 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         fields = ModelOptions.__dataclass_fields__
         model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
+        model_options["device"] = model_options.get("device") or default_device()
         return {"scoring": options["scoring"], **model_options}
     return {}
+
+
+def default_device() -> str:
+    """As lm-eval chooses: the GPU when there is one."""
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def lm_eval_model(model: str, model_args: str | None) -> tuple[str, dict[str, Any]]:
+    """`--model hf --model_args pretrained=NAME,dtype=float16` -> ("hf:NAME", {"dtype": "float16"})."""
+    if model_args is None:
+        if model == "hf":
+            raise RuevalError("--model hf: name the model with --model_args pretrained=PATH_OR_HUB_ID (or -m hf:PATH)")
+        return model, {}
+    if model != "hf":
+        raise RuevalError(f"--model_args is lm-eval's form for --model hf, not --model {model}")
+    given: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in model_args.split(","))):
+        key, equals, value = part.partition("=")
+        if not equals or key not in MODEL_ARGS:
+            raise RuevalError(f"--model_args {part}: expected KEY=VALUE with KEY one of: {', '.join(MODEL_ARGS)}")
+        given[MODEL_ARGS[key]] = value
+    if "model" not in given:
+        raise RuevalError(f"--model_args {model_args}: name the model with pretrained=PATH_OR_HUB_ID")
+    if "dtype" in given and given["dtype"] not in DTYPES:
+        raise RuevalError(f"--model_args dtype={given['dtype']}: expected one of {', '.join(DTYPES)}")
+    if "trust_remote_code" in given:
+        flag = given["trust_remote_code"].lower()
+        if flag not in ("true", "false"):
+            raise RuevalError(f"--model_args trust_remote_code={given['trust_remote_code']}: expected True or False")
+        given["trust_remote_code"] = flag == "true"
+    return f"hf:{given.pop('model')}", given
 
 
 def parse_shots(text: str) -> list[int]:
