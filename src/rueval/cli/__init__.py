@@ -263,6 +263,22 @@ def submit(
 
 @app.command()
 @user_errors
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
+    format: Annotated[str, typer.Option("--format", help="The submission format: mera.")] = "mera",
+    out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
+) -> None:
+    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
+    if format != "mera":
+        raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
+    from rueval.report.export import export_mera
+
+    written = export_mera(run_dir, out)
+    console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
+
+
+@app.command()
+@user_errors
 def heuristics(
     task: Annotated[str, typer.Option("--task", "-t", help="The task whose heuristic rules to measure.")],
     data: DataOption = None,
