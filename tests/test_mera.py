@@ -9,6 +9,7 @@ import rueval
 from rueval.data import open_data
 from rueval.data.mera import MeraSource
 from rueval.errors import DataError
+from rueval.models.base import LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
 
@@ -223,3 +224,29 @@ def test_export_of_a_run_not_on_mera_data_is_a_one_line_error(cli, tmp_path):
     assert not (tmp_path / "submission.zip").exists()
     other = cli("export", "--format", "rsg", tmp_path / "run")
     assert other.exit_code == 2 and "--format rsg" in other.output
+
+
+class RecordingModel(LanguageModel):
+    """Remembers what it was asked; prefers the continuation " 3"."""
+
+    identity = "test:recording"
+
+    def __init__(self):
+        self.asked: list[tuple[str, str]] = []
+
+    def loglikelihood(self, requests):
+        self.asked += [(r.context, r.continuation) for r in requests]
+        return [LoglikelihoodResult(logprob=float(r.continuation == " 3"), n_tokens=1, greedy=False) for r in requests]
+
+    def generate(self, requests):
+        return ["" for _ in requests]
+
+
+def test_a_language_model_is_asked_meras_instruction_and_scored_on_meras_labels(mera_dir):
+    model = RecordingModel()
+    result = rueval.evaluate(model, tasks=["rcb"], data=mera_dir)
+    contexts = {context for context, _ in model.asked}
+    assert contexts == {'Ситуация: "Маша знала, что идёт дождь."\nГипотеза: "Идёт дождь."\nОтветь 1, 2 или 3.\nОтвет:'}
+    assert sorted({continuation for _, continuation in model.asked}) == [" 1", " 2", " 3"]
+    assert [row.prediction for row in result.predictions["rcb"]] == ["neutral"] * 3  # MERA's " 3"
+    assert [row.idx for row in result.predictions["rcb"]] == [7, 3, 11]
