@@ -1,7 +1,7 @@
 """A persistent request cache: SQLite in WAL mode, one row per computed request.
 
-Every finished chunk of requests is committed at once, so a run killed at any point (even
-with kill -9) keeps everything it had computed; the next run recomputes only the rest.
+Every batch a backend finishes is committed at once, so a run killed at any point (even with
+kill -9) keeps everything but the batch in flight; the next run recomputes only the rest.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class RequestCache:
         return found
 
     def put_many(self, items: Mapping[str, Any]) -> None:
-        with self._db:  # one transaction per chunk
+        with self._db:  # one transaction per finished batch
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",

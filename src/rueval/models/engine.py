@@ -1,7 +1,7 @@
 """The engine between solvers and a backend: deduplicates requests, answers repeats from the
 request cache, and computes the rest in chunks sorted so that shared prefixes sit together
-(the HF backend then forwards each shared prefix once per chunk). Each chunk is committed to
-the cache as soon as it is done."""
+(the HF backend then forwards each shared prefix once per chunk). Every batch the backend
+finishes is committed to the cache at once, so a killed run loses only the batch in flight."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request
+from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, OnDone, Request
 from rueval.models.cache import RequestCache, request_key
-from rueval.progress import progress
+from rueval.progress import counting
 
 
 class Engine:
@@ -46,7 +46,7 @@ class Engine:
     def _run(
         self,
         requests: Sequence[Request],
-        compute: Callable[[Sequence[Any]], list[Any]],
+        compute: Callable[[Sequence[Any], OnDone], list[Any]],
         sort_key: Callable[[Any], str],
         encode: Callable[[Any], Any],
         description: str,
@@ -57,13 +57,23 @@ class Engine:
             stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
             done.update({request: stored[key] for request, key in keys.items() if key in stored})
         missing = sorted((r for r in keys if r not in done), key=sort_key)
-        chunks = [missing[i : i + self.chunk_size] for i in range(0, len(missing), self.chunk_size)]
-        for chunk in progress(chunks, f"{description} ({len(missing)} requests)", total=len(chunks)):
-            results = compute(chunk)
-            done.update(zip(chunk, results, strict=True))
-            encoded = {keys[r]: encode(result) for r, result in zip(chunk, results, strict=True)}
-            self._memory.update(encoded)
-            self.computed += len(chunk)
-            if self.cache is not None:
-                self.cache.put_many(encoded)
+        with counting(description, len(missing), "requests") as counter:
+            for start in range(0, len(missing), self.chunk_size):
+                chunk = missing[start : start + self.chunk_size]
+
+                def record(finished: list[tuple[int, Any]], chunk: list[Request] = chunk) -> None:
+                    if not finished:
+                        return
+                    encoded = {}
+                    for i, result in finished:
+                        done[chunk[i]] = result
+                        encoded[keys[chunk[i]]] = encode(result)
+                    self._memory.update(encoded)
+                    self.computed += len(encoded)
+                    if self.cache is not None:
+                        self.cache.put_many(encoded)
+                    counter.advance(len(encoded))
+
+                results = compute(chunk, record)
+                record([(i, result) for i, result in enumerate(results) if chunk[i] not in done])
         return [done[request] for request in requests]
