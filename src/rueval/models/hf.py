@@ -134,13 +134,13 @@ class HFCausalLM(LanguageModel):
         if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
             dtype = self.model.dtype
             mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
-        kwargs = dict(
-            input_ids=input_ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=positions.to(device),
-            past_key_values=cache,
-            use_cache=True,
-        )
+        kwargs = {
+            "input_ids": input_ids.to(device),
+            "attention_mask": mask.to(device),
+            "position_ids": positions.to(device),
+            "past_key_values": cache,
+            "use_cache": True,
+        }
         if self._split_head:
             out = self.model.base_model(**kwargs)
             hidden = out.last_hidden_state
