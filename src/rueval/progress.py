@@ -5,9 +5,9 @@ through their log files)."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from time import monotonic
 from typing import TypeVar
 
 from rich.console import Console
@@ -25,7 +25,7 @@ class Counter:
     def __init__(self, description: str, total: int | None, unit: str):
         self.description, self.total, self.unit = description, total, unit
         self.done = 0
-        self._start = self._logged = time.monotonic()
+        self._start = self._logged = monotonic()
         self._bar: tuple[Progress, int] | None = None
 
     def advance(self, n: int = 1) -> None:
@@ -33,14 +33,14 @@ class Counter:
         if self._bar is not None:
             bar, task = self._bar
             bar.advance(task, n)
-        elif not _console.is_terminal and time.monotonic() - self._logged >= LOG_EVERY:
-            self._logged = time.monotonic()
+        elif not _console.is_terminal and monotonic() - self._logged >= LOG_EVERY:
+            self._logged = monotonic()
             sys.stderr.write(self.line() + "\n")
             sys.stderr.flush()
 
     def line(self) -> str:
         """``description: done/total unit, rate/s, ETA h:mm:ss``."""
-        rate = self.done / max(time.monotonic() - self._start, 1e-9)
+        rate = self.done / max(monotonic() - self._start, 1e-9)
         if self.total is None:
             return f"{self.description}: {self.done} {self.unit}, {rate:.1f}/s"
         eta = _clock((self.total - self.done) / rate) if rate > 0 else "?"

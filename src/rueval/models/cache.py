@@ -17,9 +17,16 @@ from typing import Any
 from rueval.models.base import Request
 
 
+# A request type's version goes up when its results change meaning, so older cached results are
+# not served: generations 2 = each sampled request draws from its own generator (batch-independent).
+VERSIONS = {"Loglikelihood": 1, "Generation": 2}
+
+
 def request_key(identity: str, request: Request) -> str:
-    """Model identity (path or hub id and revision) + request type and fields."""
-    payload = json.dumps([identity, type(request).__name__, asdict(request)], ensure_ascii=False, sort_keys=True)
+    """Model identity (path or hub id and revision) + request type, version and fields."""
+    kind = type(request).__name__
+    fields = [identity, kind, asdict(request)] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
+    payload = json.dumps(fields, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

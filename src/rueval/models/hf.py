@@ -313,6 +313,8 @@ def _revision(path: str, config, revision: str | None) -> str:
     commit = getattr(config, "_commit_hash", None)
     if commit or revision:
         return commit or revision
+    if not Path(path).is_dir():  # so that a cached result is never served for another revision
+        raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
     return _content_hash(Path(path))
 
 
