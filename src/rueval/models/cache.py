@@ -16,7 +16,6 @@ from typing import Any
 
 from rueval.models.base import Request
 
-
 # A request type's version goes up when its results change meaning, so older cached results are
 # not served: generations 2 = each sampled request draws from its own generator (batch-independent).
 VERSIONS = {"Loglikelihood": 1, "Generation": 2}
