@@ -13,9 +13,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, OnDone, Request
+from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request
 from rueval.models.cache import RequestCache, request_key
 from rueval.progress import counting
+
+# each kind of request, the backend method that computes it, and the order that puts shared prefixes together
+KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
+    (Loglikelihood, "loglikelihood", lambda r: r.context + r.continuation),
+    (Generation, "generate", lambda r: r.prompt),
+)
 
 
 class Engine:
@@ -60,7 +66,7 @@ class Engine:
         with counting(description, len(missing), "requests") as counter:
             for start in range(0, len(missing), self.chunk_size):
                 chunk = missing[start : start + self.chunk_size]
-                for kind, compute, sort_key in self._kinds():
+                for kind, method, sort_key in KINDS:
                     part = sorted((r for r in chunk if isinstance(r, kind)), key=sort_key)
                     if not part:
                         continue
@@ -84,15 +90,9 @@ class Engine:
                             self.cache.put_many(encoded)
                         counter.advance(len(encoded))
 
-                    results = compute(part, record)
+                    results = getattr(self.model, method)(part, record)
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
-
-    def _kinds(self) -> list[tuple[type, Callable[[Sequence[Any], OnDone], list[Any]], Callable[[Any], str]]]:
-        return [
-            (Loglikelihood, self.model.loglikelihood, lambda r: r.context + r.continuation),
-            (Generation, self.model.generate, lambda r: r.prompt),
-        ]
 
     @staticmethod
     def _decode(request: Request, value: Any) -> Any:

@@ -17,7 +17,7 @@ from rueval import __version__
 from rueval.data import load_task_data, open_data
 from rueval.metrics import rsg_total, score_task
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
-from rueval.run.diagnostics import run_industrial, task_diagnostics
+from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
@@ -85,21 +85,14 @@ def run(
         else:
             pending.append((task, task_data))
     for predicted in predict_tasks(solver, pending, settings_of(shots, episodes)):
-        task = predicted.task
-        started_recording = time.perf_counter()
+        task, examples = predicted.task, predicted.data.eval.examples
+        started_scoring = time.perf_counter()
         result = score(predicted)
-        result.fingerprint = fingerprint(settings, task, predicted.data)
-        diagnostics = task_diagnostics(
-            task, predicted.data.eval.examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed
-        )
-        result.ci, result.industrial, result.slices = (
-            diagnostics["ci"],
-            diagnostics["industrial"],
-            diagnostics.get("slices", {}),
-        )
+        diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
         if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
             result.perturbations = robustness.evaluate(source, task, predicted, limit)
-        result.wall_time_s = predicted.seconds + time.perf_counter() - started_recording
+        result.fingerprint = fingerprint(settings, task, predicted.data)
+        result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted))
         results[task.name] = result
     ordered = {task.name: results[task.name] for task, _ in loaded}
