@@ -22,6 +22,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.feature_selection import chi2
+from sklearn.preprocessing import normalize
 
 from rueval import __version__
 from rueval.data import DataSource, Split, open_data
@@ -32,12 +33,13 @@ from rueval.report.results import write_json
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task
-from rueval.text import lemmas, words
+from rueval.text import lemmas_of, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
 CROWDED_SHARE = 0.2  # a query with candidates in more than this share of the index is scored against all of it
 CROWDED_CHUNK = 256  # such queries scored at once, bounding memory
+SEARCH_CHUNK = 4096  # train texts vectorised and searched at once, bounding memory
 # MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
 # of the record-level paths their `inputs` declare.
 EXAMPLE_TEXT_FIELDS = {"muserc": ("passage", "question", "answer"), "rucos": ("passage", "query")}
@@ -192,8 +194,8 @@ def leakage_summary(results: dict[str, dict[str, Any]]) -> dict[str, Any] | None
     }
 
 
-def input_text(task: Task, example: Example) -> str:
-    """The example's input texts joined: what a model reads (labels and metadata left out)."""
+def input_parts(task: Task, example: Example) -> list[str]:
+    """The example's input texts: what a model reads (labels and metadata left out)."""
     parts = []
     for path in EXAMPLE_TEXT_FIELDS.get(task.name, task.inputs):
         value = example.value(path)
@@ -201,7 +203,12 @@ def input_text(task: Task, example: Example) -> str:
             parts.append(value)
         elif isinstance(value, list):  # Winograd's options
             parts.extend(v for v in value if isinstance(v, str))
-    return "\n".join(parts)
+    return parts
+
+
+def input_text(task: Task, example: Example) -> str:
+    """The example's input texts joined."""
+    return "\n".join(input_parts(task, example))
 
 
 def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFACTS) -> dict[str, list[dict[str, Any]]]:
@@ -237,40 +244,42 @@ def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFAC
 
 
 def _lemmatised(task: Task, examples: Sequence[Example]) -> list[list[str]]:
-    seen: dict[str, list[str]] = {}  # MuSeRC repeats a passage for every answer: lemmatise it once
-    result = []
-    for example in progress(examples, f"lemmatising {task.name}", total=len(examples)):
-        text = input_text(task, example)
-        if text not in seen:
-            seen[text] = lemmas(text)
-        result.append(seen[text])
-    return result
+    """Each example's lemmas, part by part: a passage shared by answers or queries is lemmatised once.
+    Words never span two parts (they are joined with a newline), so this equals lemmatising the joined text."""
+    parts = [input_parts(task, example) for example in examples]
+    found = lemmas_of((part for example_parts in parts for part in example_parts), f"lemmatising {task.name}")
+    return [[lemma for part in example_parts for lemma in found[part]] for example_parts in parts]
 
 
 def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]]:
     """Per evaluation split, the train/eval pairs whose input texts are identical after
     normalisation (exact) or, otherwise, have a cosine similarity of TF-IDF character n-grams of
-    at least NEAR_DUPLICATE_THRESHOLD (near). Each distinct normalised text is vectorised once,
-    with one vocabulary fitted on all the splits."""
+    at least NEAR_DUPLICATE_THRESHOLD (near). One vocabulary is fitted on every distinct
+    normalised text of all the splits; train is searched in chunks, so memory stays bounded."""
     train_rows = _rows_by_text(train)
     eval_rows = [_rows_by_text(split) for split in evals]
     distinct = list(dict.fromkeys([*train_rows, *(text for rows in eval_rows for text in rows)]))
     position = {text: k for k, text in enumerate(distinct)}
-    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32)
-    vectors = vectorizer.fit_transform(distinct) if any(distinct) else None
+    vectors = CharNgramVectors(distinct) if any(distinct) else None
     train_texts = list(train_rows)
+    train_positions = [position[text] for text in train_texts]
 
     def compare(split: Split, rows: dict[str, list[int]]) -> dict[str, Any]:
         exact = [(i, j, 1.0) for text, js in rows.items() for j in js for i in train_rows.get(text, ())]
         near: list[tuple[int, int, float]] = []
         if vectors is not None:
             eval_texts = list(rows)
-            queries = vectors[[position[text] for text in eval_texts]]
-            index = vectors[[position[text] for text in train_texts]]
-            for k, t, similarity in zip(*similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD), strict=True):
-                eval_text, train_text = eval_texts[k], train_texts[t]
-                if eval_text != train_text:  # identical texts are the exact duplicates
-                    near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
+            queries = vectors.rows([position[text] for text in eval_texts])
+            for start in progress(
+                range(0, len(train_texts), SEARCH_CHUNK), f"near duplicates of {split.task.name}/{split.name}"
+            ):
+                index = vectors.rows(train_positions[start : start + SEARCH_CHUNK])
+                for k, t, similarity in zip(
+                    *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, vectors.rank), strict=True
+                ):
+                    eval_text, train_text = eval_texts[k], train_texts[start + t]
+                    if eval_text != train_text:  # identical texts are the exact duplicates
+                        near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
         near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
 
         def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
@@ -293,29 +302,72 @@ def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]
 
 
 def _rows_by_text(split: Split) -> dict[str, list[int]]:
-    """Example positions by normalised input text."""
+    """Example positions by normalised input text. Parts are normalised once each (a MuSeRC
+    passage serves every answer); normalising the joined text gives the same, as parts are
+    joined with whitespace and normalisation collapses whitespace."""
+    normalised: dict[str, str] = {}
     rows: dict[str, list[int]] = defaultdict(list)
     examples = split.examples
     for i, example in enumerate(progress(examples, f"normalising {split.task.name}/{split.name}", total=len(examples))):
-        rows[normalize_answer(input_text(split.task, example))].append(i)
+        parts = []
+        for part in input_parts(split.task, example):
+            if part not in normalised:
+                normalised[part] = normalize_answer(part)
+            if normalised[part]:
+                parts.append(normalised[part])
+        rows[" ".join(parts)].append(i)
     return rows
 
 
+class CharNgramVectors:
+    """TF-IDF vectors of character 3- to 5-grams within words (scikit-learn's char_wb analyser,
+    smooth idf, l2 norm) of many texts, built on demand for a few rows at a time. char_wb cuts
+    n-grams from each whitespace-separated word alone, so a text's n-gram counts are its word
+    counts times each word's n-gram counts: each distinct word is analysed once."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        words = CountVectorizer(analyzer=str.split, dtype=np.float32)
+        self.word_counts = words.fit_transform(texts).tocsr()
+        char_ngrams = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)).build_analyzer()
+        ngrams = CountVectorizer(analyzer=char_ngrams, dtype=np.float32)
+        self.word_ngrams = ngrams.fit_transform(words.get_feature_names_out()).tocsr()
+        document_frequency = np.zeros(self.word_ngrams.shape[1])
+        for start in range(0, len(texts), SEARCH_CHUNK):
+            counts = self.word_counts[start : start + SEARCH_CHUNK] @ self.word_ngrams
+            document_frequency += np.bincount(counts.indices, minlength=len(document_frequency))
+        self.idf = (np.log((1 + len(texts)) / (1 + document_frequency)) + 1).astype(np.float32)
+        self.rank = np.empty(len(document_frequency), dtype=np.int64)  # of each n-gram, from rare to common
+        self.rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
+
+    def rows(self, positions: Sequence[int]) -> sparse.csr_matrix:
+        """The l2-normalised TF-IDF rows of the texts at these positions."""
+        counts = (self.word_counts[positions] @ self.word_ngrams).tocsr()
+        counts.data *= self.idf[counts.indices]
+        return normalize(counts)
+
+
 def similar_pairs(
-    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float
+    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float, rank: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (query row, index row, cosine) with cosine >= threshold, for L2-normalised non-negative
-    rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering).
+    rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering,
+    Bayardo et al. 2007).
 
-    Order features from rare to common. The common end of a query row, as long as its norm stays
-    below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot product with
-    any unit row is at most its norm), so a match must share one of the query's rarer features.
-    Only the index rows sharing such a feature are scored; in real text they are few. A query whose
+    Order features from rare to common (``rank``; by default by document frequency in the two
+    matrices; any order is correct, rare-first prunes most). The common end of a row, as long as
+    its norm stays below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot
+    product with any unit row is at most its norm); the rest is the row's prefix. The rarest
+    feature two matching rows share is then in both their prefixes (else all shared features lie
+    in one row's common end), so only pairs whose prefixes meet are scored. A query whose
     candidates are most of the index (text made of common n-grams only) is scored against all of it.
     """
-    candidates = _candidates(queries, index, threshold)
+    if rank is None:
+        document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
+        rank = np.empty(len(document_frequency), dtype=np.int64)
+        rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
+    candidates = (_prefixes(queries, threshold, rank) @ _prefixes(index, threshold, rank).T).tocsr()
     cutoff = threshold - 1e-6  # float32 rounding of an exact threshold value
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(np.empty(0, int), np.empty(0, int), np.empty(0))]
     crowded = []
     dense_query = np.zeros(queries.shape[1], dtype=np.float32)
     for row in range(queries.shape[0]):
@@ -340,21 +392,17 @@ def similar_pairs(
     return rows_, columns_, np.minimum(similarities, 1.0)
 
 
-def _candidates(queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float) -> sparse.csr_matrix:
-    """Query x index pattern of the pairs that share one of the query's rare features (see similar_pairs)."""
-    document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
-    rank = np.empty(len(document_frequency), dtype=np.int64)
-    rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
+def _prefixes(matrix: sparse.csr_matrix, threshold: float, rank: np.ndarray) -> sparse.csr_matrix:
+    """Each row's prefix (see similar_pairs) as a 0/1 pattern: its features but the common ones
+    whose squared weights sum below threshold^2, less a margin for float32."""
     rows, columns = [], []
-    for row in range(queries.shape[0]):
-        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
-        weights = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
+    for row in range(matrix.shape[0]):
+        features = matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]]
+        weights = matrix.data[matrix.indptr[row] : matrix.indptr[row + 1]]
         common_first = np.argsort(-rank[features], kind="stable")
-        # the common features whose squared weights sum below threshold^2, less a margin for float32
         n_common = np.searchsorted(np.cumsum(weights[common_first] ** 2), threshold**2 - 1e-4)
-        rare = features[common_first[n_common:]]
-        rows.append(np.full(len(rare), row))
-        columns.append(rare)
-    rows_, columns_ = np.concatenate(rows), np.concatenate(columns)
-    rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, columns_)), shape=queries.shape)
-    return (rare_part @ (index > 0).T.astype(np.float32)).tocsr()
+        prefix = features[common_first[n_common:]]
+        rows.append(np.full(len(prefix), row))
+        columns.append(prefix)
+    rows_, columns_ = np.concatenate([np.empty(0, int), *rows]), np.concatenate([np.empty(0, int), *columns])
+    return sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, columns_)), shape=matrix.shape)
