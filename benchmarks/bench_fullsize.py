@@ -5,15 +5,17 @@
 Not part of the test suite. Without --data it first writes all 16 tasks in their official layouts
 (RSG: `<Task>/{train,val,test}.jsonl`, test unlabelled, `LiDiRus/LiDiRus.jsonl`; TAPE: the raw
 `<task>/{train,test}.jsonl`) with the official split sizes (SIZES), times --scale. The texts are
-new: sentences drawn from --texts FILE (one or more sentences a line) or from every text of the
-bundled samples, about a quarter of their words swapped for another form of the same lemma
-(pymorphy3) and some given a number, so the vocabulary grows as on real data and no two
-passages are equal. Structure is
+new: sentences walked through a bigram chain of the words of --texts FILE (one or more sentences
+a line) or of every text of the bundled samples, about a quarter of their words swapped for
+another form of the same lemma (pymorphy3), one in twenty for a made-up name, and some sentences
+given a number: sentences are not reused whole, the vocabulary grows and has real text's long tail
+of rare names and figures, and no two passages are equal. Structure is
 rebuilt for each record: RuCoS entity spans and answers, MuSeRC's passage/question/answer nesting,
 RUSSE's word offsets, inline options (A)-(D), MultiQ answer offsets, Ethics 0/1 categories.
 
 Every command then runs in a fresh process with a fresh RUEVAL_CACHE_DIR, under /usr/bin/time -v:
-its wall time and peak RSS (the largest of its processes) go to
+its wall time, CPU time (user + system, workers included: on a shared machine the steadier
+figure) and peak RSS (the largest of its processes) go to
 benchmarks/results/bench_fullsize.json, and a Markdown table is printed.
 """
 
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import cache
@@ -73,22 +76,40 @@ RSG_FOLDERS = {
 }
 FORM_SWAP_RATE = 0.25
 NUMBER_RATE = 0.3  # sentences that get a number
+MAX_SENTENCE_WORDS = 40
+NAME_RATE = 0.05  # words replaced by a made-up name
+SYLLABLES = "ба ве го да ке ли мо ну пе ра со ту фе ха це чи ша ар ен ил ов ус ят бр гр кр пл ст тр".split()
+SURNAME_ENDINGS = ("ов", "ова", "ин", "ина", "ский", "ская", "енко", "ук", "иди")
 NAME = re.compile(r"\b[А-ЯЁ][а-яё]{2,}")  # RuCoS entities: capitalised words
 
 
 class Texts:
-    """Distinct sentences and passages recombined from a pool of sentences."""
+    """Distinct sentences and passages: walks through a bigram chain of the pool's words (each word
+    followed by a word that follows it somewhere in the pool), so sentences mix across records."""
 
     def __init__(self, pool: list[str], rng: random.Random) -> None:
-        self.pool, self.rng, self.seen = pool, rng, set()
+        self.rng, self.seen = rng, set()
+        self.starts = [sentence.split()[0] for sentence in pool]
+        self.following: dict[str, list[str | None]] = defaultdict(list)
+        for sentence in pool:
+            words = sentence.split()
+            for word, following in zip(words, [*words[1:], None], strict=True):
+                self.following[word].append(following)
 
     def sentence(self) -> str:
-        words = [
-            self.other_form(w) if self.rng.random() < FORM_SWAP_RATE else w for w in self.rng.choice(self.pool).split()
-        ]
+        words = [self.rng.choice(self.starts)]
+        while len(words) < MAX_SENTENCE_WORDS and (following := self.rng.choice(self.following[words[-1]])):
+            words.append(following)
+        words = [self.other_form(w) if self.rng.random() < FORM_SWAP_RATE else w for w in words]
         if self.rng.random() < NUMBER_RATE:  # news text is full of dates and figures
             words.insert(self.rng.randrange(1, len(words) + 1), str(self.rng.randint(2, 99_999)))
+        words = [self.name() if self.rng.random() < NAME_RATE else w for w in words]
         return " ".join(words)
+
+    def name(self) -> str:
+        """A made-up surname: real text's long tail of names, rare in the corpus."""
+        stem = "".join(self.rng.choice(SYLLABLES) for _ in range(self.rng.randint(2, 3)))
+        return (stem + self.rng.choice(SURNAME_ENDINGS)).capitalize()
 
     def other_form(self, word: str) -> str:
         forms = lexeme(word.lower().strip('.,!?:;«»"()'))
@@ -393,11 +414,13 @@ def measure(name: str, argv: list[str]) -> dict[str, Any]:
         )
         wall = time.perf_counter() - started
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", done.stderr))
     row = {
         "command": name,
         "argv": ["rueval", *argv],
         "exit": done.returncode,
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),  # user + system of the command and its worker processes
         "peak_rss_mb": round(int(peak.group(1)) / 1024) if peak else None,
     }
     if done.returncode != 0:
@@ -406,7 +429,12 @@ def measure(name: str, argv: list[str]) -> dict[str, Any]:
 
 
 def markdown(rows: list[dict[str, Any]], data: str) -> str:
-    lines = [f"Data: {data}", "", "| command | wall s | peak RSS MB | within target |", "|---|---:|---:|---|"]
+    lines = [
+        f"Data: {data}",
+        "",
+        "| command | wall s | CPU s | peak RSS MB | within target |",
+        "|---|---:|---:|---:|---|",
+    ]
     for row in rows:
         limit_s = TARGET_S.get(row["command"])
         within = row["exit"] == 0 and (row["peak_rss_mb"] or 0) <= TARGET_MB
@@ -414,7 +442,7 @@ def markdown(rows: list[dict[str, Any]], data: str) -> str:
         status = "yes" if within else ("FAILED" if row["exit"] else "no")
         shown = [part for part in row["argv"] if not part.startswith("/")]
         command = " ".join(shown[: shown.index("--data")] if "--data" in shown else [*shown[:2], "RUNS"])
-        lines.append(f"| `{command}` | {row['wall_s']:.1f} | {row['peak_rss_mb']} | {status} |")
+        lines.append(f"| `{command}` | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {row['peak_rss_mb']} | {status} |")
     return "\n".join(lines)
 
 
