@@ -78,7 +78,10 @@ FORM_SWAP_RATE = 0.25
 NUMBER_RATE = 0.3  # sentences that get a number
 MAX_SENTENCE_WORDS = 40
 NAME_RATE = 0.05  # words replaced by a made-up name
-SYLLABLES = "ба ве го да ке ли мо ну пе ра со ту фе ха це чи ша ар ен ил ов ус ят бр гр кр пл ст тр".split()
+SYLLABLES = (
+    "ба", "ве", "го", "да", "ке", "ли", "мо", "ну", "пе", "ра", "со", "ту", "фе", "ха", "це",
+    "чи", "ша", "ар", "ен", "ил", "ов", "ус", "ят", "бр", "гр", "кр", "пл", "ст", "тр",
+)  # fmt: skip
 SURNAME_ENDINGS = ("ов", "ова", "ин", "ина", "ский", "ская", "енко", "ук", "иди")
 NAME = re.compile(r"\b[А-ЯЁ][а-яё]{2,}")  # RuCoS entities: capitalised words
 
