@@ -78,10 +78,7 @@ FORM_SWAP_RATE = 0.25
 NUMBER_RATE = 0.3  # sentences that get a number
 MAX_SENTENCE_WORDS = 40
 NAME_RATE = 0.05  # words replaced by a made-up name
-SYLLABLES = (
-    "ба", "ве", "го", "да", "ке", "ли", "мо", "ну", "пе", "ра", "со", "ту", "фе", "ха", "це",
-    "чи", "ша", "ар", "ен", "ил", "ов", "ус", "ят", "бр", "гр", "кр", "пл", "ст", "тр",
-)  # fmt: skip
+CONSONANTS, VOWELS = "бвгдзклмнпрстфхцчшщ", "аеиоуыяю"
 SURNAME_ENDINGS = ("ов", "ова", "ин", "ина", "ский", "ская", "енко", "ук", "иди")
 NAME = re.compile(r"\b[А-ЯЁ][а-яё]{2,}")  # RuCoS entities: capitalised words
 
@@ -111,8 +108,8 @@ class Texts:
 
     def name(self) -> str:
         """A made-up surname: real text's long tail of names, rare in the corpus."""
-        stem = "".join(self.rng.choice(SYLLABLES) for _ in range(self.rng.randint(2, 3)))
-        return (stem + self.rng.choice(SURNAME_ENDINGS)).capitalize()
+        letters = [self.rng.choice(VOWELS if k % 2 else CONSONANTS) for k in range(self.rng.randint(3, 6))]
+        return ("".join(letters) + self.rng.choice(SURNAME_ENDINGS)).capitalize()
 
     def other_form(self, word: str) -> str:
         forms = lexeme(word.lower().strip('.,!?:;«»"()'))

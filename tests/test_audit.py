@@ -158,9 +158,10 @@ def test_audit_json_is_written(rcb_dir, tmp_path):
     assert saved["leakage"]["weighted_random_expected_accuracy"] == pytest.approx(30.0)
 
 
-@pytest.mark.parametrize("crowded_share", [1.0, 0.0])  # pruned search, and every query scored against all
-def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, crowded_share):
-    monkeypatch.setattr(rueval.audit, "CROWDED_SHARE", crowded_share)
+@pytest.mark.parametrize(("suffix_share", "query_chunk"), [(0.75, 1024), (0.2, 7)])  # loose and tight bounds
+def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, suffix_share, query_chunk):
+    monkeypatch.setattr(rueval.audit, "SUFFIX_SHARE", suffix_share)
+    monkeypatch.setattr(rueval.audit, "QUERY_CHUNK", query_chunk)
     rng = random.Random(0)
     vocabulary = "кот пёс дом лес река гора город поле снег дождь ветер мост окно дверь стол книга".split()
     vocabulary += [f"{stem}{ending}" for stem in ("слов", "лист", "звон") for ending in ("о", "а", "ом", "ами")]

@@ -37,8 +37,9 @@ from rueval.text import lemmas_of, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
-CROWDED_SHARE = 0.2  # a query with candidates in more than this share of the index is scored against all of it
-CROWDED_CHUNK = 256  # such queries scored at once, bounding memory
+SUFFIX_SHARE = 0.75  # similar_pairs: of the threshold, the norm of the common end its bound leaves out
+QUERY_CHUNK = 1024  # similar_pairs: queries bounded at once, bounding memory
+PAIR_CHUNK = 16384  # similar_pairs: pairs scored at once, bounding memory
 SEARCH_CHUNK = 4096  # train texts vectorised and searched at once, bounding memory
 # MuSeRC and RuCoS records nest: their examples carry the texts under these flat names instead
 # of the record-level paths their `inputs` declare.
@@ -275,7 +276,7 @@ def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]
             ):
                 index = vectors.rows(train_positions[start : start + SEARCH_CHUNK])
                 for k, t, similarity in zip(
-                    *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, vectors.rank), strict=True
+                    *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, rare_first=True), strict=True
                 ):
                     eval_text, train_text = eval_texts[k], train_texts[start + t]
                     if eval_text != train_text:  # identical texts are the exact duplicates
@@ -335,74 +336,63 @@ class CharNgramVectors:
         for start in range(0, len(texts), SEARCH_CHUNK):
             counts = self.word_counts[start : start + SEARCH_CHUNK] @ self.word_ngrams
             document_frequency += np.bincount(counts.indices, minlength=len(document_frequency))
-        self.idf = (np.log((1 + len(texts)) / (1 + document_frequency)) + 1).astype(np.float32)
-        self.rank = np.empty(len(document_frequency), dtype=np.int64)  # of each n-gram, from rare to common
-        self.rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
+        rare_first = np.argsort(document_frequency, kind="stable")  # the order similar_pairs prunes best in
+        self.word_ngrams = self.word_ngrams[:, rare_first].tocsr()
+        self.idf = (np.log((1 + len(texts)) / (1 + document_frequency[rare_first])) + 1).astype(np.float32)
 
     def rows(self, positions: Sequence[int]) -> sparse.csr_matrix:
-        """The l2-normalised TF-IDF rows of the texts at these positions."""
+        """The l2-normalised TF-IDF rows of the texts at these positions, n-grams from rare to common."""
         counts = (self.word_counts[positions] @ self.word_ngrams).tocsr()
         counts.data *= self.idf[counts.indices]
         return normalize(counts)
 
 
 def similar_pairs(
-    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float, rank: np.ndarray | None = None
+    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float, rare_first: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (query row, index row, cosine) with cosine >= threshold, for L2-normalised non-negative
     rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering,
-    Bayardo et al. 2007).
+    after Bayardo et al. 2007, "Scaling up all pairs similarity search").
 
-    Order features from rare to common (``rank``; by default by document frequency in the two
-    matrices; any order is correct, rare-first prunes most). The common end of a row, as long as
-    its norm stays below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot
-    product with any unit row is at most its norm); the rest is the row's prefix. The rarest
-    feature two matching rows share is then in both their prefixes (else all shared features lie
-    in one row's common end), so only pairs whose prefixes meet are scored. A query whose
-    candidates are most of the index (text made of common n-grams only) is scored against all of it.
+    Order features from rare to common (by document frequency in the two matrices, unless
+    ``rare_first`` says the columns already are; any order is exact, rare-first prunes most). Cut
+    each row's common end while its norm stays below s = SUFFIX_SHARE * threshold; the rest is the
+    row's prefix. For rows x, y with x's cut no later than y's, x's prefix lies within y's, so
+    x.y = (x's prefix).(y's prefix) + (x's common end).y < prefix product + s (Cauchy-Schwarz, y of
+    norm 1). One sparse product of the prefixes bounds every pair; only pairs whose bound reaches
+    the threshold are scored.
     """
-    if rank is None:
+    if not rare_first:
         document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
-        rank = np.empty(len(document_frequency), dtype=np.int64)
-        rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
-    candidates = (_prefixes(queries, threshold, rank) @ _prefixes(index, threshold, rank).T).tocsr()
-    cutoff = threshold - 1e-6  # float32 rounding of an exact threshold value
+        order = np.argsort(document_frequency, kind="stable")
+        queries, index = queries[:, order].tocsr(), index[:, order].tocsr()
+    suffix_norm = SUFFIX_SHARE * threshold
+    index_prefixes = _prefixes(index, suffix_norm).T.tocsr()
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(np.empty(0, int), np.empty(0, int), np.empty(0))]
-    crowded = []
-    dense_query = np.zeros(queries.shape[1], dtype=np.float32)
-    for row in range(queries.shape[0]):
-        columns = candidates.indices[candidates.indptr[row] : candidates.indptr[row + 1]]
-        if len(columns) > CROWDED_SHARE * index.shape[0]:
-            crowded.append(row)
-            continue
-        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
-        dense_query[features] = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
-        similarity = index[columns] @ dense_query
-        dense_query[features] = 0
-        hits = similarity >= cutoff
-        found.append((np.full(hits.sum(), row), columns[hits], similarity[hits]))
-    if crowded:
-        index_by_feature = index.T.tocsr()
-        for start in range(0, len(crowded), CROWDED_CHUNK):
-            rows = np.array(crowded[start : start + CROWDED_CHUNK])
-            similarity = (queries[rows] @ index_by_feature).toarray()
-            hit_rows, hit_columns = np.nonzero(similarity >= cutoff)
-            found.append((rows[hit_rows], hit_columns, similarity[hit_rows, hit_columns]))
+    for start in range(0, queries.shape[0], QUERY_CHUNK):
+        block = queries[start : start + QUERY_CHUNK]
+        bounds = (_prefixes(block, suffix_norm) @ index_prefixes).tocoo()
+        keep = np.flatnonzero(bounds.data >= threshold - suffix_norm - 1e-4)  # less a margin for float32
+        for first in range(0, len(keep), PAIR_CHUNK):
+            rows, columns = bounds.row[keep[first : first + PAIR_CHUNK]], bounds.col[keep[first : first + PAIR_CHUNK]]
+            similarity = np.asarray(block[rows].multiply(index[columns]).sum(axis=1)).ravel()
+            hits = similarity >= threshold - 1e-6  # float32 rounding of an exact threshold value
+            found.append((rows[hits] + start, columns[hits], similarity[hits]))
     rows_, columns_, similarities = (np.concatenate(parts) for parts in zip(*found, strict=True))
     return rows_, columns_, np.minimum(similarities, 1.0)
 
 
-def _prefixes(matrix: sparse.csr_matrix, threshold: float, rank: np.ndarray) -> sparse.csr_matrix:
-    """Each row's prefix (see similar_pairs) as a 0/1 pattern: its features but the common ones
-    whose squared weights sum below threshold^2, less a margin for float32."""
-    rows, columns = [], []
-    for row in range(matrix.shape[0]):
-        features = matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]]
-        weights = matrix.data[matrix.indptr[row] : matrix.indptr[row + 1]]
-        common_first = np.argsort(-rank[features], kind="stable")
-        n_common = np.searchsorted(np.cumsum(weights[common_first] ** 2), threshold**2 - 1e-4)
-        prefix = features[common_first[n_common:]]
-        rows.append(np.full(len(prefix), row))
-        columns.append(prefix)
-    rows_, columns_ = np.concatenate([np.empty(0, int), *rows]), np.concatenate([np.empty(0, int), *columns])
-    return sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, columns_)), shape=matrix.shape)
+def _prefixes(matrix: sparse.csr_matrix, suffix_norm: float) -> sparse.csr_matrix:
+    """Each row without its common end (columns rare first): its last features whose squared
+    weights sum below suffix_norm^2 (less a margin for float32)."""
+    matrix = matrix.copy()
+    if not matrix.nnz:
+        return matrix
+    matrix.sort_indices()
+    cumulative = np.cumsum(matrix.data.astype(np.float64) ** 2)
+    row_end = cumulative[np.maximum(matrix.indptr[1:] - 1, 0)]
+    counts = np.diff(matrix.indptr)
+    from_here_to_row_end = np.repeat(row_end, counts) - cumulative + matrix.data.astype(np.float64) ** 2
+    matrix.data[from_here_to_row_end < suffix_norm**2 - 1e-4] = 0
+    matrix.eliminate_zeros()
+    return matrix
