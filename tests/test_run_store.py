@@ -32,6 +32,7 @@ def test_same_settings_merge_and_say_so(cli, tmp_path):
     assert list(summary["tasks"]) == ["rcb", "parus"] and summary["notes"]
     again = cli("run", "-t", "parus", "-o", out)
     assert "(reused)" in again.stdout and results(out)["reused"] == ["parus"]
+    assert results(out)["industrial"] == {} and "every task was reused" in again.stdout  # no old timings as new
 
 
 def test_resume_works_from_any_working_directory(cli, tmp_path, monkeypatch, data_dir):

@@ -183,7 +183,10 @@ def run(
         console.print(slices_table(summary))
     if robustness:
         console.print(perturbations_table(summary))
-    console.print(industrial_text(summary.industrial), highlight=False)
+    if summary.industrial:
+        console.print(industrial_text(summary.industrial), highlight=False)
+    else:
+        console.print("industrial: every task was reused; their figures are in OUT/tasks/*.json", highlight=False)
     console.print(f"results: {out / 'results.json'}", highlight=False)
 
 

@@ -63,8 +63,11 @@ def diagnose(
 
 def run_industrial(results: Mapping[str, TaskResult], solver: Solver) -> dict[str, Any]:
     """The run's industrial figures: throughput and latency over all tasks' examples, the highest peak
-    memory, and the model size (as the solver reports it now, else as a task recorded it)."""
+    memory, and the model size (as the solver reports it now, else as a task recorded it); empty
+    when no task was computed."""
     per_task = [r.industrial for r in results.values() if r.industrial]
+    if not per_task:
+        return {}
     figures = industrial_figures(sum(f["examples"] for f in per_task), sum(f["seconds"] for f in per_task), solver)
     figures["peak_rss_mb"] = max([figures["peak_rss_mb"], *(f["peak_rss_mb"] for f in per_task)])
     for key in ("parameters", "model_size_mb"):

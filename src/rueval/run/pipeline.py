@@ -102,7 +102,8 @@ def run(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
         rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
-        industrial=run_industrial(ordered, solver),
+        # timings of this run's own work: a reused task's figures are the earlier run's
+        industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, solver),
         tasks=everything,
         reused=reused,
         notes=store.notes,
