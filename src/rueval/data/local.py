@@ -30,7 +30,7 @@ from rueval.progress import progress
 Node = Union[Path, zipfile.Path]
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
-MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read; the longest official RSG/TAPE record is under 100 KB
+MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ class JsonLines:
             raw = raw.rstrip(b"\r\n")
             if len(raw) > self.max_line_bytes:
                 raise DataError(self.file, f"line longer than {self.max_line_bytes} bytes: not read", line_no)
-            yield line_no, decode_line(raw, self.file, line_no)
+            yield line_no, _decode_line(raw, self.file, line_no)
 
     def sha256(self) -> str:
         with _reading(self.file):
@@ -249,7 +249,7 @@ class JsonLines:
         return self._digest.hexdigest()
 
 
-def decode_line(raw: bytes, file: str, line_no: int) -> str:
+def _decode_line(raw: bytes, file: str, line_no: int) -> str:
     """One line of UTF-8 text (a byte-order mark may start the first); a DataError if it is not UTF-8."""
     try:
         return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")

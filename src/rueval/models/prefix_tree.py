@@ -87,6 +87,7 @@ def score_sequences(
     root = _TrieNode()
     waiting: dict[_TrieNode, list[int]] = defaultdict(list)  # a scored node -> the sequences that need it
     unscored = []  # per sequence, its scored nodes not yet forwarded
+    reported: dict[int, tuple[float, bool]] = {}
     for i, (tokens, first) in enumerate(sequences):
         node = root
         for position, token in enumerate(tokens):
@@ -115,9 +116,10 @@ def score_sequences(
                     unscored[i] -= 1
                     if unscored[i] == 0:
                         finished.append(i)
+                        reported[i] = _score(root, *sequences[i])
             if finished:
-                on_done([(i, _score(root, *sequences[i])) for i in finished])
-    return [_score(root, tokens, first) for tokens, first in sequences]
+                on_done([(i, reported[i]) for i in finished])
+    return [reported[i] if i in reported else _score(root, *sequence) for i, sequence in enumerate(sequences)]
 
 
 def _score(root: _TrieNode, tokens: Sequence[int], first: int) -> tuple[float, bool]:
