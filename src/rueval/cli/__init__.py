@@ -25,6 +25,7 @@ from rueval.cli.options import (
     FilterModelOption,
     FilterThresholdOption,
     LimitOption,
+    MaxLineOption,
     ModelOption,
     RuleChoice,
     RulesOption,
@@ -128,6 +129,7 @@ def run(
     filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
+    max_line_mb: MaxLineOption = 20.0,
     force: Annotated[
         bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
     ] = False,
@@ -171,6 +173,7 @@ def run(
             robustness=robustness,
             options=plain(options),
             force=force,
+            max_line_bytes=int(max_line_mb * 2**20),
         )
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"

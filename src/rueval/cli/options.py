@@ -113,6 +113,9 @@ TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
 AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+MaxLineOption = Annotated[
+    float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
+]
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 

@@ -20,6 +20,7 @@ def open_data(spec: str | None, max_line_bytes: int = MAX_LINE_BYTES) -> DataSou
 
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "DataSource",
     "Dataset",
     "Example",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import load_task_data, open_data
+from rueval.data import MAX_LINE_BYTES, load_task_data, open_data
 from rueval.metrics import rsg_total, score_task
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
 from rueval.run.diagnostics import diagnose, run_industrial
@@ -45,13 +45,14 @@ def run(
     robustness: Robustness | None = None,
     options: Mapping[str, Any] | None = None,
     force: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> RunResult:
     """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/.
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
     (the command line's) are saved in OUT/run.json for --resume."""
     started = time.perf_counter()
-    source = open_data(data)
+    source = open_data(data, max_line_bytes)
     solver_options = dict(solver_options or {})
     solver = make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
