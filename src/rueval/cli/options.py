@@ -161,7 +161,7 @@ def plain(options: dict[str, Any]) -> dict[str, Any]:
 
 def from_plain(options: dict[str, Any]) -> dict[str, Any]:
     """Saved options back as the command line gives them."""
-    options = dict(options)
+    options = {name: value for name, value in options.items() if name != "out"}  # -o is given with --resume
     options.setdefault("rules", "all")  # runs started before --rules existed ran every rule
     for name, kind in ENUM_OPTIONS.items():
         if options.get(name) is not None:
