@@ -14,6 +14,7 @@ from rich.text import Text
 
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.solvers import SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -61,7 +62,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help=f"{', '.join(STRATEGIES)}, heuristic, tfidf, "
+        help=", ".join(SOLVERS)
+        + ", "
         + ", ".join(f"{b}:{'MODEL' if b == 'openai' else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
         + ".",
     ),
