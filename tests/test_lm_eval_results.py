@@ -68,10 +68,10 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
 class LongestOption(LanguageModel):
     identity = "test:longest-option"
 
-    def loglikelihood(self, requests):
+    def loglikelihood(self, requests, on_done=None):
         return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]
 
-    def generate(self, requests):
+    def generate(self, requests, on_done=None):
         return ["" for _ in requests]
 
 

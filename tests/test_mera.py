@@ -234,11 +234,11 @@ class RecordingModel(LanguageModel):
     def __init__(self):
         self.asked: list[tuple[str, str]] = []
 
-    def loglikelihood(self, requests):
+    def loglikelihood(self, requests, on_done=None):
         self.asked += [(r.context, r.continuation) for r in requests]
         return [LoglikelihoodResult(logprob=float(r.continuation == " 3"), n_tokens=1, greedy=False) for r in requests]
 
-    def generate(self, requests):
+    def generate(self, requests, on_done=None):
         return ["" for _ in requests]
 
 

@@ -25,6 +25,7 @@ from rueval.cli.options import (
     FilterModelOption,
     FilterThresholdOption,
     LimitOption,
+    MaxLineOption,
     ModelArgsOption,
     ModelOption,
     NumFewshotOption,
@@ -135,6 +136,7 @@ def run(
     filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
+    max_line_mb: MaxLineOption = 20.0,
     force: Annotated[
         bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
     ] = False,
@@ -183,6 +185,7 @@ def run(
             robustness=robustness,
             options=plain(options),
             force=force,
+            max_line_bytes=int(max_line_mb * 2**20),
         )
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"
@@ -195,7 +198,10 @@ def run(
         console.print(slices_table(summary))
     if robustness:
         console.print(perturbations_table(summary))
-    console.print(industrial_text(summary.industrial), highlight=False)
+    if summary.industrial:
+        console.print(industrial_text(summary.industrial), highlight=False)
+    else:
+        console.print("industrial: every task was reused; their figures are in OUT/tasks/*.json", highlight=False)
     console.print(f"results: {out / 'results.json'}", highlight=False)
 
 

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.solvers import SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -61,7 +62,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help=f"{', '.join(STRATEGIES)}, heuristic, tfidf, "
+        help=", ".join(SOLVERS)
+        + ", "
         + ", ".join(f"{b}:{'MODEL' if b == 'openai' else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
         + ".",
     ),
@@ -132,6 +134,9 @@ TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
 AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+MaxLineOption = Annotated[
+    float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
+]
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
@@ -213,7 +218,7 @@ def plain(options: dict[str, Any]) -> dict[str, Any]:
 
 def from_plain(options: dict[str, Any]) -> dict[str, Any]:
     """Saved options back as the command line gives them."""
-    options = dict(options)
+    options = {name: value for name, value in options.items() if name != "out"}  # -o is given with --resume
     options.setdefault("rules", "all")  # runs started before --rules existed ran every rule
     for name, kind in ENUM_OPTIONS.items():
         if options.get(name) is not None:

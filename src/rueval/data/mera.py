@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,16 @@ def _task_file(root: Path, mera_name: str) -> Path | None:
     return None
 
 
+class _Records:
+    """Converted records as the split-file parser reads lines: (record number, JSON text)."""
+
+    def __init__(self, file: str, records: list[dict[str, Any]]):
+        self.file, self._records = file, records
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        return ((n, json.dumps(record, ensure_ascii=False)) for n, record in enumerate(self._records, 1))
+
+
 class MeraSource(DataSource):
     """The tasks rueval shares with MERA, read from MERA's task files."""
 
@@ -205,8 +215,7 @@ class MeraSource(DataSource):
         records = [CONVERTERS[task.name](MeraRecord(r, file, n)) for n, r in enumerate(splits[mera_split], 1)]
         for record, original in zip(records, splits[mera_split], strict=True):
             record["mera"] = {"instruction": original.get("instruction"), "inputs": original.get("inputs")}
-        raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
-        examples = _parse_examples(task, file, raw, limit, f"reading {task.name}/{split}")[None]
+        examples = _parse_examples(task, _Records(file, records), limit, f"reading {task.name}/{split}")[None]
         return Split(task, split, examples, file, hashlib.sha256(f"{sha256}/{mera_split}".encode()).hexdigest())
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
