@@ -98,3 +98,7 @@ def test_options_that_do_not_apply_are_a_clear_error():
         rueval.evaluate(ConstantModel(), tasks=["parus"], device="cuda")
     with pytest.raises(RuevalError, match="tokenizer"):
         rueval.evaluate(object(), tasks=["parus"])
+    with pytest.raises(RuevalError, match="takes no model options"):
+        rueval.evaluate("majority", tasks=["parus"], device="cpu")
+    with pytest.raises(RuevalError, match="tokenizer= goes with a loaded model"):
+        rueval.evaluate("hf:some/model", tasks=["parus"], tokenizer=object())

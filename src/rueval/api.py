@@ -80,10 +80,14 @@ def _solver(model: Any, tokenizer: Any, scoring: str, seed: int, model_options: 
     if isinstance(model, str):
         from rueval.models.factory import ModelSpec
 
+        if tokenizer is not None:
+            raise RuevalError(f"model {model!r}: a spec loads its own tokenizer; tokenizer= goes with a loaded model")
         if ModelSpec.is_lm(model):
             return model, None, {"scoring": scoring, **model_options}
-        if model_options or tokenizer is not None:
-            raise RuevalError(f"model {model!r} takes no model options or tokenizer; they are for language models")
+        if model_options:
+            raise RuevalError(
+                f"model {model!r} takes no model options; {', '.join(model_options)} are for language models"
+            )
         return model, None, {}
     if model_options:
         raise RuevalError(f"{', '.join(model_options)}: options for a model spec; an in-memory model is used as it is")
