@@ -31,14 +31,27 @@ def _heuristic(seed: int = 0, fallback: str = "majority", rules: str = "fitted")
 SOLVERS["heuristic"] = _heuristic
 
 
+def _finetune(
+    encoder: str, seed: int = 0, work_dir: str | None = None, save_dir: str | None = None, **options
+) -> Solver:
+    from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver  # torch loads only when asked for
+
+    return FinetuneSolver(encoder, FinetuneOptions(**{"seed": seed, **options}), work_dir=work_dir, save_dir=save_dir)
+
+
 def make_solver(name: str, seed: int = 0, **options) -> Solver:
-    """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models."""
+    """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models, `finetune:PATH_OR_HUB_ID`
+    an encoder fine-tuned on each task (options: FinetuneOptions' fields, work_dir, save_dir)."""
+    if name.startswith("finetune:"):
+        return _finetune(name.removeprefix("finetune:"), seed=seed, **options)
     if name.partition(":")[0] in ("hf", "openai"):
         from rueval.solvers.lm import make_lm_solver  # torch and transformers load only for LMs
 
         return make_lm_solver(name, seed=seed, **options)
     if name not in SOLVERS:
-        raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL")
+        raise RuevalError(
+            f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL, finetune:PATH"
+        )
     return SOLVERS[name](seed=seed, **options)
 
 
