@@ -25,9 +25,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from transformers import AutoConfig, AutoModelForMultipleChoice, AutoModelForSequenceClassification, AutoTokenizer
-from transformers import set_seed
+from transformers import (
+    AutoConfig,
+    AutoModelForMultipleChoice,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    set_seed,
+)
 from transformers.utils import logging as transformers_logging
 
 from rueval.errors import RuevalError
