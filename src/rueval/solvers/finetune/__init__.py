@@ -147,6 +147,9 @@ class FinetuneSolver(Solver):
         final = folder / "model"
         if (final / MARKER).exists():
             return final
+        unlabelled = next((e for e in train if e.label is None), None)
+        if unlabelled is not None:
+            raise RuevalError(f"{task.name}: train example {unlabelled.key} has no label to fine-tune on")
         set_seed(self.options.seed)  # the new head's initial weights
         trainer, report = training.train(
             _load(self.encoder, head, task),
