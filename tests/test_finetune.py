@@ -186,6 +186,9 @@ def test_options_are_json_and_checked(tiny_bert, tmp_path):
         FinetuneOptions(heldout=1.0)
     with pytest.raises(RuevalError, match="precision"):
         FinetuneOptions(precision="fp8")
+    unlabelled = [Example(idx=7, fields={"premise": "а", "hypothesis": "б"})]
+    with pytest.raises(RuevalError, match="train example 7 has no label"):
+        FinetuneSolver(str(tiny_bert), work_dir=tmp_path).fit(TASKS["terra"], unlabelled)
     solver = FinetuneSolver(str(tiny_bert), FinetuneOptions(precision="fp16"), work_dir=tmp_path)
     import torch
 

@@ -142,14 +142,14 @@ class FinetuneSolver(Solver):
     def _fine_tune(self, task: Task, head: Head, train: Sequence[Example]) -> Path:
         """The folder of the task's fine-tuned model: trained now (resuming any checkpoint), or earlier."""
         trained_for = task.train_task or task.name  # LiDiRus learns from TERRa's train split
+        unlabelled = next((e for e in train if e.label is None), None)
+        if unlabelled is not None:
+            raise RuevalError(f"{task.name}: train example {unlabelled.key} has no label to fine-tune on")
         key = self._key(task, head, train)
         folder = self.work_dir / f"{trained_for}-{key[:16]}"
         final = folder / "model"
         if (final / MARKER).exists():
             return final
-        unlabelled = next((e for e in train if e.label is None), None)
-        if unlabelled is not None:
-            raise RuevalError(f"{task.name}: train example {unlabelled.key} has no label to fine-tune on")
         set_seed(self.options.seed)  # the new head's initial weights
         trainer, report = training.train(
             _load(self.encoder, head, task),

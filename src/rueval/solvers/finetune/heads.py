@@ -67,7 +67,10 @@ class Head:
             return tuple(int(logit > 0) for logit in scores[0])
         if self.kind == "choice":
             return task.labels[_argmax(scores)]
-        return self.options(task, example)[_argmax([logits[1] - logits[0] for logits in scores])]
+        options = self.options(task, example)
+        if not options:  # a query whose passage names no entity: nothing can be answered
+            return ""
+        return options[_argmax([logits[1] - logits[0] for logits in scores])]
 
 
 def _argmax(values: Sequence[float]) -> int:
