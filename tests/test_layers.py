@@ -10,7 +10,7 @@ import rueval
 SRC = Path(rueval.__file__).parent
 # Lowest first. A module belongs to the first layer with a prefix that names it or a package above it.
 LAYERS = {
-    "core": ("rueval.errors", "rueval.paths", "rueval.progress", "rueval.text", "rueval.files"),
+    "core": ("rueval.errors", "rueval.paths", "rueval.progress", "rueval.text", "rueval.files", "rueval.memory"),
     "data": ("rueval.data",),
     "tasks": ("rueval.tasks", "rueval.metrics", "rueval.stats", "rueval.results", "rueval.slices", "rueval.fewshot"),
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),

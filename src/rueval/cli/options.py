@@ -14,7 +14,7 @@ from rich.text import Text
 
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
-from rueval.solvers import SOLVERS
+from rueval.solvers import FINETUNE_PREFIX, SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -134,6 +134,17 @@ TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
 AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+FtEpochsOption = Annotated[float, typer.Option("--ft-epochs", min=0.01, help="finetune: epochs (jiant: 10).")]
+FtLrOption = Annotated[float, typer.Option("--ft-lr", min=0, help="finetune: learning rate (jiant: 1e-5).")]
+FtBatchSizeOption = Annotated[int, typer.Option("--ft-batch-size", min=1, help="finetune: batch size per process.")]
+FtMaxLengthOption = Annotated[int, typer.Option("--ft-max-length", min=8, help="finetune: tokens per input.")]
+FtSeedOption = Annotated[Optional[int], typer.Option("--ft-seed", help="finetune: training seed. Default: --seed.")]
+FtAccumulationOption = Annotated[int, typer.Option("--ft-grad-accum", min=1, help="finetune: gradient accumulation.")]
+FtPrecisionOption = Annotated[str, typer.Option("--ft-precision", help="finetune: fp32, or fp16/bf16 on a GPU.")]
+FtHeldoutOption = Annotated[
+    float, typer.Option("--ft-heldout", min=0, max=0.99, help="finetune: share of train held out to pick the model.")
+]
+FtSaveOption = Annotated[Optional[Path], typer.Option("--ft-save", help="finetune: also save each task's model here.")]
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]
@@ -142,9 +153,15 @@ RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (ea
 
 def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
     """The options of ``options`` (the command line's) that the model's solver takes: the heuristic
-    model its fallback and rule choice, language models their scoring and ModelOptions."""
+    model its fallback and rule choice, a fine-tuned encoder its --ft-* options, language models
+    their scoring and ModelOptions."""
     if model == "heuristic":
         return {"fallback": options["fallback"], "rules": options["rules"]}
+    if model.startswith(FINETUNE_PREFIX):
+        finetune = {name.removeprefix("ft_"): value for name, value in options.items() if name.startswith("ft_")}
+        finetune["gradient_accumulation"] = finetune.pop("grad_accum")
+        finetune["save_dir"] = finetune.pop("save")
+        return {key: value for key, value in finetune.items() if value is not None}
     if ModelSpec.is_lm(model):
         fields = ModelOptions.__dataclass_fields__
         model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}

@@ -54,7 +54,7 @@ class HFCausalLM(LanguageModel):
         self.max_length = _max_length(self.model.config, self.tokenizer)
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
-        self.identity = f"hf:{path}@{_revision(path, self.model.config, revision)}"
+        self.identity = f"hf:{path}@{model_revision(path, self.model.config, revision)}"
         self.stats = TreeStats()
         self._split_head = self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
@@ -324,7 +324,7 @@ def _check_device(device: str):
     return parsed
 
 
-def _revision(path: str, config, revision: str | None) -> str:
+def model_revision(path: str, config=None, revision: str | None = None) -> str:
     """The hub commit, else the asked revision, else for a local directory a hash of its files' contents."""
     commit = getattr(config, "_commit_hash", None)
     if commit or revision:

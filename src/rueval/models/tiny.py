@@ -68,3 +68,36 @@ def build_tiny_gpt2(
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def build_tiny_bert(
+    out_dir: Path,
+    num_hidden_layers: int = 2,
+    hidden_size: int = 64,
+    num_attention_heads: int = 2,
+    vocab_size: int = 2000,
+    max_position_embeddings: int = 512,
+    seed: int = 0,
+) -> Path:
+    """A random BERT encoder with a WordPiece tokenizer trained on the bundled samples, saved to ``out_dir``."""
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
+    wordpiece.train_from_iterator(sample_texts(), vocab_size=vocab_size, min_frequency=2, show_progress=False)
+    tokenizer = BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=False, strip_accents=False)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=4 * hidden_size,
+        max_position_embeddings=max_position_embeddings,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    out_dir = Path(out_dir)
+    BertModel(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

@@ -10,22 +10,15 @@ set of the process up to the end of the task.
 
 from __future__ import annotations
 
-import resource
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rueval.memory import peak_rss_mb
 from rueval.results import TaskResult
 from rueval.slices import slice_scores
 from rueval.solvers import Solver
 from rueval.stats import bootstrap_ci
 from rueval.tasks import Example, Task
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
 
 
 def industrial_figures(examples: int, seconds: float, solver: Solver) -> dict[str, Any]:
@@ -57,6 +50,8 @@ def diagnose(
     """Add a task result's intervals, industrial figures and (when asked for) scores per slice."""
     result.ci = bootstrap_ci(task, examples, preds, seed=seed)
     result.industrial = industrial_figures(len(examples), seconds, solver)
+    if training := solver.training_report(task):
+        result.industrial["training"] = training
     if slices:
         result.slices = slice_scores(task, examples, preds, slices)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,12 +25,10 @@ from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
-from rueval.solvers import Setting, Solver, make_solver
+from rueval.solvers import FINETUNE_PREFIX, Setting, Solver, make_solver
 from rueval.tasks import Task
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rueval.run.robustness import Robustness
 
 
@@ -59,6 +58,8 @@ def run(
     started = time.perf_counter()
     source = open_data(data, max_line_bytes)
     solver_options = dict(solver_options or {})
+    if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
+        solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
     solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
     loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]

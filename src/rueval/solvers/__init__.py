@@ -10,6 +10,7 @@ from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.solvers.base import Setting, Solver
 from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 
+FINETUNE_PREFIX = "finetune:"
 # name -> factory taking the seed and solver-specific options as keywords
 SOLVERS: dict[str, Callable[..., Solver]] = {name: partial(TrivialSolver, name) for name in STRATEGIES}
 
@@ -40,12 +41,25 @@ def _language_model(spec: str, seed: int = 0, scoring: str = "loglik", **options
     return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed)
 
 
+def _finetune(
+    encoder: str, seed: int = 0, work_dir: str | None = None, save_dir: str | None = None, **options
+) -> Solver:
+    from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver  # torch loads only when asked for
+
+    return FinetuneSolver(encoder, FinetuneOptions(**{"seed": seed, **options}), work_dir=work_dir, save_dir=save_dir)
+
+
 def make_solver(name: str, seed: int = 0, **options) -> Solver:
-    """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models."""
+    """A solver by name; `hf:PATH_OR_HUB_ID` and `openai:MODEL` are language models, `finetune:PATH_OR_HUB_ID`
+    an encoder fine-tuned on each task (options: FinetuneOptions' fields, work_dir, save_dir)."""
+    if name.startswith(FINETUNE_PREFIX):
+        return _finetune(name.removeprefix(FINETUNE_PREFIX), seed=seed, **options)
     if ModelSpec.is_lm(name):
         return _language_model(name, seed, **options)
     if name not in SOLVERS:
-        raise RuevalError(f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL")
+        raise RuevalError(
+            f"unknown model '{name}'; expected one of: {', '.join(SOLVERS)}, hf:PATH, openai:MODEL, finetune:PATH"
+        )
     return SOLVERS[name](seed=seed, **options)
 
 

@@ -38,6 +38,10 @@ class Solver(ABC):
     @abstractmethod
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]: ...
 
+    def training_report(self, task: Task) -> dict[str, Any]:
+        """What fitting the task cost, for solvers that train (time, examples/s, memory, final loss); empty by default."""
+        return {}
+
     def size(self) -> ModelSize | None:
         """The model's size, if the solver has a model: parameters and megabytes. None by default.
         Report what is loaded; do not load a model just to answer."""

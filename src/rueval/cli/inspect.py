@@ -1,0 +1,159 @@
+"""The commands that look at tasks, data and finished runs: tasks, heuristics, audit, compare, report,
+leaderboard, export, make-tiny-model, version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rueval import __version__
+from rueval.cli.app import app
+from rueval.cli.options import (
+    DataOption,
+    RunDirsArgument,
+    SeedOption,
+    SplitOption,
+    TasksOption,
+    console,
+    user_errors,
+)
+from rueval.errors import RuevalError
+from rueval.tasks import TASKS, get_task, resolve_tasks
+
+
+@app.command()
+@user_errors
+def tasks() -> None:
+    """List the tasks with their labels, metrics and splits."""
+    from rueval.report.table import tasks_table
+
+    console.print(tasks_table(TASKS.values()))
+
+
+@app.command()
+@user_errors
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
+    format: Annotated[str, typer.Option("--format", help="The submission format: mera.")] = "mera",
+    out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
+) -> None:
+    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
+    if format != "mera":
+        raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
+    from rueval.report.export import export_mera
+
+    written = export_mera(run_dir, out)
+    console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
+
+
+@app.command()
+@user_errors
+def heuristics(
+    task: Annotated[str, typer.Option("--task", "-t", help="The task whose heuristic rules to measure.")],
+    data: DataOption = None,
+    split: SplitOption = None,
+) -> None:
+    """Per heuristic rule: how many examples it covers, and how many of those it gets right."""
+    from rueval.data import eval_split, open_data
+    from rueval.report.table import heuristics_table
+    from rueval.solvers.heuristics import RULES, coverage
+
+    chosen = get_task(task)
+    if chosen.name not in RULES:
+        raise RuevalError(f"{chosen.name} has no heuristic rules; tasks with rules: {', '.join(RULES)}")
+    measured = eval_split(open_data(data), chosen, split.value if split else None, None)
+    rows = coverage(chosen, measured.examples)
+    console.print(heuristics_table(chosen.name, measured.name, len(measured.examples), rows))
+
+
+@app.command()
+@user_errors
+def audit(
+    tasks: TasksOption = "all",
+    data: DataOption = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for audit.json.")] = Path("audits"),
+) -> None:
+    """Audit datasets: label shares and prior-only scores, artifact tokens, train/eval duplicates, rule coverage."""
+    from rueval.audit import audit as audit_tasks
+    from rueval.report.table import audit_tables
+
+    report = audit_tasks(resolve_tasks(tasks), data, out)
+    for table in audit_tables(report):
+        console.print(table)
+    console.print(f"audit: {out / 'audit.json'}", highlight=False)
+
+
+@app.command()
+@user_errors
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="A run directory (results.json, predictions/).")],
+    run_b: Annotated[Path, typer.Argument(help="Another run directory, scored on the same examples.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the comparison to this JSON file.")] = None,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 1000,
+    seed: SeedOption = 0,
+) -> None:
+    """Paired-bootstrap differences of two runs per task and metric, with p-values."""
+    from rueval.files import write_json
+    from rueval.report.compare import compare_runs
+    from rueval.report.table import compare_table
+
+    comparison = compare_runs(run_a, run_b, resamples=resamples, seed=seed)
+    console.print(compare_table(comparison))
+    if out:
+        write_json(out, comparison)
+        console.print(f"comparison: {out}", highlight=False)
+
+
+@app.command()
+@user_errors
+def report(
+    runs: RunDirsArgument,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    assets: Annotated[
+        Optional[Path], typer.Option(help="Folder for the figures as PNG files. Default: <out>.assets/ beside OUT.")
+    ] = None,
+) -> None:
+    """One self-contained HTML page comparing runs with the papers' reference numbers."""
+    from rueval.report.html import write_report
+
+    written = write_report(runs, out, assets)
+    console.print(f"report: {written.html}; {len(written.figures)} figures in {written.assets}", highlight=False)
+
+
+@app.command()
+@user_errors
+def leaderboard(
+    runs: RunDirsArgument,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the Markdown and CSV tables.")] = Path(
+        "leaderboard"
+    ),
+) -> None:
+    """RSG-style and TAPE-style leaderboard tables: the runs among the papers' human and baseline rows."""
+    from rueval.report.leaderboard import write_leaderboard
+
+    for board, markdown, csv in write_leaderboard(runs, out):
+        console.print(f"## {board.title}\n\n{board.markdown()}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"written: {markdown}, {csv}\n", highlight=False)
+
+
+@app.command("make-tiny-model")
+@user_errors
+def make_tiny_model(
+    out: Annotated[Path, typer.Argument(help="The folder to write the model and its tokenizer to.")],
+) -> None:
+    """Build a tiny random GPT-2 with a tokenizer trained on the bundled samples, to try -m hf: offline."""
+    from rueval.models.tiny import build_tiny_gpt2
+
+    try:
+        built = build_tiny_gpt2(out)
+    except ImportError as e:  # a model needs torch, transformers and tokenizers
+        raise RuevalError(f"{e.name} is not installed: pip install torch && pip install 'rueval[lm]'") from None
+    console.print(f"tiny model: {built}; try: rueval run -m hf:{built} -t parus", highlight=False)
+
+
+@app.command()
+def version() -> None:
+    """Print the rueval version."""
+    console.print(__version__)
