@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.tasks import Example, Task
-from rueval.tasks import split_options
+from rueval.tasks import Example, Task, split_options
 
 Pair = tuple[str, str | None]
 
