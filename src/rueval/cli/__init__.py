@@ -11,6 +11,7 @@ import typer
 from rueval import __version__
 from rueval.cli.options import (
     AddsentModelOption,
+    ApplyChatTemplateOption,
     BaseUrlOption,
     BatchSizeOption,
     ConcurrencyOption,
@@ -21,10 +22,12 @@ from rueval.cli.options import (
     EpisodesOption,
     FallbackName,
     FallbackOption,
+    FewshotAsMultiturnOption,
     FilterMinShareOption,
     FilterModelOption,
     FilterThresholdOption,
     LimitOption,
+    LogSamplesOption,
     ModelOption,
     RuleChoice,
     RulesOption,
@@ -34,6 +37,7 @@ from rueval.cli.options import (
     SeedOption,
     ShotsOption,
     SplitOption,
+    SystemInstructionOption,
     TasksOption,
     TranslationModelOption,
     TrustRemoteCodeOption,
@@ -119,6 +123,10 @@ def run(
     trust_remote_code: TrustRemoteCodeOption = False,
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
+    apply_chat_template: ApplyChatTemplateOption = False,
+    system_instruction: SystemInstructionOption = None,
+    fewshot_as_multiturn: FewshotAsMultiturnOption = False,
+    log_samples: LogSamplesOption = False,
     perturb: Annotated[
         Optional[str],
         typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
@@ -171,6 +179,7 @@ def run(
             robustness=robustness,
             options=plain(options),
             force=force,
+            log_samples=log_samples,
         )
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"

@@ -113,6 +113,20 @@ TranslationModelOption = Annotated[
     Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
 AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+ApplyChatTemplateOption = Annotated[
+    bool, typer.Option(help="hf: render prompts through the tokenizer's chat template (lm-eval's option).")
+]
+SystemInstructionOption = Annotated[
+    Optional[str], typer.Option(help="LMs: a system instruction before every prompt (a system turn with a template).")
+]
+FewshotAsMultiturnOption = Annotated[
+    bool, typer.Option(help="hf, with --apply-chat-template: demonstrations as user/assistant turns.")
+]
+LogSamplesOption = Annotated[
+    bool,
+    typer.Option(help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape)."),
+]
+CHAT_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
@@ -125,7 +139,13 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         fields = ModelOptions.__dataclass_fields__
         model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
-        return {"scoring": options["scoring"], **model_options}
+        # only the chat options given: runs without them keep their fingerprints
+        chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
+        return {"scoring": options["scoring"], **model_options, **chat}
+    if any(options.get(name) for name in CHAT_OPTIONS):
+        raise RuevalError(
+            f"--apply-chat-template, --system-instruction, --fewshot-as-multiturn: {model} is no language model"
+        )
     return {}
 
 
