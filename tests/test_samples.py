@@ -83,7 +83,6 @@ def test_choice_lines_hold_every_options_prompt_and_log_likelihood(lm_run):
 
 
 def test_few_shot_lines_show_the_demonstrations_sent(lm_run):
-    task, examples = eval_examples("parus")
     for zero, one in zip(lines_of(lm_run, "parus"), lines_of(lm_run, "parus", k=1, episode=1), strict=True):
         zero_context, one_context = zero["arguments"]["gen_args_0"]["arg_0"], one["arguments"]["gen_args_0"]["arg_0"]
         assert one_context.endswith("\n\n" + zero_context) and len(one_context) > len(zero_context) + 2
