@@ -152,3 +152,12 @@ def test_chat_options_that_cannot_apply_are_one_error(cli, tiny_gpt2_dir, chat_m
 def test_a_chat_format_refuses_multiturn_without_a_template():
     with pytest.raises(RuevalError, match="needs --apply-chat-template"):
         ChatFormat(multiturn=True)
+
+
+def test_only_an_hf_model_renders_a_chat_template(chat_model):
+    from rueval.models.engine import Engine
+    from rueval.solvers.lm import LMSolver
+
+    engine = make_solver(f"hf:{chat_model}").engine  # a tokenizer with a template, but served as openai: here
+    with pytest.raises(RuevalError, match="openai:served is not an hf: model"):
+        LMSolver(Engine(engine.model), "openai:served", chat=ChatFormat(template=True))

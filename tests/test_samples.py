@@ -125,3 +125,14 @@ def test_a_classical_solver_logs_the_document_target_prediction_and_metrics(cli,
         assert line["filtered_resps"] == [row["prediction"]] and line["target"] == str(row["gold"])
         assert line["acc"] == float(row["prediction"] == row["gold"]) and line["metrics"] == ["acc"]
         assert (line["k"], line["episode"], line["idx"]) == (0, 0, row["idx"])
+
+
+def test_a_task_computed_again_without_log_samples_drops_its_stale_log(cli, tmp_path, data_dir):
+    out = tmp_path / "out"
+    assert cli("run", "-m", "majority", "-t", "rcb", "--data", data_dir, "-o", out, "--log-samples").exit_code == 0
+    assert (out / "samples" / "rcb.jsonl").is_file()
+    val = data_dir / "RCB" / "val.jsonl"
+    val.write_text("\n".join(val.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
+    # other data, same settings: rcb is computed again, and its old log no longer matches
+    assert cli("run", "-m", "majority", "-t", "rcb", "--data", data_dir, "-o", out).exit_code == 0
+    assert not (out / "samples" / "rcb.jsonl").exists()

@@ -106,6 +106,8 @@ class RunStore:
         write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
         if samples is not None:
             write_jsonl(self.samples_file(task.name), samples)
+        else:  # an earlier log would no longer match the predictions
+            self.samples_file(task.name).unlink(missing_ok=True)
         result.write(self._task_file(task))
 
     def has_samples(self, task: Task) -> bool:

@@ -191,10 +191,10 @@ class LMSolver(Solver):
 
 
 def _chat_tokenizer(engine: Engine, name: str) -> Any:
-    """The backend's tokenizer, which must carry a chat template."""
+    """The hf: backend's tokenizer, which must carry a chat template."""
     tokenizer = getattr(engine.model, "tokenizer", None)
-    if tokenizer is None:
-        raise RuevalError(f"--apply-chat-template: {name} has no tokenizer with a chat template; use an hf: model")
+    if not name.startswith("hf:") or tokenizer is None:
+        raise RuevalError(f"--apply-chat-template renders an hf: model's chat template; {name} is not an hf: model")
     if not getattr(tokenizer, "chat_template", None):
         raise RuevalError(f"--apply-chat-template: the tokenizer of {name} has no chat template")
     return tokenizer
