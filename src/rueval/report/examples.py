@@ -103,7 +103,7 @@ def _sample(line: Mapping[str, Any]) -> str:
     setting = f"k={line['k']}, episode {line['episode']} · " if "k" in line else ""
     summary = (
         f"#{escape(str(line['doc_id']))} · {setting}{'✓' if verdict == 'right' else '✗'} "
-        f"predicted {escape(_text(prediction))}, gold {escape(str(line['target']))}"
+        f"predicted {escape(_short(_text(prediction)))}, gold {escape(_short(str(line['target'])))}"
     )
     body = _requests(line) if line.get("arguments") else ""
     document = f"<details><summary>document</summary><pre>{escape(_text(line.get('doc', {})))}</pre></details>"
@@ -152,6 +152,11 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return float("nan")
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """A summary line's text: long generations are cut (the entry shows them whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _text(value: Any) -> str:
