@@ -10,10 +10,22 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 import rueval.audit
-from rueval.audit import audit, expected_weighted_random_accuracy, label_distribution, similar_pairs
+from rueval.audit import (
+    CharNgramVectors,
+    _lemmatised,
+    _rows_by_text,
+    audit,
+    expected_weighted_random_accuracy,
+    input_text,
+    label_distribution,
+    similar_pairs,
+)
+from rueval.data import Split
+from rueval.metrics import normalize_answer
 from rueval.results import AuditResult
 from rueval.solvers.heuristics import NO_RULE, RULES, coverage
 from rueval.tasks import Example, get_task
+from rueval.text import lemmas
 
 
 def rcb(idx, premise, hypothesis, label=None):
@@ -148,9 +160,10 @@ def test_audit_json_is_written(rcb_dir, tmp_path):
     assert saved["leakage"]["weighted_random_expected_accuracy"] == pytest.approx(30.0)
 
 
-@pytest.mark.parametrize("crowded_share", [1.0, 0.0])  # pruned search, and every query scored against all
-def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, crowded_share):
-    monkeypatch.setattr(rueval.audit, "CROWDED_SHARE", crowded_share)
+@pytest.mark.parametrize(("suffix_share", "query_chunk"), [(0.75, 1024), (0.2, 7)])  # loose and tight bounds
+def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, suffix_share, query_chunk):
+    monkeypatch.setattr(rueval.audit, "SUFFIX_SHARE", suffix_share)
+    monkeypatch.setattr(rueval.audit, "QUERY_CHUNK", query_chunk)
     rng = random.Random(0)
     vocabulary = "кот пёс дом лес река гора город поле снег дождь ветер мост окно дверь стол книга".split()
     vocabulary += [f"{stem}{ending}" for stem in ("слов", "лист", "звон") for ending in ("о", "а", "ом", "ами")]
@@ -174,6 +187,44 @@ def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch
         rows, columns, similarities = similar_pairs(queries, index, threshold)
         assert set(zip(rows.tolist(), columns.tolist())) == set(zip(*np.nonzero(brute >= threshold)))
         assert similarities == pytest.approx(brute[rows, columns], abs=1e-5)
+
+
+def test_char_ngram_vectors_are_scikit_learns_char_wb_tfidf():
+    texts = [
+        "Кот  спит.\nКот спит на печке!",
+        "я и он",
+        "",
+        "Длинноеслово, короткое: да; ДА — нет?",
+        "кот спит на печке",
+        "печке на спит кот кот",
+    ]
+    expected = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)).fit_transform(texts)
+    built = CharNgramVectors(texts).rows(range(len(texts)))
+    # columns come in another order: compare what the search uses, every cosine
+    assert cosine_similarity(built) == pytest.approx(cosine_similarity(expected), abs=1e-6)
+    assert sorted(built.getnnz(axis=1)) == sorted(expected.getnnz(axis=1))
+    assert sorted(built.data.tolist()) == pytest.approx(sorted(expected.data.tolist()), abs=1e-6)
+
+
+def test_duplicates_found_chunk_by_chunk_are_those_found_at_once(monkeypatch, rcb_dir, tmp_path):
+    whole = audit([get_task("rcb")], str(rcb_dir), tmp_path / "whole").tasks["rcb"].duplicates
+    monkeypatch.setattr(rueval.audit, "SEARCH_CHUNK", 1)  # every train text searched alone
+    chunked = audit([get_task("rcb")], str(rcb_dir), tmp_path / "chunked").tasks["rcb"].duplicates
+    assert chunked == whole and whole["val"]["near"] == 1
+
+
+def test_muserc_texts_processed_part_by_part_match_the_joined_text():
+    task = get_task("muserc")
+    passage = "Кот Василий жил у бабушки. Он любил молоко, а зимой спал на печке."
+    answers = [("Кто такой Василий?", "Кот!"), ("Где спал кот?", "На печке."), ("Где спал кот?", "В сарае")]
+    examples = [
+        Example((0, 0, k), {"passage": passage, "question": q, "answer": a}, k % 2, group=(0, 0))
+        for k, (q, a) in enumerate(answers)
+    ]
+    # the passage is lemmatised and normalised once for its three answers, with the joined text's result
+    assert _lemmatised(task, examples) == [lemmas(input_text(task, example)) for example in examples]
+    rows = _rows_by_text(Split(task, "val", examples, "val.jsonl", ""))
+    assert rows == {normalize_answer(input_text(task, example)): [k] for k, example in enumerate(examples)}
 
 
 def test_lidirus_is_audited_against_terra_train(tmp_path):

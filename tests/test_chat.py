@@ -161,3 +161,13 @@ def test_only_an_hf_model_renders_a_chat_template(chat_model):
     engine = make_solver(f"hf:{chat_model}").engine  # a tokenizer with a template, but served as openai: here
     with pytest.raises(RuevalError, match="openai:served is not an hf: model"):
         LMSolver(Engine(engine.model), "openai:served", chat=ChatFormat(template=True))
+
+
+def test_lm_evals_spelling_of_the_options_works_with_its_model_args(cli, chat_model, tmp_path):
+    out = tmp_path / "out"
+    args = ("run", "--model", "hf", "--model_args", f"pretrained={chat_model}", "-t", "parus", "--limit", "2")
+    result = cli(*args, "--apply_chat_template", "--system_instruction", SYSTEM, "--log_samples", "--output_path", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "results.json").read_text())["tasks"]["parus"]["protocol"] == "loglik-chat-template"
+    (line, *_) = read_jsonl(out / "samples" / "parus.jsonl")
+    assert line["arguments"]["gen_args_0"]["arg_0"].startswith(f"<|system|>{SYSTEM}\n<|user|>")

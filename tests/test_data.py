@@ -1,12 +1,16 @@
+import hashlib
+import json
 import shutil
+import time
+import tracemalloc
 import zipfile
 
 import pytest
 from conftest import read_jsonl, write_jsonl
 
 from rueval.data import hub, open_data
-from rueval.data.local import SAMPLES_DIR
-from rueval.errors import RuevalError
+from rueval.data.local import MAX_LINE_BYTES, SAMPLES_DIR
+from rueval.errors import DataError, RuevalError
 from rueval.tasks import TASKS, Example, get_task
 
 
@@ -145,3 +149,46 @@ def test_example_text_reads_dotted_paths_null_as_empty_and_refuses_what_is_not_t
         example.text("target.span2_text")
     with pytest.raises(RuevalError, match="example 3/1: field 'n' should be text, got 2"):
         example.text("n")
+
+
+def test_split_hash_is_the_whole_file_s_also_from_a_zip_and_with_a_limit(tmp_path):
+    raw = (SAMPLES_DIR / "PARus" / "val.jsonl").read_bytes()
+    archive = tmp_path / "rsg.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("PARus/val.jsonl", raw)
+    for spec in (str(SAMPLES_DIR), str(archive)):
+        for limit in (None, 2):
+            loaded = open_data(spec).load(get_task("parus"), "val", limit)
+            assert loaded.sha256 == hashlib.sha256(raw).hexdigest()
+            assert len(loaded.examples) == (limit or len(read_jsonl(SAMPLES_DIR / "PARus" / "val.jsonl")))
+
+
+def test_a_line_beyond_the_size_limit_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    record = {"idx": 0, "premise": "Стекло разбилось.", "choice1": "Мяч.", "choice2": "Снег.", "question": "cause"}
+    path = write_jsonl(tmp_path / "PARus" / "val.jsonl", [record, {**record, "idx": 1, "premise": "п" * 200}])
+    parsed, loads = [], json.loads
+    monkeypatch.setattr(json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
+    with pytest.raises(DataError) as error:
+        open_data(str(tmp_path), max_line_bytes=300).load(get_task("parus"), "val")
+    assert str(error.value) == f"{path}:2: line longer than 300 bytes: not read"
+    assert [loads(text)["idx"] for text in parsed] == [0]  # the long line never reached the parser
+    assert len(open_data(str(tmp_path), max_line_bytes=500).load(get_task("parus"), "val").examples) == 2
+
+
+def test_a_zip_bomb_is_refused_quickly_in_bounded_memory(tmp_path):
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z, z.open("PARus/val.jsonl", "w") as f:
+        block = b" " * (1 << 20)
+        for _ in range(600):  # 600 MiB of spaces and no line break
+            f.write(block)
+    assert archive.stat().st_size < 1 << 20
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(DataError, match=r"bomb.zip/PARus/val.jsonl:1: line longer than"):
+            open_data(str(archive)).load(get_task("parus"), "val")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_LINE_BYTES  # the line limit bounds it: inflating the member whole would take 600 MiB
+    assert time.monotonic() - started < 30

@@ -1,5 +1,10 @@
 """Bad input: exit code 2, one line naming file, line and field, no traceback, no results.json."""
 
+import json
+import sys
+import zipfile
+from pathlib import Path
+
 import pytest
 from conftest import write_jsonl
 
@@ -125,3 +130,107 @@ def test_unknown_names(cli, tmp_path, args, expected):
 def test_unknown_split_is_refused_by_the_cli(cli, tmp_path):
     result = cli("run", "--split", "dev", "-o", tmp_path / "out")
     assert result.exit_code == 2 and "Traceback" not in result.output + result.stderr
+
+
+def write_parus(data):
+    write_jsonl(data / "PARus" / "train.jsonl", [{**PARUS, "label": 0}])
+    return write_jsonl(data / "PARus" / "val.jsonl", [{**PARUS, "label": 1}])
+
+
+def unreadable_file(data, monkeypatch, model_dir):
+    val = write_parus(data)
+    opened = Path.open
+
+    def refusing(self, *args, **kwargs):
+        if self == val:  # tests run as root, whom chmod does not stop: the refusal is the kernel's answer
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refusing)
+    return ["-m", "majority", "--data", data], [f"{val}: permission denied"]
+
+
+def unreadable_folder(data, monkeypatch, model_dir):
+    folder = write_parus(data).parent
+    listed = Path.iterdir
+
+    def refusing(self):
+        if self == folder:
+            raise PermissionError(13, "Permission denied", str(self))
+        return listed(self)
+
+    monkeypatch.setattr(Path, "iterdir", refusing)
+    return ["-m", "majority", "--data", data], [f"{folder}: permission denied"]
+
+
+def corrupt_zip_member(data, monkeypatch, model_dir):
+    content = (json.dumps({**PARUS, "label": 1}, ensure_ascii=False) + "\n").encode()
+    archive = data.parent / "rsg.zip"
+    with zipfile.ZipFile(archive, "w") as z:  # stored: the member's bytes sit in the archive as they are
+        z.writestr("PARus/train.jsonl", content.replace(b'"label": 1', b'"label": 0'))
+        z.writestr("PARus/val.jsonl", content)
+    raw = archive.read_bytes()
+    at = raw.rindex(content) + 20
+    archive.write_bytes(raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1 :])
+    return ["-m", "majority", "--data", archive], [f"{archive}/PARus/val.jsonl", "corrupt zip data", "CRC"]
+
+
+def broken_symlink(data, monkeypatch, model_dir):
+    val = write_parus(data)
+    val.unlink()
+    val.symlink_to(data / "gone.jsonl")
+    return ["-m", "majority", "--data", data], [f"{val}: broken symbolic link", "gone.jsonl"]
+
+
+def never_loading_weights(monkeypatch):
+    import transformers
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: pytest.fail("loaded"))
+
+
+def absent_cuda(data, monkeypatch, model_dir):
+    never_loading_weights(monkeypatch)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    return ["--data", data, "-m", f"hf:{model_dir}", "--device", "cuda"], ["--device cuda", "no cuda device"]
+
+
+def unknown_device(data, monkeypatch, model_dir):
+    never_loading_weights(monkeypatch)
+    return ["--data", data, "-m", f"hf:{model_dir}", "--device", "gpu"], ["--device gpu", "not a torch device"]
+
+
+def missing_library(name):
+    def setup(data, monkeypatch, model_dir):
+        import rueval.models
+
+        monkeypatch.setattr(rueval.models, "hf", sys.modules.get("rueval.models.hf"), raising=False)
+        for module in ("rueval.models.hf", "rueval.models.prefix_tree", "rueval.models.sampling"):
+            monkeypatch.delitem(sys.modules, module, raising=False)  # imported afresh, as on that machine
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` now raises ImportError
+        install = "pip install torch==" if name == "torch" else "pip install 'rueval[lm]'"
+        return ["--data", data, "-m", f"hf:{model_dir}"], [f"-m hf:{model_dir} needs", install]
+
+    return setup
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        unreadable_file,
+        unreadable_folder,
+        corrupt_zip_member,
+        broken_symlink,
+        absent_cuda,
+        unknown_device,
+        missing_library("torch"),
+        missing_library("transformers"),
+    ],
+    ids=lambda setup: setup.__name__,
+)
+def test_input_failures_end_in_one_line_and_exit_2(cli, tmp_path, monkeypatch, tiny_gpt2_dir, setup):
+    data = tmp_path / "data"
+    data.mkdir()
+    args, expected = setup(data, monkeypatch, tiny_gpt2_dir)
+    out = tmp_path / "out"
+    result = cli("run", "-t", "parus", *args, "-o", out)
+    check(result.exit_code, result.stderr, out, *expected)

@@ -807,3 +807,4 @@ def test_resuming_a_run_saved_before_the_rule_choice_keeps_every_rule(tmp_path):
 
     (tmp_path / "run.json").write_text(json.dumps({"model": "heuristic", "fallback": "majority", "out": str(tmp_path)}))
     assert load_run_arguments(tmp_path)["rules"] is RuleChoice.all
+    assert "out" not in load_run_arguments(tmp_path)  # older runs saved -o too; --resume gives it

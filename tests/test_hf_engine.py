@@ -1,9 +1,14 @@
+import hashlib
+import json
+import os
+import shutil
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
 from rueval.models.base import Generation, Loglikelihood, cut_at_stop
-from rueval.models.cache import RequestCache
+from rueval.models.cache import RequestCache, request_key
 from rueval.models.engine import Engine
 from rueval.models.hf import HFCausalLM
 from rueval.models.prefix_tree import PACK_TOKENS
@@ -193,3 +198,138 @@ def test_generation_is_deterministic_and_stops(model):
     assert all(isinstance(t, str) and "\n" not in t for t in texts[:2])
     assert len(model.tokenizer(texts[2], add_special_tokens=False)["input_ids"]) <= 6
     assert cut_at_stop("ответ\nещё", ("\n",)) == "ответ" and cut_at_stop("без стопа", ("\n",)) == "без стопа"
+
+
+PROMPTS = [
+    "Вопрос: Какого цвета снег? Ответ:",
+    "Кошка сидит",
+    "Вопрос: Где живёт белый медведь? Ответ: в",
+    "Столица России —",
+    "Вопрос: Сколько ног у паука?",
+    "Мяч попал в окно, и",
+    "Текст",
+    "Пошёл снег, поэтому дети",
+]
+
+
+def test_sampled_texts_do_not_depend_on_batch_size_or_batch_mates(model):
+    requests = [Generation(p, 10, (), top_p=0.8, temperature=1.0, seed=7) for p in PROMPTS]
+    by_batch_size = {}
+    for rows in (1, 2, 8):
+        model.max_rows = rows
+        by_batch_size[rows] = model.generate(requests)
+    model.max_rows = 64
+    assert by_batch_size[1] == by_batch_size[2] == by_batch_size[8]
+    # a subset (as --limit or a half-filled cache leaves) gets the same texts for the same requests
+    assert model.generate(requests[5:2:-1]) == by_batch_size[1][5:2:-1]
+    greedy = model.generate([Generation(p, 10) for p in PROMPTS])
+    assert greedy != by_batch_size[1]  # a random model's samples are not its argmax texts
+
+
+def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
+    from rueval.models.sampling import RowSampler
+
+    probs = torch.tensor([0.05, 0.5, 0.15, 0.3])  # nucleus at top_p 0.7: tokens 1 and 3 (0.5 + 0.3 >= 0.7)
+    requests = [Generation(f"запрос {i}", 1, top_p=0.7, temperature=1.0) for i in range(4000)]
+    sampler = RowSampler(requests, torch.device("cpu"))
+    out = sampler(None, probs.log().expand(len(requests), -1).clone())
+    assert ((out == 0).sum(dim=1) == 1).all() and torch.isinf(out).sum(dim=1).eq(3).all()
+    counts = torch.bincount(out.argmax(dim=1), minlength=4) / len(requests)
+    assert counts[0] == counts[2] == 0
+    assert counts[1].item() == pytest.approx(0.5 / 0.8, abs=0.03) and counts[3].item() == pytest.approx(
+        0.3 / 0.8, abs=0.03
+    )
+
+
+def test_each_finished_batch_is_in_the_cache_when_a_later_one_fails(model, tmp_path, monkeypatch):
+    model.max_rows = 2
+    requests = [Generation(p, 6, (), top_p=0.8, temperature=1.0) for p in PROMPTS]
+    calls = []
+    generate_batch = HFCausalLM._generate_batch
+
+    def failing_on_the_third(self, batch):
+        calls.append(len(batch))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # as a kill would stop it
+        return generate_batch(self, batch)
+
+    monkeypatch.setattr(HFCausalLM, "_generate_batch", failing_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        Engine(model, RequestCache(tmp_path / "cache.sqlite")).generate(requests)
+    monkeypatch.undo()
+    rerun = Engine(model, RequestCache(tmp_path / "cache.sqlite"))
+    texts = rerun.generate(requests)
+    model.max_rows = 64
+    assert rerun.computed == len(requests) - 4  # the two batches before the failure were kept
+    assert texts == model.generate(requests)
+
+
+def test_scored_sequences_are_committed_as_their_forward_pass_finishes(model, tmp_path, monkeypatch):
+    model.max_rows, model.pack_tokens = 1, 0  # one sequence per forward pass
+    forward = HFCausalLM._forward
+    calls = []
+
+    def failing_late(self, *args):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return forward(self, *args)
+
+    monkeypatch.setattr(HFCausalLM, "_forward", failing_late)
+    with pytest.raises(KeyboardInterrupt):
+        Engine(model, RequestCache(tmp_path / "cache.sqlite")).loglikelihood(REQUESTS)
+    monkeypatch.undo()
+    kept = len(RequestCache(tmp_path / "cache.sqlite").get_many(request_key(model.identity, r) for r in REQUESTS))
+    rerun = Engine(model, RequestCache(tmp_path / "cache.sqlite"))
+    results = rerun.loglikelihood(REQUESTS)
+    model.max_rows, model.pack_tokens = 64, PACK_TOKENS
+    assert 0 < kept < len(REQUESTS) and rerun.computed == len(REQUESTS) - kept
+    assert [r.logprob for r in results] == pytest.approx([r.logprob for r in model.loglikelihood(REQUESTS)], abs=1e-4)
+
+
+@pytest.fixture(scope="module")
+def wide_gpt2_dir(tmp_path_factory):
+    """A GPT-2 whose weights file is several MiB, so that its middle is neither its first nor its last MiB."""
+    from rueval.models.tiny import build_tiny_gpt2
+
+    return build_tiny_gpt2(tmp_path_factory.mktemp("wide"), n_embd=192, n_head=2)
+
+
+def middle_tensor(weights):
+    """The byte range of a tensor lying wholly after the first and before the last MiB."""
+    raw = weights.read_bytes()
+    header_size = int.from_bytes(raw[:8], "little")  # the safetensors layout: header length, JSON header, data
+    header = json.loads(raw[8 : 8 + header_size])
+    for name, entry in header.items():
+        if name != "__metadata__":
+            start, end = (8 + header_size + offset for offset in entry["data_offsets"])
+            if start > 1 << 20 and end < len(raw) - (1 << 20) and entry["dtype"] == "F32":
+                return start, end
+    raise AssertionError("no tensor in the middle")
+
+
+def test_weights_changed_in_the_middle_change_the_identity_and_are_recomputed(wide_gpt2_dir, tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    shutil.copytree(wide_gpt2_dir, folder)
+    weights = folder / "model.safetensors"
+    cache = tmp_path / "cache.sqlite"
+    before = HFCausalLM(str(folder))
+    first = Engine(before, RequestCache(cache))
+    old = first.loglikelihood(REQUESTS)
+
+    start, end = middle_tensor(weights)
+    stat = weights.stat()
+    with weights.open("r+b") as f:  # the same size, the same first and last MiB, the same mtime
+        f.seek(start)
+        f.write(torch.randn((end - start) // 4).numpy().astype("<f4").tobytes())
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    after = HFCausalLM(str(folder))
+    rerun = Engine(after, RequestCache(cache))
+    new = rerun.loglikelihood(REQUESTS)
+    assert after.identity != before.identity and rerun.computed == len(REQUESTS)  # no cached hit
+    assert [r.logprob for r in new] != pytest.approx([r.logprob for r in old], abs=1e-3)
+    assert_plain_scores(after, AutoModelForCausalLM.from_pretrained(folder).eval(), REQUESTS)
+
+    monkeypatch.setattr(hashlib, "file_digest", lambda *a: pytest.fail("an unchanged file was hashed again"))
+    again = HFCausalLM(str(folder))
+    assert again.identity == after.identity and Engine(again, RequestCache(cache)).loglikelihood(REQUESTS) == new

@@ -16,7 +16,7 @@ LAYERS = {
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
     "run": ("rueval.run", "rueval.audit", "rueval.submit"),
     "report": ("rueval.report",),
-    "cli": ("rueval.cli", "rueval.__main__"),
+    "cli": ("rueval.cli", "rueval.__main__", "rueval.api"),
 }
 MAX_LINES = 420
 

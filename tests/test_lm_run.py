@@ -11,6 +11,7 @@ import time
 import pytest
 from conftest import read_jsonl
 
+from rueval.data.local import SAMPLES_DIR
 from rueval.fewshot import episode_demos
 from rueval.tasks import TASKS, Example
 from rueval.tasks.prompts import PROMPTS
@@ -164,7 +165,9 @@ def test_requests_pooled_across_tasks_k_and_episodes_are_computed_and_forwarded_
     ]
     sent = []
     compute = model.loglikelihood
-    monkeypatch.setattr(model, "loglikelihood", lambda requests: sent.append(list(requests)) or compute(requests))
+    monkeypatch.setattr(
+        model, "loglikelihood", lambda requests, on_done=None: sent.append(list(requests)) or compute(requests, on_done)
+    )
     before = model.stats.forwarded_tokens
     predicted = {p.task.name: p for p in predict_tasks(solver, pending, settings)}
 
@@ -176,3 +179,41 @@ def test_requests_pooled_across_tasks_k_and_episodes_are_computed_and_forwarded_
     assert model.stats.forwarded_tokens - before == len(extended)  # every shared prefix forwarded once
     assert predicted["terra"].by_setting == predicted["lidirus"].by_setting
     assert predicted["terra"].requests_computed == 4 and predicted["lidirus"].requests_computed == 0
+
+
+def test_a_generation_run_killed_mid_way_keeps_every_finished_batch(tmp_path, tiny_gpt2_dir):
+    """MultiQ generates with nucleus sampling; batches of 2 are committed as each finishes."""
+    capped = (
+        "import sys; from rueval.tasks.prompts import PROMPTS; from rueval.cli import app; "
+        "PROMPTS['multiq'].max_new_tokens = (8, 8); app(sys.argv[1:])"
+    )
+
+    def rueval(out, cache, batch_size):
+        args = ["run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "multiq", "--batch-size", str(batch_size), "-o", str(out)]
+        env = {**os.environ, "RUEVAL_CACHE_DIR": str(cache)}
+        return subprocess.Popen([sys.executable, "-c", capped, *args], env=env, stdout=subprocess.DEVNULL)
+
+    def cached_rows(cache):
+        try:
+            return rows(cache)
+        except sqlite3.OperationalError:  # not created yet
+            return 0
+
+    total = len(read_jsonl(SAMPLES_DIR / "multiq" / "test.jsonl"))
+    cache = tmp_path / "cache"
+    process = rueval(tmp_path / "killed", cache, 2)
+    deadline = time.time() + 240
+    while cached_rows(cache) == 0 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
+    kept = rows(cache)
+    assert 0 < kept < total and kept % 2 == 0  # whole batches: only the one in flight was lost
+
+    assert rueval(tmp_path / "rerun", cache, 2).wait() == 0
+    rerun = json.loads((tmp_path / "rerun" / "results.json").read_text())
+    assert rerun["tasks"]["multiq"]["requests_computed"] == total - kept and rows(cache) == total
+    # texts do not depend on batching or on what the cache held: an uninterrupted run agrees
+    assert rueval(tmp_path / "whole", tmp_path / "cache2", 8).wait() == 0
+    predictions = [read_jsonl(tmp_path / run / "predictions" / "multiq.jsonl") for run in ("rerun", "whole")]
+    assert predictions[0] == predictions[1]

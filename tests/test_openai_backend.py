@@ -14,6 +14,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood
+from rueval.models.cache import RequestCache
+from rueval.models.engine import Engine
 from rueval.models.hf import HFCausalLM
 from rueval.models.openai import OpenAICompletionsModel
 
@@ -228,3 +230,23 @@ def test_cli_runs_a_task_through_an_openai_compatible_server(cli, server, tmp_pa
     assert server.completion_requests > 0
     missing = cli("run", "-m", "openai:tiny-gpt2", "-t", "parus", "-o", tmp_path / "other")
     assert missing.exit_code == 2 and "--base-url" in missing.stderr
+
+
+def test_each_answered_http_request_is_cached_before_a_later_one_fails(server, tmp_path):
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, concurrency=1, prompts_per_request=2, max_retries=0)
+    score_chunk = backend._score_chunk
+
+    def breaking_the_server_after_the_first(requests):
+        results = score_chunk(requests)
+        server.fail_next = 100
+        return results
+
+    backend._score_chunk = breaking_the_server_after_the_first
+    with pytest.raises(RuevalError, match="HTTP 503"):
+        Engine(backend, RequestCache(tmp_path / "cache.sqlite")).loglikelihood(PAIRS)
+    server.fail_next = 0
+    rerun = Engine(OpenAICompletionsModel("tiny-gpt2", server.url), RequestCache(tmp_path / "cache.sqlite"))
+    results = rerun.loglikelihood(PAIRS)
+    assert rerun.computed == len(PAIRS) - 2  # the first HTTP request's two prompts were kept
+    expected = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(PAIRS)
+    assert [r.logprob for r in results] == pytest.approx([r.logprob for r in expected], abs=1e-5)

@@ -5,8 +5,8 @@ import pytest
 
 from rueval.robustness.targets import TARGETS
 from rueval.slices import SLICES
-from rueval.solvers import tfidf
 from rueval.solvers.heuristics import RULES
+from rueval.solvers.tfidf import fields, official
 from rueval.tasks import BENCHMARKS, TASKS
 from rueval.tasks.prompts import PROMPTS
 
@@ -21,14 +21,19 @@ def test_heuristic_rules_cover_the_rsg_tasks_but_rwsd():
     assert set(RULES) == {task.name for task in BENCHMARKS["rsg"]} - {"rwsd"}
 
 
-def test_tfidf_reads_every_task_in_exactly_one_way():
+def test_tfidf_fields_reads_every_task_in_exactly_one_way():
     ways = [
-        set(tfidf.LABEL_FIELDS),
-        set(tfidf.OPTIONS),
+        set(fields.LABEL_FIELDS),
+        set(fields.OPTIONS),
         {name for name, task in TASKS.items() if task.kind == "multilabel"},
         {"chegeka"},
     ]
     assert sum(map(len, ways)) == len(TASKS) and set().union(*ways) == set(TASKS)
+
+
+def test_official_tfidf_joins_the_texts_of_every_rsg_task_it_classifies():
+    # MuSeRC and RuCoS are answered by cosine similarity, without a classifier (the official scripts)
+    assert set(official.TEXTS) == {task.name for task in BENCHMARKS["rsg"]} - {"muserc", "rucos"}
 
 
 def test_slices_claim_only_known_tasks_with_the_fields_they_read():

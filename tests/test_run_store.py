@@ -32,6 +32,7 @@ def test_same_settings_merge_and_say_so(cli, tmp_path):
     assert list(summary["tasks"]) == ["rcb", "parus"] and summary["notes"]
     again = cli("run", "-t", "parus", "-o", out)
     assert "(reused)" in again.stdout and results(out)["reused"] == ["parus"]
+    assert results(out)["industrial"] == {} and "every task was reused" in again.stdout  # no old timings as new
 
 
 def test_resume_works_from_any_working_directory(cli, tmp_path, monkeypatch, data_dir):
@@ -120,3 +121,13 @@ def test_a_full_disk_ends_in_one_line_naming_the_file(cli, tmp_path, monkeypatch
     result = cli("run", "-t", "rcb", "-o", tmp_path / "out")
     assert result.exit_code == 2 and "results.json: cannot be written (No space left on device)" in result.stderr
     assert not list((tmp_path / "out").glob(".*.tmp")) and (tmp_path / "out" / "tasks" / "rcb.json").exists()
+
+
+def test_max_line_mb_refuses_longer_lines_before_any_work(cli, tmp_path, data_dir):
+    val = data_dir / "RCB" / "val.jsonl"
+    record = json.loads(val.read_text(encoding="utf-8").splitlines()[0])
+    record["premise"] = "Длинная посылка. " * 100  # over 1 KB of UTF-8
+    val.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    refused = cli("run", "-t", "rcb", "--data", data_dir, "--max-line-mb", "0.001", "-o", tmp_path / "out")
+    assert refused.exit_code == 2 and "longer than 1048 bytes" in refused.stderr and "RCB" in refused.stderr
+    assert not (tmp_path / "out" / "results.json").exists()

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+import rueval.slices
+import rueval.text
 from rueval.errors import RuevalError
 from rueval.metrics import score_task
 from rueval.slices import (
@@ -133,6 +135,23 @@ def test_muserc_bucket_size_counts_questions():
     result = slice_scores(TASKS["muserc"], examples, [1, 0, 1, 1, 1], ["length"])
     assert result["length"]["1-10 words"] == {"n": 3}  # three answers, but one question
     assert result["length"]["11-20 words"]["em"] == pytest.approx(50.0)
+
+
+def test_a_passage_shared_by_answers_is_measured_once(monkeypatch):
+    passage = "Кот долго спит на тёплом диване у окна. За окном тихо падает белый снег."
+    examples = [
+        Example(idx=(0, 0, k), fields={"passage": passage, "question": "Кто?", "answer": a}, label=k % 2, group=(0, 0))
+        for k, a in enumerate(("кот", "пёс", "снег"))
+    ]
+    measured = []
+    monkeypatch.setattr(rueval.slices, "words", lambda text: measured.append(text) or rueval.text.words(text))
+    for cached in (rueval.slices.word_count, rueval.slices.flesch_reading_ease, rueval.slices.type_token_ratio):
+        cached.cache_clear()
+    result = slice_scores(TASKS["muserc"], examples, [1, 1, 0], ["length", "readability", "diversity"])
+    assert measured == [passage, passage]  # once for the length, once for the readability
+    assert result["length"] == {"11-20 words": {"n": 3}}  # one question: too few for metrics
+    assert [bucket["n"] for bucket in result["readability"].values()] == [3]
+    assert [bucket["n"] for bucket in result["diversity"].values()] == [3]
 
 
 def test_run_with_slices_records_and_prints_them(cli, tmp_path):

@@ -7,24 +7,27 @@ from sklearn.metrics.pairwise import cosine_similarity
 from rueval.data import load_train, open_data
 from rueval.errors import RuevalError
 from rueval.paths import cache_dir
-from rueval.solvers import make_solver, tfidf
+from rueval.solvers import make_solver
+from rueval.solvers.tfidf import features, official
 from rueval.tasks import TASKS, Example, get_task, split_options
 
 SAMPLES = open_data(None)
+VARIANTS = ("tfidf", "tfidf-fields")
 
 
-def fit_predict(task, train, examples, seed=0):
-    solver = make_solver("tfidf", seed)
+def fit_predict(task, train, examples, seed=0, model="tfidf"):
+    solver = make_solver(model, seed)
     solver.fit(task, train)
     return solver.predict(task, iter(examples))  # evaluate passes a one-pass iterator
 
 
+@pytest.mark.parametrize("model", VARIANTS)
 @pytest.mark.parametrize("name", list(TASKS))
-def test_fits_the_bundled_train_samples_and_predicts_well_formed_answers(name):
+def test_fits_the_bundled_train_samples_and_predicts_well_formed_answers(name, model):
     task = TASKS[name]
     train = load_train(SAMPLES, task).examples  # LiDiRus learns from TERRa's train split
     examples = SAMPLES.load(task, "test").examples
-    preds = fit_predict(task, train, examples)
+    preds = fit_predict(task, train, examples, model=model)
     assert len(preds) == len(examples)
     for example, pred in zip(examples, preds):
         if task.kind == "classification":
@@ -73,10 +76,11 @@ def nli_toy(topics, first_idx=0):
     return examples
 
 
-def test_learns_a_pair_task_decided_by_one_word():
+@pytest.mark.parametrize("model", VARIANTS)
+def test_learns_a_pair_task_decided_by_one_word(model):
     task = get_task("terra")
     test = nli_toy(["ночной рынок", "новую школу", "старый завод", "центральную площадь"], first_idx=100)
-    preds = fit_predict(task, nli_toy(TOPICS), test)
+    preds = fit_predict(task, nli_toy(TOPICS), test, model=model)
     assert preds == [e.label for e in test]
 
 
@@ -98,9 +102,10 @@ def choice_toy(start, count):
     return examples
 
 
-def test_learns_a_multiple_choice_task_decided_by_one_word():
+@pytest.mark.parametrize("model", VARIANTS)
+def test_learns_a_multiple_choice_task_decided_by_one_word(model):  # TAPE: both names are TAPE's baseline
     test = choice_toy(50, 8)
-    preds = fit_predict(get_task("ru_worldtree"), choice_toy(0, 24), test)
+    preds = fit_predict(get_task("ru_worldtree"), choice_toy(0, 24), test, model=model)
     assert preds == [e.label for e in test]
 
 
@@ -128,24 +133,29 @@ def test_chegeka_answers_like_the_nearest_train_question():
     assert fit_predict(task, train, test) == ["Санкт-Петербург"]
 
 
-def test_second_fit_on_the_same_data_loads_the_cached_model(monkeypatch):
-    task = get_task("rcb")
+class NoFitting:
+    def __init__(self, **_):
+        raise AssertionError("refitted")
+
+
+@pytest.mark.parametrize(("model", "name"), [("tfidf", "rcb"), ("tfidf", "muserc"), ("tfidf-fields", "rcb")])
+def test_second_fit_on_the_same_data_loads_the_cached_model(monkeypatch, model, name):
+    task = get_task(name)
     train, examples = SAMPLES.load(task, "train").examples, SAMPLES.load(task, "val").examples
-    first = fit_predict(task, train, examples)
-    assert len(list(cache_dir("tfidf").glob("rcb-*.joblib"))) == 1
+    first = fit_predict(task, train, examples, model=model)
+    assert len(list(cache_dir("tfidf").glob(f"{name}-*.joblib"))) == 1
 
-    class NoFitting:
-        def __init__(self, **_):
-            raise AssertionError("refitted")
-
-    monkeypatch.setattr(tfidf, "LogisticRegression", NoFitting)
-    assert fit_predict(task, train, examples) == first  # loaded, not refitted
+    monkeypatch.setattr(features, "TfidfVectorizer", NoFitting)  # every model fits a vectorizer first
+    assert fit_predict(task, train, examples, model=model) == first  # loaded, not refitted
     other_label = next(label for label in task.labels if label != train[0].label)
     changed = [replace(train[0], label=other_label), *train[1:]]
     with pytest.raises(AssertionError, match="refitted"):  # other labels -> another key
-        fit_predict(task, changed, examples)
+        fit_predict(task, changed, examples, model=model)
     with pytest.raises(AssertionError, match="refitted"):  # another seed -> another key
-        fit_predict(task, train, examples, seed=1)
+        fit_predict(task, train, examples, seed=1, model=model)
+    other = VARIANTS[1 - VARIANTS.index(model)]
+    with pytest.raises(AssertionError, match="refitted"):  # the other variant is another model on RSG tasks
+        fit_predict(task, train, examples, model=other)
 
 
 def test_split_options_reads_the_inline_options():
@@ -181,13 +191,127 @@ def test_no_labelled_train_examples_is_an_error():
 
 
 def test_field_vectors_keep_an_options_own_words_and_its_cosine_with_the_shared_context():
-    features = tfidf.FieldVectors(tfidf.CONFIGS["rsg"]).fit(get_task("rucos"), [("кошка спит дома", "собака спит")])
+    fields = features.FieldVectors(features.CONFIGS["rsg"]).fit(get_task("rucos"), [("кошка спит дома", "собака спит")])
     inputs = [("кошка спит дома", "собака спит"), ("кошка спит дома", "кошка дома")]
-    matrix = features.transform(inputs, shared=1).toarray()
-    vocabulary = len(features.vectorizer.vocabulary_)
+    matrix = fields.transform(inputs, shared=1).toarray()
+    vocabulary = len(fields.vectorizer.vocabulary_)
     assert matrix.shape == (2, vocabulary + 1)  # the shared passage's own vector is left out
-    vectors = features.vectorizer.transform([text for pair in inputs for text in pair])
+    vectors = fields.vectorizer.transform([text for pair in inputs for text in pair])
     assert matrix[:, -1] == pytest.approx(
         [cosine_similarity(vectors[0], vectors[1])[0, 0], cosine_similarity(vectors[2], vectors[3])[0, 0]]
     )
     assert matrix[1, -1] > matrix[0, -1] > 0
+
+
+# ---- the official RSG construction (RussianSuperGLUE's tfidf_baseline scripts) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "fields", "text"),
+    [  # the scripts' f-strings, e.g. RUSSE's f"{sentence1} {sentence2} {word}"
+        ("terra", {"premise": "Шёл дождь.", "hypothesis": "Было сухо."}, "Шёл дождь. Было сухо."),
+        ("rcb", {"premise": "Он ушёл.", "hypothesis": "Его нет."}, "Он ушёл. Его нет."),
+        ("lidirus", {"sentence1": "Кот спит.", "sentence2": "Кот не спит."}, "Кот спит. Кот не спит."),
+        ("russe", {"word": "ключ", "sentence1": "Бил ключ.", "sentence2": "Дай ключ."}, "Бил ключ. Дай ключ. ключ"),
+        (
+            "rwsd",
+            {"text": "Мама звала дочь.", "target": {"span1_text": "Мама", "span2_text": "дочь"}},
+            "Мама звала дочь. Мама дочь",
+        ),
+        ("danetqa", {"question": "Есть ли у кита зубы?", "passage": "Кит — млекопитающее."}, "Есть ли у кита зубы?"),
+        (
+            "parus",
+            {"premise": "Стекло разбилось.", "question": "cause", "choice1": "Упал мяч.", "choice2": "Шёл снег."},
+            "Стекло разбилось. Что было ПРИЧИНОЙ этого? Упал мяч. Шёл снег.",
+        ),
+        (
+            "parus",
+            {"premise": "Пошёл дождь.", "question": "effect", "choice1": "Улица намокла.", "choice2": "Было сухо."},
+            "Пошёл дождь. Что случилось в РЕЗУЛЬТАТЕ? Улица намокла. Было сухо.",
+        ),
+    ],
+)
+def test_a_classification_example_becomes_the_scripts_one_joined_text(name, fields, text):
+    assert official.TEXTS[name](Example(idx=0, fields=fields)) == text
+
+
+def test_danetqa_learns_from_the_question_alone():
+    task = get_task("danetqa")
+    train = [
+        Example(
+            idx=i,
+            fields={"question": f"Правда ли, что {topic} {verb}?", "passage": f"Текст {i} про абзац."},
+            label=label,
+        )
+        for i, topic in enumerate(TOPICS)
+        for verb, label in (("существует", True), ("выдуман", False))
+    ]
+    solver = make_solver("tfidf")
+    solver.fit(task, train)
+    vocabulary = set(solver._model.vectorizer.vocabulary_)
+    assert {"правда", "существует", "выдуман"} <= vocabulary and not vocabulary & {"текст", "абзац"}
+    test = [
+        Example(idx=99, fields={"question": f"Правда ли, что {t} {v}?", "passage": "абзац"})
+        for t, v in (("ночной рынок", "существует"), ("ночной рынок", "выдуман"))
+    ]
+    assert solver.predict(task, test) == [True, False]
+
+
+def muserc_question(passage, group, question, answers, label=None):
+    return [
+        Example(
+            idx=(*group, i),
+            fields={"passage": passage, "question": question, "answer": answer},
+            label=label,
+            group=group,
+        )
+        for i, answer in enumerate(answers)
+    ]
+
+
+def test_muserc_marks_the_two_answers_closest_to_the_passage_true_in_each_question():
+    task = get_task("muserc")
+    passage = "Маша поехала в деревню к бабушке. В деревне Маша пекла пироги и поливала огород."
+    train = [  # the vectorizer learns the train passages' words
+        *muserc_question("Петя читал книгу о море и кораблях.", (0, 0), "Что читал Петя?", ["книгу"], label=1),
+        *muserc_question(passage, (1, 0), "Где была Маша?", ["в деревне"], label=1),
+    ]
+    first = muserc_question(passage, (2, 0), "Что делала Маша?", ["пекла пироги", "летала", "поливала огород", "спала"])
+    # no answer has a word of the passage: all are equally far
+    second = muserc_question(passage, (2, 1), "Куда поехала Маша?", ["в город", "в горы", "на юг"])
+    single = muserc_question(passage, (2, 2), "Кто поехал?", ["Петя"])
+    preds = fit_predict(task, train, first + second + single)
+    assert preds[:4] == [1, 0, 1, 0]  # the answers sharing the passage's words
+    assert preds[4:7] == [0, 1, 1]  # ties go to the later answers, as the script's argsort orders them
+    assert preds[7:] == [1]  # a single answer is among the two best
+
+
+def rucos_query(passage, query, mentions, idx=0):
+    return Example(idx=(idx, 0), fields={"passage": passage, "query": query}, candidates=tuple(mentions))
+
+
+def test_rucos_picks_the_mention_whose_query_is_closest_to_the_passage():
+    task = get_task("rucos")
+    passage = "Греф возглавил Сбербанк. Греф выступил в Москве. Греф говорил о банках.\n@highlight\nГреф выступил"
+    other = "Волгоград принимал футбольный матч.\n@highlight\nМатч в Волгограде"
+    train = [
+        rucos_query(passage, "@placeholder выступил", ["Греф", "Сбербанк"], 0),
+        rucos_query(other, "@placeholder", ["Матч"], 1),
+    ]
+    solver = make_solver("tfidf")
+    solver.fit(task, [replace(example, label=("x",)) for example in train])
+    assert "highlight" not in solver._model.vectorizer.vocabulary_  # the scripts join the highlights by spaces
+    mentions = ["Москве", "Греф", "Сбербанк", "Греф"]  # mentions repeat, as in RuCoS
+    assert solver.predict(task, [rucos_query(passage, "@placeholder рассказал о банках", mentions)]) == ["Греф"]
+    # Two words with the same weight in the passage score the same: the later mention wins, as in the script.
+    tied = rucos_query(passage, "Новость: @placeholder", ["Сбербанк", "Москве"])
+    assert solver.predict(task, [tied, replace(tied, candidates=("Москве", "Сбербанк"))]) == ["Москве", "Сбербанк"]
+
+
+def test_rucos_without_entities_is_an_error_naming_the_example():
+    task = get_task("rucos")
+    train = [replace(rucos_query("Греф выступил в Москве.", "@placeholder выступил", ["Греф"]), label=("Греф",))]
+    solver = make_solver("tfidf")
+    solver.fit(task, train)
+    with pytest.raises(RuevalError, match="rucos example 5/0: no entities"):
+        solver.predict(task, [rucos_query("Текст без имён.", "@placeholder", [], idx=5)])

@@ -22,6 +22,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.feature_selection import chi2
+from sklearn.preprocessing import normalize
 
 from rueval import __version__
 from rueval.data import DataSource, Split, load_train, open_data
@@ -31,12 +32,14 @@ from rueval.results import AuditResult, Coverage, TaskAudit
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task
-from rueval.text import lemmas, words
+from rueval.text import lemmas_of, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
-CROWDED_SHARE = 0.2  # a query with candidates in more than this share of the index is scored against all of it
-CROWDED_CHUNK = 256  # such queries scored at once, bounding memory
+SUFFIX_SHARE = 0.75  # similar_pairs: of the threshold, the norm of the common end its bound leaves out
+QUERY_CHUNK = 1024  # similar_pairs: queries bounded at once, bounding memory
+PAIR_CHUNK = 16384  # similar_pairs: pairs scored at once, bounding memory
+SEARCH_CHUNK = 4096  # train texts vectorised and searched at once, bounding memory
 
 
 @dataclass(frozen=True)
@@ -183,8 +186,8 @@ def leakage_summary(results: dict[str, TaskAudit]) -> dict[str, Any] | None:
     }
 
 
-def input_text(task: Task, example: Example) -> str:
-    """The example's input texts joined: what a model reads (labels and metadata left out)."""
+def input_parts(task: Task, example: Example) -> list[str]:
+    """The example's input texts: what a model reads (labels and metadata left out)."""
     parts = []
     for path in task.text_fields:
         value = example.value(path)
@@ -192,7 +195,12 @@ def input_text(task: Task, example: Example) -> str:
             parts.append(value)
         elif isinstance(value, list):  # Winograd's options
             parts.extend(v for v in value if isinstance(v, str))
-    return "\n".join(parts)
+    return parts
+
+
+def input_text(task: Task, example: Example) -> str:
+    """The example's input texts joined."""
+    return "\n".join(input_parts(task, example))
 
 
 def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFACTS) -> dict[str, list[dict[str, Any]]]:
@@ -228,40 +236,42 @@ def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFAC
 
 
 def _lemmatised(task: Task, examples: Sequence[Example]) -> list[list[str]]:
-    seen: dict[str, list[str]] = {}  # MuSeRC repeats a passage for every answer: lemmatise it once
-    result = []
-    for example in progress(examples, f"lemmatising {task.name}", total=len(examples)):
-        text = input_text(task, example)
-        if text not in seen:
-            seen[text] = lemmas(text)
-        result.append(seen[text])
-    return result
+    """Each example's lemmas, part by part: a passage shared by answers or queries is lemmatised once.
+    Words never span two parts (they are joined with a newline), so this equals lemmatising the joined text."""
+    parts = [input_parts(task, example) for example in examples]
+    found = lemmas_of((part for example_parts in parts for part in example_parts), f"lemmatising {task.name}")
+    return [[lemma for part in example_parts for lemma in found[part]] for example_parts in parts]
 
 
 def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]]:
     """Per evaluation split, the train/eval pairs whose input texts are identical after
     normalisation (exact) or, otherwise, have a cosine similarity of TF-IDF character n-grams of
-    at least NEAR_DUPLICATE_THRESHOLD (near). Each distinct normalised text is vectorised once,
-    with one vocabulary fitted on all the splits."""
+    at least NEAR_DUPLICATE_THRESHOLD (near). One vocabulary is fitted on every distinct
+    normalised text of all the splits; train is searched in chunks, so memory stays bounded."""
     train_rows = _rows_by_text(train)
     eval_rows = [_rows_by_text(split) for split in evals]
     distinct = list(dict.fromkeys([*train_rows, *(text for rows in eval_rows for text in rows)]))
     position = {text: k for k, text in enumerate(distinct)}
-    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), dtype=np.float32)
-    vectors = vectorizer.fit_transform(distinct) if any(distinct) else None
+    vectors = CharNgramVectors(distinct) if any(distinct) else None
     train_texts = list(train_rows)
+    train_positions = [position[text] for text in train_texts]
 
     def compare(split: Split, rows: dict[str, list[int]]) -> dict[str, Any]:
         exact = [(i, j, 1.0) for text, js in rows.items() for j in js for i in train_rows.get(text, ())]
         near: list[tuple[int, int, float]] = []
         if vectors is not None:
             eval_texts = list(rows)
-            queries = vectors[[position[text] for text in eval_texts]]
-            index = vectors[[position[text] for text in train_texts]]
-            for k, t, similarity in zip(*similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD), strict=True):
-                eval_text, train_text = eval_texts[k], train_texts[t]
-                if eval_text != train_text:  # identical texts are the exact duplicates
-                    near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
+            queries = vectors.rows([position[text] for text in eval_texts])
+            for start in progress(
+                range(0, len(train_texts), SEARCH_CHUNK), f"near duplicates of {split.task.name}/{split.name}"
+            ):
+                index = vectors.rows(train_positions[start : start + SEARCH_CHUNK])
+                for k, t, similarity in zip(
+                    *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, rare_first=True), strict=True
+                ):
+                    eval_text, train_text = eval_texts[k], train_texts[start + t]
+                    if eval_text != train_text:  # identical texts are the exact duplicates
+                        near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
         near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
 
         def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
@@ -284,68 +294,96 @@ def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]
 
 
 def _rows_by_text(split: Split) -> dict[str, list[int]]:
-    """Example positions by normalised input text."""
+    """Example positions by normalised input text. Parts are normalised once each (a MuSeRC
+    passage serves every answer); normalising the joined text gives the same, as parts are
+    joined with whitespace and normalisation collapses whitespace."""
+    normalised: dict[str, str] = {}
     rows: dict[str, list[int]] = defaultdict(list)
     examples = split.examples
     for i, example in enumerate(progress(examples, f"normalising {split.task.name}/{split.name}", total=len(examples))):
-        rows[normalize_answer(input_text(split.task, example))].append(i)
+        parts = []
+        for part in input_parts(split.task, example):
+            if part not in normalised:
+                normalised[part] = normalize_answer(part)
+            if normalised[part]:
+                parts.append(normalised[part])
+        rows[" ".join(parts)].append(i)
     return rows
 
 
+class CharNgramVectors:
+    """TF-IDF vectors of character 3- to 5-grams within words (scikit-learn's char_wb analyser,
+    smooth idf, l2 norm) of many texts, built on demand for a few rows at a time. char_wb cuts
+    n-grams from each whitespace-separated word alone, so a text's n-gram counts are its word
+    counts times each word's n-gram counts: each distinct word is analysed once."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        words = CountVectorizer(analyzer=str.split, dtype=np.float32)
+        self.word_counts = words.fit_transform(texts).tocsr()
+        char_ngrams = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)).build_analyzer()
+        ngrams = CountVectorizer(analyzer=char_ngrams, dtype=np.float32)
+        self.word_ngrams = ngrams.fit_transform(words.get_feature_names_out()).tocsr()
+        document_frequency = np.zeros(self.word_ngrams.shape[1])
+        for start in range(0, len(texts), SEARCH_CHUNK):
+            counts = self.word_counts[start : start + SEARCH_CHUNK] @ self.word_ngrams
+            document_frequency += np.bincount(counts.indices, minlength=len(document_frequency))
+        rare_first = np.argsort(document_frequency, kind="stable")  # the order similar_pairs prunes best in
+        self.word_ngrams = self.word_ngrams[:, rare_first].tocsr()
+        self.idf = (np.log((1 + len(texts)) / (1 + document_frequency[rare_first])) + 1).astype(np.float32)
+
+    def rows(self, positions: Sequence[int]) -> sparse.csr_matrix:
+        """The l2-normalised TF-IDF rows of the texts at these positions, n-grams from rare to common."""
+        counts = (self.word_counts[positions] @ self.word_ngrams).tocsr()
+        counts.data *= self.idf[counts.indices]
+        return normalize(counts)
+
+
 def similar_pairs(
-    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float
+    queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float, rare_first: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (query row, index row, cosine) with cosine >= threshold, for L2-normalised non-negative
-    rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering).
+    rows (TF-IDF), without scoring every pair (all-pairs similarity search with prefix filtering,
+    after Bayardo et al. 2007, "Scaling up all pairs similarity search").
 
-    Order features from rare to common. The common end of a query row, as long as its norm stays
-    below the threshold, cannot reach the threshold alone (Cauchy-Schwarz: its dot product with
-    any unit row is at most its norm), so a match must share one of the query's rarer features.
-    Only the index rows sharing such a feature are scored; in real text they are few. A query whose
-    candidates are most of the index (text made of common n-grams only) is scored against all of it.
+    Order features from rare to common (by document frequency in the two matrices, unless
+    ``rare_first`` says the columns already are; any order is exact, rare-first prunes most). Cut
+    each row's common end while its norm stays below s = SUFFIX_SHARE * threshold; the rest is the
+    row's prefix. For rows x, y with x's cut no later than y's, x's prefix lies within y's, so
+    x.y = (x's prefix).(y's prefix) + (x's common end).y < prefix product + s (Cauchy-Schwarz, y of
+    norm 1). One sparse product of the prefixes bounds every pair; only pairs whose bound reaches
+    the threshold are scored.
     """
-    candidates = _candidates(queries, index, threshold)
-    cutoff = threshold - 1e-6  # float32 rounding of an exact threshold value
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    crowded = []
-    dense_query = np.zeros(queries.shape[1], dtype=np.float32)
-    for row in range(queries.shape[0]):
-        columns = candidates.indices[candidates.indptr[row] : candidates.indptr[row + 1]]
-        if len(columns) > CROWDED_SHARE * index.shape[0]:
-            crowded.append(row)
-            continue
-        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
-        dense_query[features] = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
-        similarity = index[columns] @ dense_query
-        dense_query[features] = 0
-        hits = similarity >= cutoff
-        found.append((np.full(hits.sum(), row), columns[hits], similarity[hits]))
-    if crowded:
-        index_by_feature = index.T.tocsr()
-        for start in range(0, len(crowded), CROWDED_CHUNK):
-            rows = np.array(crowded[start : start + CROWDED_CHUNK])
-            similarity = (queries[rows] @ index_by_feature).toarray()
-            hit_rows, hit_columns = np.nonzero(similarity >= cutoff)
-            found.append((rows[hit_rows], hit_columns, similarity[hit_rows, hit_columns]))
+    if not rare_first:
+        document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
+        order = np.argsort(document_frequency, kind="stable")
+        queries, index = queries[:, order].tocsr(), index[:, order].tocsr()
+    suffix_norm = SUFFIX_SHARE * threshold
+    index_prefixes = _prefixes(index, suffix_norm).T.tocsr()
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(np.empty(0, int), np.empty(0, int), np.empty(0))]
+    for start in range(0, queries.shape[0], QUERY_CHUNK):
+        block = queries[start : start + QUERY_CHUNK]
+        bounds = (_prefixes(block, suffix_norm) @ index_prefixes).tocoo()
+        keep = np.flatnonzero(bounds.data >= threshold - suffix_norm - 1e-4)  # less a margin for float32
+        for first in range(0, len(keep), PAIR_CHUNK):
+            rows, columns = bounds.row[keep[first : first + PAIR_CHUNK]], bounds.col[keep[first : first + PAIR_CHUNK]]
+            similarity = np.asarray(block[rows].multiply(index[columns]).sum(axis=1)).ravel()
+            hits = similarity >= threshold - 1e-6  # float32 rounding of an exact threshold value
+            found.append((rows[hits] + start, columns[hits], similarity[hits]))
     rows_, columns_, similarities = (np.concatenate(parts) for parts in zip(*found, strict=True))
     return rows_, columns_, np.minimum(similarities, 1.0)
 
 
-def _candidates(queries: sparse.csr_matrix, index: sparse.csr_matrix, threshold: float) -> sparse.csr_matrix:
-    """Query x index pattern of the pairs that share one of the query's rare features (see similar_pairs)."""
-    document_frequency = np.asarray((queries > 0).sum(axis=0) + (index > 0).sum(axis=0)).ravel()
-    rank = np.empty(len(document_frequency), dtype=np.int64)
-    rank[np.argsort(document_frequency, kind="stable")] = np.arange(len(document_frequency))
-    rows, columns = [], []
-    for row in range(queries.shape[0]):
-        features = queries.indices[queries.indptr[row] : queries.indptr[row + 1]]
-        weights = queries.data[queries.indptr[row] : queries.indptr[row + 1]]
-        common_first = np.argsort(-rank[features], kind="stable")
-        # the common features whose squared weights sum below threshold^2, less a margin for float32
-        n_common = np.searchsorted(np.cumsum(weights[common_first] ** 2), threshold**2 - 1e-4)
-        rare = features[common_first[n_common:]]
-        rows.append(np.full(len(rare), row))
-        columns.append(rare)
-    rows_, columns_ = np.concatenate(rows), np.concatenate(columns)
-    rare_part = sparse.csr_matrix((np.ones(len(rows_), dtype=np.float32), (rows_, columns_)), shape=queries.shape)
-    return (rare_part @ (index > 0).T.astype(np.float32)).tocsr()
+def _prefixes(matrix: sparse.csr_matrix, suffix_norm: float) -> sparse.csr_matrix:
+    """Each row without its common end (columns rare first): its last features whose squared
+    weights sum below suffix_norm^2 (less a margin for float32)."""
+    matrix = matrix.copy()
+    if not matrix.nnz:
+        return matrix
+    matrix.sort_indices()
+    cumulative = np.cumsum(matrix.data.astype(np.float64) ** 2)
+    row_end = cumulative[np.maximum(matrix.indptr[1:] - 1, 0)]
+    counts = np.diff(matrix.indptr)
+    from_here_to_row_end = np.repeat(row_end, counts) - cumulative + matrix.data.astype(np.float64) ** 2
+    matrix.data[from_here_to_row_end < suffix_norm**2 - 1e-4] = 0
+    matrix.eliminate_zeros()
+    return matrix

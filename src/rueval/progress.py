@@ -1,19 +1,76 @@
-"""Progress bars for loops over data, drawn on stderr and only on a terminal."""
+"""Progress on stderr: a bar with the count and an ETA on a terminal; in logs and pipes, a plain
+line every few seconds with the count, the rate and the ETA (long runs on clusters are watched
+through their log files)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from time import monotonic
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import track
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 T = TypeVar("T")
+LOG_EVERY = 5.0  # seconds between plain progress lines when stderr is not a terminal
 _console = Console(stderr=True)
+_showing = False  # a bar is on screen: an inner loop's counter stays quiet (rich shows one live display)
+
+
+class Counter:
+    """Work done toward a total; ``advance`` as items finish."""
+
+    def __init__(self, description: str, total: int | None, unit: str):
+        self.description, self.total, self.unit = description, total, unit
+        self.done = 0
+        self._start = self._logged = monotonic()
+        self._bar: tuple[Progress, int] | None = None
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            bar, task = self._bar
+            bar.advance(task, n)
+        elif not _console.is_terminal and monotonic() - self._logged >= LOG_EVERY:
+            self._logged = monotonic()
+            sys.stderr.write(self.line() + "\n")
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        """``description: done/total unit, rate/s, ETA h:mm:ss``."""
+        rate = self.done / max(monotonic() - self._start, 1e-9)
+        if self.total is None:
+            return f"{self.description}: {self.done} {self.unit}, {rate:.1f}/s"
+        eta = _clock((self.total - self.done) / rate) if rate > 0 else "?"
+        return f"{self.description}: {self.done}/{self.total} {self.unit}, {rate:.1f}/s, ETA {eta}"
+
+
+@contextmanager
+def counting(description: str, total: int | None, unit: str = "items") -> Iterator[Counter]:
+    global _showing
+    counter = Counter(description, total, unit)
+    if not _console.is_terminal or _showing:
+        yield counter
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit))
+    with Progress(*columns, TimeRemainingColumn(), console=_console, transient=True) as bar:
+        counter._bar = (bar, bar.add_task(description, total=total))
+        _showing = True
+        try:
+            yield counter
+        finally:
+            _showing = False
 
 
 def progress(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
-    if not _console.is_terminal:  # logs and pipes get no bar
-        yield from items
-        return
-    yield from track(items, description=description, total=total, console=_console, transient=True)
+    with counting(description, total) as counter:
+        for item in items:
+            yield item
+            counter.advance()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

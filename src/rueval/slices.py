@@ -14,6 +14,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -21,6 +22,10 @@ from rueval.metrics import score_task
 from rueval.progress import progress
 from rueval.tasks import TASKS, Example, Task
 from rueval.text import lemmas, parse, sentences, words
+
+# Measures of a text are cached: a MuSeRC passage is measured once for its ~24 answers, a RuCoS
+# passage once for its queries (consecutive examples, so a small cache holds them).
+TEXT_CACHE = 4096
 
 # Buckets with fewer examples get their size but no metrics: MCC and macro-F1 of a single
 # example say nothing. For MuSeRC the count is of questions, since its EM is per question.
@@ -66,8 +71,13 @@ LENGTH_EDGES = (11, 21, 41, 81, 161, 321)
 LENGTH_LABELS = tuple(f"{span} words" for span in ("1-10", "11-20", "21-40", "41-80", "81-160", "161-320", "321+"))
 
 
+@lru_cache(maxsize=TEXT_CACHE)
+def word_count(text: str) -> int:
+    return len(words(text))
+
+
 def length_bucket(task: Task, example: Example) -> str | None:
-    count = len(words(text_of(task, example)))
+    count = word_count(text_of(task, example))
     return _range_of(count, LENGTH_EDGES, LENGTH_LABELS) if count else None
 
 
@@ -126,6 +136,7 @@ def grade_bucket(task: Task, example: Example) -> str | None:
 RUSSIAN_VOWELS = frozenset("аеёиоуыэюя")
 
 
+@lru_cache(maxsize=TEXT_CACHE)
 def flesch_reading_ease(text: str) -> float | None:
     """Flesch reading ease with Oborneva's coefficients for Russian (Oborneva, I. V. 2006. Автоматизированная
     оценка сложности учебных текстов на основе статистических параметров. PhD thesis, Moscow):
@@ -148,6 +159,7 @@ def readability_bucket(task: Task, example: Example) -> str | None:
     return None if score is None else _range_of(score, READABILITY_EDGES, READABILITY_LABELS)
 
 
+@lru_cache(maxsize=TEXT_CACHE)
 def type_token_ratio(text: str) -> float | None:
     """Distinct lemmas over lemmas: lexical diversity that ignores inflection."""
     found = lemmas(text)

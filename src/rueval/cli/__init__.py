@@ -28,7 +28,10 @@ from rueval.cli.options import (
     FilterThresholdOption,
     LimitOption,
     LogSamplesOption,
+    MaxLineOption,
+    ModelArgsOption,
     ModelOption,
+    NumFewshotOption,
     RuleChoice,
     RulesOption,
     RunDirsArgument,
@@ -44,6 +47,7 @@ from rueval.cli.options import (
     console,
     errors,
     from_plain,
+    lm_eval_model,
     parse_shots,
     plain,
     solver_options,
@@ -106,9 +110,13 @@ def run(
     model: ModelOption = "majority",
     data: DataOption = None,
     split: SplitOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory. Default: runs/<model>.")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
+    ] = None,
     seed: SeedOption = 0,
     limit: LimitOption = None,
+    model_args: ModelArgsOption = None,
+    num_fewshot: NumFewshotOption = None,
     fallback: FallbackOption = FallbackName.majority,
     rules: RulesOption = RuleChoice.fitted,
     slices: Annotated[
@@ -117,7 +125,7 @@ def run(
     shots: ShotsOption = "0",
     episodes: EpisodesOption = 1,
     scoring: ScoringOption = ScoringName.loglik,
-    device: DeviceOption = "cpu",
+    device: DeviceOption = None,
     dtype: DtypeOption = DtypeName.auto,
     batch_size: BatchSizeOption = "auto",
     trust_remote_code: TrustRemoteCodeOption = False,
@@ -136,6 +144,7 @@ def run(
     filter_min_share: FilterMinShareOption = 0.0,
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
+    max_line_mb: MaxLineOption = 20.0,
     force: Annotated[
         bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
     ] = False,
@@ -153,6 +162,11 @@ def run(
         return run(**load_run_arguments(out), out=out)
     if data is not None and data != "hf" and Path(data).exists():
         options["data"] = data = str(Path(data).resolve())  # saved absolute: --resume works from anywhere
+    model, from_model_args = lm_eval_model(model, model_args)  # lm-eval's form; run.json keeps the options as given
+    if num_fewshot is not None:
+        shots = str(num_fewshot)
+    if limit is not None:
+        console.print(f"note: --limit {limit} scores part of each split: these are not the benchmark's scores")
     out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", model)
     from rueval.report.table import industrial_text, perturbations_table, results_table, slices_table
     from rueval.run import run as run_tasks
@@ -172,7 +186,7 @@ def run(
             split.value if split else None,
             seed,
             limit,
-            solver_options=solver_options(model, plain(options)),
+            solver_options=solver_options(model, plain({**options, **from_model_args})),
             slices=resolve_slices(slices) if slices else (),
             shots=parse_shots(shots),
             episodes=episodes,
@@ -180,6 +194,7 @@ def run(
             options=plain(options),
             force=force,
             log_samples=log_samples,
+            max_line_bytes=int(max_line_mb * 2**20),
         )
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"
@@ -192,7 +207,10 @@ def run(
         console.print(slices_table(summary))
     if robustness:
         console.print(perturbations_table(summary))
-    console.print(industrial_text(summary.industrial), highlight=False)
+    if summary.industrial:
+        console.print(industrial_text(summary.industrial), highlight=False)
+    else:
+        console.print("industrial: every task was reused; their figures are in OUT/tasks/*.json", highlight=False)
     console.print(f"results: {out / 'results.json'}", highlight=False)
 
 
@@ -243,7 +261,7 @@ def submit(
     rules: RulesOption = RuleChoice.fitted,
     shots: Annotated[int, typer.Option(min=0, help="LMs: few-shot demonstrations (episode 0).")] = 0,
     scoring: ScoringOption = ScoringName.loglik,
-    device: DeviceOption = "cpu",
+    device: DeviceOption = None,
     dtype: DtypeOption = DtypeName.auto,
     batch_size: BatchSizeOption = "auto",
     trust_remote_code: TrustRemoteCodeOption = False,
@@ -256,6 +274,22 @@ def submit(
     options = plain({name: value for name, value in locals().items() if name not in ("out", "data", "seed", "shots")})
     written = write_submission(model, data, out, seed, solver_options(model, options), shots)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
+
+
+@app.command()
+@user_errors
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
+    format: Annotated[str, typer.Option("--format", help="The submission format: mera.")] = "mera",
+    out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
+) -> None:
+    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
+    if format != "mera":
+        raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
+    from rueval.report.export import export_mera
+
+    written = export_mera(run_dir, out)
+    console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
 
 
 @app.command()

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.solvers import SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -61,7 +62,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help=f"{', '.join(STRATEGIES)}, heuristic, tfidf, "
+        help=", ".join(SOLVERS)
+        + ", "
         + ", ".join(f"{b}:{'MODEL' if b == 'openai' else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
         + ".",
     ),
@@ -74,7 +76,9 @@ SeedOption = Annotated[int, typer.Option("--seed", help="Seed for every random c
 SplitOption = Annotated[
     Optional[SplitName], typer.Option(help="Split to score. Default: test when it is labelled, else val.")
 ]
-LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Score only the first N records of each task.")]
+LimitOption = Annotated[
+    Optional[int], typer.Option(min=1, help="Score only the first N records of each task (not the benchmark's scores).")
+]
 BaseUrlOption = Annotated[
     Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
 ]
@@ -93,9 +97,26 @@ EpisodesOption = Annotated[int, typer.Option(min=1, help="LMs: demonstration set
 ScoringOption = Annotated[
     ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
 ]
-DeviceOption = Annotated[str, typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1.")]
+DeviceOption = Annotated[
+    Optional[str], typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1. Default: cuda when there is a GPU.")
+]
 DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
-BatchSizeOption = Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")]
+BatchSizeOption = Annotated[
+    str, typer.Option("--batch-size", "--batch_size", help="hf: rows per forward pass, or auto.")
+]
+ModelArgsOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model_args",
+        "--model-args",
+        help="lm-eval's form, with --model hf: pretrained=PATH_OR_HUB_ID[,dtype=...,revision=...,trust_remote_code=True].",
+    ),
+]
+NumFewshotOption = Annotated[
+    Optional[int], typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
+]
+# lm-eval's --model_args keys -> rueval's option names
+MODEL_ARGS = {"pretrained": "model", "dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: requests in flight.")]
 FilterModelOption = Annotated[
@@ -114,19 +135,41 @@ TranslationModelOption = Annotated[
 ]
 AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
 ApplyChatTemplateOption = Annotated[
-    bool, typer.Option(help="hf: render prompts through the tokenizer's chat template (lm-eval's option).")
+    bool,
+    typer.Option(
+        "--apply-chat-template",
+        "--apply_chat_template",
+        help="hf: render prompts through the tokenizer's chat template (lm-eval's option).",
+    ),
 ]
 SystemInstructionOption = Annotated[
-    Optional[str], typer.Option(help="LMs: a system instruction before every prompt (a system turn with a template).")
+    Optional[str],
+    typer.Option(
+        "--system-instruction",
+        "--system_instruction",
+        help="LMs: a system instruction before every prompt (a system turn with a template).",
+    ),
 ]
 FewshotAsMultiturnOption = Annotated[
-    bool, typer.Option(help="hf, with --apply-chat-template: demonstrations as user/assistant turns.")
+    bool,
+    typer.Option(
+        "--fewshot-as-multiturn",
+        "--fewshot_as_multiturn",
+        help="hf, with --apply-chat-template: demonstrations as user/assistant turns.",
+    ),
 ]
 LogSamplesOption = Annotated[
     bool,
-    typer.Option(help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape)."),
+    typer.Option(
+        "--log-samples",
+        "--log_samples",
+        help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape).",
+    ),
 ]
 CHAT_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
+MaxLineOption = Annotated[
+    float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
+]
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
@@ -139,6 +182,7 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         fields = ModelOptions.__dataclass_fields__
         model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
+        model_options["device"] = model_options.get("device") or default_device()
         # only the chat options given: runs without them keep their fingerprints
         chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
         return {"scoring": options["scoring"], **model_options, **chat}
@@ -147,6 +191,41 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
             f"--apply-chat-template, --system-instruction, --fewshot-as-multiturn: {model} is no language model"
         )
     return {}
+
+
+def default_device() -> str:
+    """As lm-eval chooses: the GPU when there is one."""
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def lm_eval_model(model: str, model_args: str | None) -> tuple[str, dict[str, Any]]:
+    """`--model hf --model_args pretrained=NAME,dtype=float16` -> ("hf:NAME", {"dtype": "float16"})."""
+    if model_args is None:
+        if model == "hf":
+            raise RuevalError("--model hf: name the model with --model_args pretrained=PATH_OR_HUB_ID (or -m hf:PATH)")
+        return model, {}
+    if model != "hf":
+        raise RuevalError(f"--model_args is lm-eval's form for --model hf, not --model {model}")
+    given: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in model_args.split(","))):
+        key, equals, value = part.partition("=")
+        if not equals or key not in MODEL_ARGS:
+            raise RuevalError(f"--model_args {part}: expected KEY=VALUE with KEY one of: {', '.join(MODEL_ARGS)}")
+        given[MODEL_ARGS[key]] = value
+    if "model" not in given:
+        raise RuevalError(f"--model_args {model_args}: name the model with pretrained=PATH_OR_HUB_ID")
+    if "dtype" in given and given["dtype"] not in DTYPES:
+        raise RuevalError(f"--model_args dtype={given['dtype']}: expected one of {', '.join(DTYPES)}")
+    if "trust_remote_code" in given:
+        flag = given["trust_remote_code"].lower()
+        if flag not in ("true", "false"):
+            raise RuevalError(f"--model_args trust_remote_code={given['trust_remote_code']}: expected True or False")
+        given["trust_remote_code"] = flag == "true"
+    return f"hf:{given.pop('model')}", given
 
 
 def parse_shots(text: str) -> list[int]:
@@ -178,7 +257,7 @@ def plain(options: dict[str, Any]) -> dict[str, Any]:
 
 def from_plain(options: dict[str, Any]) -> dict[str, Any]:
     """Saved options back as the command line gives them."""
-    options = dict(options)
+    options = {name: value for name, value in options.items() if name != "out"}  # -o is given with --resume
     options.setdefault("rules", "all")  # runs started before --rules existed ran every rule
     for name, kind in ENUM_OPTIONS.items():
         if options.get(name) is not None:

@@ -3,18 +3,25 @@
 A source is one or more roots (directories or zip archives, walked alike). Under a root, a
 task's folder is found by name, case-insensitively, with its aliases, up to three levels deep,
 so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found.
+
+Split files are read as a stream, line by line (a zip member is inflated as it is read, never
+whole), hashed as they go; a line longer than ``max_line_bytes`` is refused before it is parsed,
+so hostile input (a zip bomb, a file with no line breaks) cannot take more memory than that.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import BinaryIO, Self, Union
 
 from rueval.data.records import Dataset, Example, Record
 from rueval.errors import DataError, RuevalError
@@ -23,6 +30,7 @@ from rueval.progress import progress
 Node = Union[Path, zipfile.Path]
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
+MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
 
 
 @dataclass(frozen=True)
@@ -55,9 +63,10 @@ class PerturbedSplit:
 class DataSource:
     """Task folders under one or more roots."""
 
-    def __init__(self, roots: Sequence[Node], description: str):
+    def __init__(self, roots: Sequence[Node], description: str, max_line_bytes: int = MAX_LINE_BYTES):
         self._given_roots = list(roots)
         self.description = description
+        self.max_line_bytes = max_line_bytes
         self._folders: dict[str, list[Node]] = {}
 
     def roots(self, task: Dataset) -> Sequence[Node]:
@@ -85,7 +94,7 @@ class DataSource:
         folder = folder or self.folder(task)
         if folder is None or split not in task.split_files:
             return None
-        files = {node.name.lower(): node for node in folder.iterdir() if not node.is_dir()}
+        files = {node.name.lower(): node for node in _listing(folder) if not node.is_dir()}
         for name in task.split_files[split]:
             if name.lower() in files:
                 return files[name.lower()]
@@ -99,9 +108,9 @@ class DataSource:
         node = self.split_file(task, split)
         if node is None:
             raise self.missing(task, split)
-        raw = node.read_bytes()
-        examples = _parse_examples(task, str(node), raw, limit, f"reading {task.name}/{split}")[None]
-        return Split(task, split, examples, str(node), hashlib.sha256(raw).hexdigest())
+        with JsonLines(node, self.max_line_bytes) as lines:
+            examples = _parse_examples(task, lines, limit, f"reading {task.name}/{split}")[None]
+            return Split(task, split, examples, str(node), lines.sha256())
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
         """The perturbed copies in a split file of TAPE's episodes layout, grouped by perturbation
@@ -111,8 +120,8 @@ class DataSource:
             node = self.split_file(task, split, folder)
             if node is None:
                 continue
-            raw = node.read_bytes()
-            groups = _parse_examples(task, str(node), raw, limit, f"reading {task.name}/{split}", with_perturbed=True)
+            with JsonLines(node, self.max_line_bytes) as lines:
+                groups = _parse_examples(task, lines, limit, f"reading {task.name}/{split}", with_perturbed=True)
             originals = groups.pop(None)
             if groups:
                 return PerturbedSplit(task, split, str(node), originals, groups)
@@ -130,18 +139,18 @@ class DataSource:
 
 
 def _parse_examples(
-    task: Dataset, file: str, raw: bytes, limit: int | None, description: str, with_perturbed: bool = False
+    task: Dataset, lines: JsonLines, limit: int | None, description: str, with_perturbed: bool = False
 ) -> dict[str | None, list[Example]]:
     """The examples of a split file: originals under None and, if asked, perturbed copies under
     their perturbation's name. ``limit`` counts records of every kind, as they come in the file."""
-    lines = decode_lines(raw, file)
+    file = lines.file
     groups: dict[str | None, list[Example]] = {None: []}
     first_line: dict[tuple[str | None, str], int] = {}
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
     positions: dict[str | None, int] = defaultdict(int)
     records = 0
-    for line_no, line in progress(enumerate(lines, 1), description, total=len(lines)):
+    for line_no, line in progress(lines, description):
         if not line.strip():
             continue
         if limit is not None and records >= limit:
@@ -173,11 +182,79 @@ def _parse_examples(
 
 
 def _walk(root: Node, depth: int = 1) -> Iterator[tuple[int, Node]]:
-    for node in sorted(root.iterdir(), key=lambda n: n.name):
+    for node in sorted(_listing(root), key=lambda n: n.name):
         if node.is_dir():
             yield depth, node
             if depth < SEARCH_DEPTH:
                 yield from _walk(node, depth + 1)
+
+
+def _listing(folder: Node) -> list[Node]:
+    with _reading(str(folder)):
+        return list(folder.iterdir())
+
+
+@contextmanager
+def _reading(file: str) -> Iterator[None]:
+    """Failures to read a file or folder as a DataError naming it."""
+    try:
+        yield
+    except PermissionError:
+        raise DataError(file, "permission denied") from None
+    except FileNotFoundError:
+        if os.path.islink(file):
+            raise DataError(file, f"broken symbolic link (to {os.readlink(file)})") from None
+        raise DataError(file, "no such file (removed while reading?)") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        raise DataError(file, f"corrupt zip data ({e or type(e).__name__})") from None
+    except OSError as e:
+        raise DataError(file, f"cannot read: {e.strerror or e}") from None
+
+
+class JsonLines:
+    """A split file read as a stream: iterating gives (line number, text) of every line, each at
+    most ``max_line_bytes`` long; ``sha256`` is the whole file's hash (the rest is read for it)."""
+
+    def __init__(self, node: Node, max_line_bytes: int = MAX_LINE_BYTES):
+        self.node, self.file, self.max_line_bytes = node, str(node), max_line_bytes
+        self._digest = hashlib.sha256()
+        self._stream: BinaryIO | None = None
+
+    def __enter__(self) -> Self:
+        with _reading(self.file):
+            self._stream = self.node.open("rb")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stream.close()
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        line_no = 0
+        while True:
+            with _reading(self.file):
+                raw = self._stream.readline(self.max_line_bytes + 1)
+            if not raw:
+                return
+            line_no += 1
+            self._digest.update(raw)
+            raw = raw.rstrip(b"\r\n")
+            if len(raw) > self.max_line_bytes:
+                raise DataError(self.file, f"line longer than {self.max_line_bytes} bytes: not read", line_no)
+            yield line_no, _decode_line(raw, self.file, line_no)
+
+    def sha256(self) -> str:
+        with _reading(self.file):
+            for block in iter(lambda: self._stream.read(1 << 20), b""):
+                self._digest.update(block)
+        return self._digest.hexdigest()
+
+
+def _decode_line(raw: bytes, file: str, line_no: int) -> str:
+    """One line of UTF-8 text (a byte-order mark may start the first); a DataError if it is not UTF-8."""
+    try:
+        return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(file, f"not UTF-8 text (byte {e.start} of the line)", line_no) from None
 
 
 def decode_lines(raw: bytes, file: str) -> list[str]:
@@ -208,12 +285,15 @@ def _perturbation_name(data: dict, task: Dataset) -> str | None:
     return str(marker).lower()
 
 
-def open_directory_or_zip(spec: str) -> DataSource:
+def open_directory_or_zip(spec: str, max_line_bytes: int = MAX_LINE_BYTES) -> DataSource:
     path = Path(spec).expanduser()
     if path.is_dir():
-        return DataSource([path], str(path))
-    if path.is_file() and zipfile.is_zipfile(path):
-        return DataSource([zipfile.Path(path)], str(path))
+        return DataSource([path], str(path), max_line_bytes)
+    if path.is_file():
+        with _reading(str(path)):
+            path.open("rb").close()  # an unreadable file is named as such, not as "not a zip"
+            if zipfile.is_zipfile(path):
+                return DataSource([zipfile.Path(path)], str(path), max_line_bytes)
     if path.exists():
         raise RuevalError(f"--data {spec}: not a directory or a zip archive")
     raise RuevalError(f"--data {spec}: no such directory or zip file")

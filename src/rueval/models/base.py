@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class Generation:
 
 Request = Loglikelihood | Generation
 
+# Called by a backend as results finish: (index into the requests, result) pairs. The engine
+# commits each call to the request cache, so a killed run loses only the batch in flight.
+OnDone = Callable[[list[tuple[int, Any]]], None]
+
 
 def encode_pair(request: Loglikelihood, tokens: Callable[[str], list[int]], start_token: int) -> tuple[list[int], int]:
     """Token ids of start + context + continuation, and the index of the first scored token.
@@ -66,13 +71,17 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
 
 
 class LanguageModel(ABC):
-    """A backend: computes requests in batches. ``identity`` names the exact model (path or hub
-    id and revision) so cached results are never reused for another model."""
+    """A backend: computes requests in batches, reporting each finished batch to ``on_done``
+    (results it never reports are recorded when the call returns). ``identity`` names the exact
+    model (hub id and commit, or path and content hash) so cached results are never reused for
+    another model."""
 
     identity: str
 
     @abstractmethod
-    def loglikelihood(self, requests: Sequence[Loglikelihood]) -> list[LoglikelihoodResult]: ...
+    def loglikelihood(
+        self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
+    ) -> list[LoglikelihoodResult]: ...
 
     @abstractmethod
-    def generate(self, requests: Sequence[Generation]) -> list[str]: ...
+    def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]: ...

@@ -1,7 +1,7 @@
 """A persistent request cache: SQLite in WAL mode, one row per computed request.
 
-Every finished chunk of requests is committed at once, so a run killed at any point (even
-with kill -9) keeps everything it had computed; the next run recomputes only the rest.
+Every batch a backend finishes is committed at once, so a run killed at any point (even with
+kill -9) keeps everything but the batch in flight; the next run recomputes only the rest.
 """
 
 from __future__ import annotations
@@ -16,10 +16,16 @@ from typing import Any
 
 from rueval.models.base import Request
 
+# A request type's version goes up when its results change meaning, so older cached results are
+# not served: generations 2 = each sampled request draws from its own generator (batch-independent).
+VERSIONS = {"Loglikelihood": 1, "Generation": 2}
+
 
 def request_key(identity: str, request: Request) -> str:
-    """Model identity (path or hub id and revision) + request type and fields."""
-    payload = json.dumps([identity, type(request).__name__, asdict(request)], ensure_ascii=False, sort_keys=True)
+    """Model identity (path or hub id and revision) + request type, version and fields."""
+    kind = type(request).__name__
+    fields = [identity, kind, asdict(request)] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
+    payload = json.dumps(fields, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -43,7 +49,7 @@ class RequestCache:
         return found
 
     def put_many(self, items: Mapping[str, Any]) -> None:
-        with self._db:  # one transaction per chunk
+        with self._db:  # one transaction per finished batch
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",

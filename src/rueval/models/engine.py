@@ -1,5 +1,6 @@
 """The engine between solvers and a backend: deduplicates requests, answers repeats from the
-request cache, and computes the rest in chunks, each committed to the cache as soon as it is done.
+request cache, and computes the rest in chunks. Every batch the backend finishes is committed to
+the cache at once, so a killed run loses only the batch in flight.
 
 Requests are computed in the order they are given (a run lists its first task's requests first,
 so tasks finish in order); within a chunk they are sorted so that shared prefixes sit together,
@@ -14,7 +15,13 @@ from typing import Any
 
 from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request
 from rueval.models.cache import RequestCache, request_key
-from rueval.progress import progress
+from rueval.progress import counting
+
+# each kind of request, the backend method that computes it, and the order that puts shared prefixes together
+KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
+    (Loglikelihood, "loglikelihood", lambda r: r.context + r.continuation),
+    (Generation, "generate", lambda r: r.prompt),
+)
 
 
 class Engine:
@@ -56,28 +63,36 @@ class Engine:
         missing = [request for request in keys if request not in done]
         computed: set[Request] = set()
         yield done, computed
-        chunks = [missing[i : i + self.chunk_size] for i in range(0, len(missing), self.chunk_size)]
-        for chunk in progress(chunks, f"{description} ({len(missing)} requests)", total=len(chunks)):
-            encoded = {}
-            for kind, compute, sort_key in self._kinds():
-                part = sorted((r for r in chunk if isinstance(r, kind)), key=sort_key)
-                if not part:
-                    continue
-                for request, result in zip(part, compute(part), strict=True):
-                    done[request] = result
-                    encoded[keys[request]] = asdict(result) if isinstance(result, LoglikelihoodResult) else result
-            self._memory.update(encoded)
-            self.computed += len(chunk)
-            computed.update(chunk)
-            if self.cache is not None:
-                self.cache.put_many(encoded)
-            yield done, computed
+        with counting(description, len(missing), "requests") as counter:
+            for start in range(0, len(missing), self.chunk_size):
+                chunk = missing[start : start + self.chunk_size]
+                for kind, method, sort_key in KINDS:
+                    part = sorted((r for r in chunk if isinstance(r, kind)), key=sort_key)
+                    if not part:
+                        continue
 
-    def _kinds(self) -> list[tuple[type, Callable[[Sequence[Any]], list[Any]], Callable[[Any], str]]]:
-        return [
-            (Loglikelihood, self.model.loglikelihood, lambda r: r.context + r.continuation),
-            (Generation, self.model.generate, lambda r: r.prompt),
-        ]
+                    def record(finished: list[tuple[int, Any]], part: list[Request] = part) -> None:
+                        """Commit a finished batch: into the results, this process's memory and the cache."""
+                        encoded = {}
+                        for i, result in finished:
+                            if part[i] in done:
+                                continue
+                            done[part[i]] = result
+                            computed.add(part[i])
+                            encoded[keys[part[i]]] = (
+                                asdict(result) if isinstance(result, LoglikelihoodResult) else result
+                            )
+                        if not encoded:
+                            return
+                        self._memory.update(encoded)
+                        self.computed += len(encoded)
+                        if self.cache is not None:
+                            self.cache.put_many(encoded)
+                        counter.advance(len(encoded))
+
+                    results = getattr(self.model, method)(part, record)
+                    record(list(enumerate(results)))  # whatever the backend did not report as it went
+                yield done, computed
 
     @staticmethod
     def _decode(request: Request, value: Any) -> Any:

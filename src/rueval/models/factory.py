@@ -46,6 +46,7 @@ class ModelOptions:
     dtype: str = "auto"  # hf: weights dtype, one of DTYPES
     batch_size: int | str = "auto"  # hf: rows per forward pass
     trust_remote_code: bool = False  # hf: run code shipped with the model
+    revision: str | None = None  # hf: the hub branch, tag or commit
     base_url: str | None = None  # openai: the server
     concurrency: int = 8  # openai: HTTP requests in flight
     cache: bool = True  # keep computed requests in the on-disk request cache
@@ -68,6 +69,7 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             dtype=options.dtype,
             batch_size=options.batch_size,
             trust_remote_code=options.trust_remote_code,
+            revision=options.revision,
         )
     else:
         from rueval.models.openai import OpenAICompletionsModel

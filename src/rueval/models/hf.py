@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
-from rueval.models.prefix_tree import PACK_TOKENS, TreeStats, score_sequences
+from rueval.models.base import (
+    Generation,
+    LanguageModel,
+    Loglikelihood,
+    LoglikelihoodResult,
+    OnDone,
+    cut_at_stop,
+    encode_pair,
+)
+from rueval.paths import cache_dir
+
+# torch and transformers are imported inside the methods: without them, `-m hf:` says what to install.
+TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 
 
 class HFCausalLM(LanguageModel):
@@ -25,23 +38,15 @@ class HFCausalLM(LanguageModel):
         trust_remote_code: bool = False,
         revision: str | None = None,
         max_batch_tokens: int | None = None,
+        loaded: tuple[Any, Any] | None = None,
     ):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        _require_libraries(path)
+        from rueval.models.prefix_tree import PACK_TOKENS, TreeStats
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path,
-                revision=revision,
-                trust_remote_code=trust_remote_code,
-                dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            )
-        except (OSError, ValueError) as e:
-            raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
-        self.model.to(device).eval()
+        self.device = _check_device(device)
+        self.model, self.tokenizer = loaded or _load(path, dtype, trust_remote_code, revision)
+        self.model.to(self.device).eval()
         _fuse_tanh_gelu(self.model)
-        self.device = torch.device(device)
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         if start is None:
             raise RuevalError(f"hf:{path}: the tokenizer has neither a BOS nor an EOS token to start sequences with")
@@ -49,11 +54,23 @@ class HFCausalLM(LanguageModel):
         self.max_length = _max_length(self.model.config, self.tokenizer)
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
-        self.identity = f"hf:{path}@{revision or _revision(path, self.model.config)}"
+        self.identity = f"hf:{path}@{_revision(path, self.model.config, revision)}"
         self.stats = TreeStats()
         self._split_head = self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
         self.window = _sliding_window(self.model.config)
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, batch_size: int | str = "auto") -> HFCausalLM:
+        """A model and tokenizer already in memory (a notebook's), on the model's own device. Its weights
+        may differ from those it was loaded from, so its identity says "in-memory" and callers must not
+        give it a request cache."""
+        path = getattr(model.config, "name_or_path", "") or "model"
+        loaded = cls(
+            path, device=str(model.device), batch_size=batch_size, revision="in-memory", loaded=(model, tokenizer)
+        )
+        loaded.identity = f"hf:{path}@in-memory"
+        return loaded
 
     # -- parameters, for the industrial figures ------------------------------------------------
     def parameters(self) -> int:
@@ -73,10 +90,20 @@ class HFCausalLM(LanguageModel):
             ids, first = ids[cut:], first - cut
         return ids, first
 
-    def loglikelihood(self, requests: Sequence[Loglikelihood]) -> list[LoglikelihoodResult]:
+    def loglikelihood(
+        self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
+    ) -> list[LoglikelihoodResult]:
         import torch
 
+        from rueval.models.prefix_tree import score_sequences
+
         encoded = [self.encode(r) for r in requests]
+
+        def result(i: int, score: tuple[float, bool]) -> LoglikelihoodResult:
+            ids, first = encoded[i]
+            return LoglikelihoodResult(score[0], len(ids) - first, score[1])
+
+        report = (lambda scored: on_done([(i, result(i, score)) for i, score in scored])) if on_done else None
         # A sliding window shorter than the sequences: a shared cache (cut to the window) or a tree
         # mask (which replaces the window's) would change the attention, so each is scored whole.
         share = self.window is None or max((len(ids) for ids, _ in encoded), default=0) <= self.window
@@ -90,11 +117,9 @@ class HFCausalLM(LanguageModel):
                 self.stats,
                 self.pack_tokens,
                 share,
+                report,
             )
-        return [
-            LoglikelihoodResult(logprob, len(ids) - first, greedy)
-            for (ids, first), (logprob, greedy) in zip(encoded, scores, strict=True)
-        ]
+        return [result(i, score) for i, score in enumerate(scores)]
 
     def _tokens(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -108,13 +133,13 @@ class HFCausalLM(LanguageModel):
         if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
             dtype = self.model.dtype
             mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
-        kwargs = dict(
-            input_ids=input_ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=positions.to(device),
-            past_key_values=cache,
-            use_cache=True,
-        )
+        kwargs = {
+            "input_ids": input_ids.to(device),
+            "attention_mask": mask.to(device),
+            "position_ids": positions.to(device),
+            "past_key_values": cache,
+            "use_cache": True,
+        }
         if self._split_head:
             out = self.model.base_model(**kwargs)
             hidden = out.last_hidden_state
@@ -149,6 +174,8 @@ class HFCausalLM(LanguageModel):
 
         import torch
 
+        from rueval.models.prefix_tree import score_sequences
+
         start, ids = self.start_token, self._tokens("один два три четыре пять шесть семь восемь")[:6]
         if len(ids) < 6:
             return False
@@ -164,9 +191,9 @@ class HFCausalLM(LanguageModel):
         return all(math.isclose(p, q, rel_tol=1e-3, abs_tol=1e-2) for (p, _), (q, _) in zip(plain, packed, strict=True))
 
     # -- generation ----------------------------------------------------------------------------
-    def generate(self, requests: Sequence[Generation]) -> list[str]:
-        """Batched by identical settings. A sampled batch is seeded from its requests' prompts and
-        seeds, so the same requests give the same texts (and the request cache keeps them)."""
+    def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
+        """Batched by identical settings. A sampled request draws from its own generator, seeded
+        from its prompt, settings and seed: its text does not depend on the batch it is in."""
         results: dict[int, str] = {}
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
@@ -174,12 +201,18 @@ class HFCausalLM(LanguageModel):
         for indices in groups.values():
             indices.sort(key=lambda i: len(requests[i].prompt))
             for start in range(0, len(indices), self.max_rows):
-                chunk = [requests[i] for i in indices[start : start + self.max_rows]]
-                results.update(zip(indices[start : start + self.max_rows], self._generate_batch(chunk), strict=True))
+                batch = indices[start : start + self.max_rows]
+                texts = list(zip(batch, self._generate_batch([requests[i] for i in batch]), strict=True))
+                results.update(texts)
+                if on_done is not None:
+                    on_done(texts)
         return [results[i] for i in range(len(requests))]
 
     def _generate_batch(self, requests: Sequence[Generation]) -> list[str]:
         import torch
+        from transformers import LogitsProcessorList
+
+        from rueval.models.sampling import RowSampler
 
         first = requests[0]
         prompts = [
@@ -190,22 +223,38 @@ class HFCausalLM(LanguageModel):
         input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         sample = first.temperature > 0 or first.top_p < 1
-        if sample:
-            torch.manual_seed(_seed(requests))
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=mask,
                 max_new_tokens=first.max_new_tokens,
-                do_sample=sample,
-                top_p=first.top_p if sample else None,
-                temperature=(first.temperature or 1.0) if sample else None,
+                do_sample=False,  # a sampled request's token is drawn by RowSampler; greedy then takes it
+                logits_processor=LogitsProcessorList([RowSampler(requests, self.device)] if sample else []),
+                top_p=None,
+                temperature=None,
                 top_k=None,
                 pad_token_id=pad,
                 stop_strings=list(first.stop) or None,
                 tokenizer=self.tokenizer,
             )
         return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
+
+
+def _load(path: str, dtype: str, trust_remote_code: bool, revision: str | None) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            path,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+        )
+    except (OSError, ValueError) as e:
+        raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
+    return model, tokenizer
 
 
 def _fuse_tanh_gelu(model) -> None:
@@ -233,11 +282,6 @@ def _sliding_window(config) -> int | None:
     return window if getattr(config, "use_sliding_window", True) else None
 
 
-def _seed(requests: Sequence[Generation]) -> int:
-    key = json.dumps([[r.prompt, r.seed] for r in requests], ensure_ascii=False).encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:4], "little")
-
-
 def _max_length(config, tokenizer) -> int:
     for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
         value = getattr(config, name, None)
@@ -247,20 +291,72 @@ def _max_length(config, tokenizer) -> int:
     return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
 
 
-def _revision(path: str, config) -> str:
-    """The hub commit, or for a local directory a fingerprint of its config and weight files."""
+def _require_libraries(path: str) -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise RuevalError(f"-m hf:{path} needs PyTorch, which is not installed: {TORCH_INSTALL}") from None
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise RuevalError(
+            f"-m hf:{path} needs transformers, which is not installed: pip install 'rueval[lm]'"
+        ) from None
+
+
+def _check_device(device: str):
+    """The torch device, refused before any weights load if torch does not know it or sees none."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise RuevalError(f"--device {device}: not a torch device; expected e.g. cpu, cuda, cuda:1, mps") from None
+    if parsed.type == "cpu":
+        return parsed
+    backend = getattr(torch, parsed.type, None)  # torch.cuda, torch.mps, torch.xpu, ...
+    available = getattr(backend, "is_available", None)
+    if available is None or not available():
+        raise RuevalError(f"--device {device}: torch {torch.__version__} sees no {parsed.type} device on this machine")
+    count = backend.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise RuevalError(f"--device {device}: this machine has {count} {parsed.type} device(s), numbered from 0")
+    return parsed
+
+
+def _revision(path: str, config, revision: str | None) -> str:
+    """The hub commit, else the asked revision, else for a local directory a hash of its files' contents."""
     commit = getattr(config, "_commit_hash", None)
-    if commit:
-        return commit
-    folder = Path(path)
-    digest = hashlib.sha256()
-    for file in sorted(folder.glob("*")):
-        if file.is_file() and (file.suffix in {".json", ".safetensors", ".bin", ".model"}):
-            digest.update(file.name.encode())
-            digest.update(str(file.stat().st_size).encode())
-            with file.open("rb") as f:  # head and tail: cheap, and any retraining changes them
-                digest.update(f.read(1 << 20))
-                if file.stat().st_size > 2 << 20:
-                    f.seek(-(1 << 20), 2)
-                    digest.update(f.read(1 << 20))
+    if commit or revision:
+        return commit or revision
+    if not Path(path).is_dir():  # so that a cached result is never served for another revision
+        raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
+    return _content_hash(Path(path))
+
+
+def _content_hash(folder: Path) -> str:
+    """A hash of the name and full content of every file in the folder (weights, config, tokenizer;
+    not hidden files or READMEs). Each file's hash is remembered by its path, size, mtime, ctime and
+    inode, so a rerun on an unchanged folder reads no weights."""
+    memo_path = cache_dir("model-files") / "sha256.json"
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    digest, changed = hashlib.sha256(), False
+    for file in sorted(folder.iterdir()):
+        if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
+            continue
+        stat = file.stat()
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        key = str(file.resolve())
+        if not isinstance(memo.get(key), dict) or memo[key].get("stamp") != stamp:
+            with file.open("rb") as f:
+                memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+            changed = True
+        digest.update(f"{file.name}\0{memo[key]['sha256']}\n".encode())
+    if changed:  # written whole and renamed: concurrent runs at worst hash a file again
+        temporary = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(memo), encoding="utf-8")
+        temporary.replace(memo_path)
     return digest.hexdigest()[:16]

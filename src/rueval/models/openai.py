@@ -41,8 +41,15 @@ from http.client import HTTPException
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, cut_at_stop, encode_pair
-from rueval.progress import progress
+from rueval.models.base import (
+    Generation,
+    LanguageModel,
+    Loglikelihood,
+    LoglikelihoodResult,
+    OnDone,
+    cut_at_stop,
+    encode_pair,
+)
 
 RETRIED_STATUS = {408, 429, 500, 502, 503, 504}  # busy or restarting servers: worth another try
 MAX_BACKOFF = 30.0  # seconds
@@ -94,29 +101,36 @@ class OpenAICompletionsModel(LanguageModel):
         self._check_lock = threading.Lock()
 
     # -- requests ------------------------------------------------------------------------------
-    def loglikelihood(self, requests: Sequence[Loglikelihood]) -> list[LoglikelihoodResult]:
+    def loglikelihood(
+        self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
+    ) -> list[LoglikelihoodResult]:
         """log P(continuation | context) for each request, from the server's prompt logprobs."""
         for r in requests:
             if not r.continuation:
                 raise ValueError("a log-likelihood request needs a non-empty continuation")
         chunks = self._chunks(list(range(len(requests))))
-        return self._run(chunks, lambda chunk: self._score_chunk([requests[i] for i in chunk]), len(requests))
+        return self._run(chunks, lambda chunk: self._score_chunk([requests[i] for i in chunk]), len(requests), on_done)
 
-    def generate(self, requests: Sequence[Generation]) -> list[str]:
+    def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
         """Generated texts, cut at the first stop sequence. Prompts with the same sampling
         settings share HTTP requests; the seed goes to the server, which applies it per prompt."""
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.stop, r.top_p, r.temperature, r.seed), []).append(i)
         chunks = [chunk for indices in groups.values() for chunk in self._chunks(indices)]
-        return self._run(chunks, lambda chunk: self._generate_chunk([requests[i] for i in chunk]), len(requests))
+        return self._run(
+            chunks, lambda chunk: self._generate_chunk([requests[i] for i in chunk]), len(requests), on_done
+        )
 
     def _chunks(self, indices: list[int]) -> list[list[int]]:
         """Request indices in groups of ``prompts_per_request``: one HTTP request each."""
         return [indices[i : i + self.prompts_per_request] for i in range(0, len(indices), self.prompts_per_request)]
 
-    def _run(self, chunks: list[list[int]], compute: Callable[[list[int]], list], total: int) -> list:
-        """Compute chunks ``concurrency`` at a time; results in the requests' order."""
+    def _run(
+        self, chunks: list[list[int]], compute: Callable[[list[int]], list], total: int, on_done: OnDone | None
+    ) -> list:
+        """Compute chunks ``concurrency`` at a time, each reported to ``on_done`` as it comes back;
+        results in the requests' order."""
         if not chunks:
             return []
         self._check_server()
@@ -124,9 +138,12 @@ class OpenAICompletionsModel(LanguageModel):
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = {pool.submit(compute, chunk): chunk for chunk in chunks}
             try:
-                for future in progress(as_completed(futures), f"openai:{self.model}", total=len(futures)):
-                    for i, result in zip(futures[future], future.result(), strict=True):
+                for future in as_completed(futures):
+                    finished = list(zip(futures[future], future.result(), strict=True))
+                    for i, result in finished:
                         results[i] = result
+                    if on_done is not None:
+                        on_done(finished)
             except BaseException:
                 for future in futures:  # one failure ends the call: start nothing more
                     future.cancel()

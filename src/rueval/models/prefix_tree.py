@@ -21,6 +21,7 @@ sequences).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -76,18 +77,25 @@ def score_sequences(
     stats: TreeStats | None = None,
     pack_tokens: int = PACK_TOKENS,
     share: bool = True,
+    on_done: Callable[[list[tuple[int, tuple[float, bool]]]], None] | None = None,
 ) -> list[tuple[float, bool]]:
     """For each (tokens, first_scored), the summed log-probability of tokens[first_scored:] and
     whether each of them was the argmax. ``first_scored`` must be at least 1. ``pack_tokens`` 0
     never packs: every row is a plain sequence (for models that take no tree mask); ``share``
-    False shares nothing (see above)."""
+    False shares nothing (see above). ``on_done`` gets (index, result) of the sequences whose
+    last scored token a forward pass has just computed."""
     root = _TrieNode()
-    for tokens, first in sequences:
+    waiting: dict[_TrieNode, list[int]] = defaultdict(list)  # a scored node -> the sequences that need it
+    unscored = []  # per sequence, its scored nodes not yet forwarded
+    reported: dict[int, tuple[float, bool]] = {}
+    for i, (tokens, first) in enumerate(sequences):
         node = root
         for position, token in enumerate(tokens):
             if position >= first:
                 node.scored = True
+                waiting[node].append(i)
             node = node.children.setdefault(token, _TrieNode())
+        unscored.append(max(0, len(tokens) - first))
     _count_sizes(root)
     if share:
         pending = _rows_below(root, None, 0, pack_tokens)
@@ -96,21 +104,34 @@ def score_sequences(
     stats = stats or TreeStats()
     while pending:
         batch = _take(pending, max_rows, max_tokens)
-        for row in _forward(batch, forward, head, stats, share):
+        ready, scored = _forward(batch, forward, head, stats, share)
+        for row in ready:
             row.children = _rows_below(row.nodes[-1], row, row.past_len + len(row.tokens), pack_tokens)
             row.waiting = len(row.children)
             pending.extend(reversed(row.children))  # depth first: finish a subtree, free its cache
-    results = []
-    for tokens, first in sequences:
-        node, logprob, greedy = root, 0.0, True
-        for position, token in enumerate(tokens):
-            if position >= first:
-                token_logprob, is_argmax = node.logprobs[token]
-                logprob += token_logprob
-                greedy = greedy and is_argmax
-            node = node.children[token]
-        results.append((logprob, greedy))
-    return results
+        if on_done is not None:
+            finished = []
+            for node in scored:
+                for i in waiting.pop(node, ()):
+                    unscored[i] -= 1
+                    if unscored[i] == 0:
+                        finished.append(i)
+                        reported[i] = _score(root, *sequences[i])
+            if finished:
+                on_done([(i, reported[i]) for i in finished])
+    return [reported[i] if i in reported else _score(root, *sequence) for i, sequence in enumerate(sequences)]
+
+
+def _score(root: _TrieNode, tokens: Sequence[int], first: int) -> tuple[float, bool]:
+    """The summed log-probability of tokens[first:] and whether each was the argmax."""
+    node, logprob, greedy = root, 0.0, True
+    for position, token in enumerate(tokens):
+        if position >= first:
+            token_logprob, is_argmax = node.logprobs[token]
+            logprob += token_logprob
+            greedy = greedy and is_argmax
+        node = node.children[token]
+    return logprob, greedy
 
 
 def _count_sizes(root: _TrieNode) -> None:
@@ -198,9 +219,11 @@ def _take(pending: list[_Row], max_rows: int, max_tokens: int) -> list[_Row]:
     return batch
 
 
-def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats, share: bool) -> list[_Row]:
+def _forward(
+    batch: list[_Row], forward: Forward, head, stats: TreeStats, share: bool
+) -> tuple[list[_Row], list[_TrieNode]]:
     """Run one batch, record the log-probabilities it yields, and return the rows whose children
-    are now ready (their cache kept; none when rows are not shared)."""
+    are now ready (their cache kept; none when rows are not shared) and the nodes just scored."""
     batch.sort(key=lambda s: (s.past_len, len(s.tokens)))
     rows, past_max = len(batch), max(s.past_len for s in batch)
     new_max = max(len(s.tokens) for s in batch)
@@ -219,6 +242,7 @@ def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats, share:
 
     # Log-probabilities only where a scored token follows: the output head is the costly part.
     wanted = [(r, i) for r, s in enumerate(batch) for i, node in enumerate(s.nodes) if node.scored]
+    scored = [batch[r].nodes[i] for r, i in wanted]
     if wanted:
         rows_index = torch.tensor([r for r, _ in wanted])
         cols_index = torch.tensor([i for _, i in wanted])
@@ -253,7 +277,7 @@ def _forward(batch: list[_Row], forward: Forward, head, stats: TreeStats, share:
             row.parent.waiting -= 1
             if row.parent.waiting == 0:
                 row.parent.past = None
-    return ready
+    return ready, scored
 
 
 def _padding_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import resource
 import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rueval.results import TaskResult
@@ -23,21 +20,6 @@ from rueval.slices import slice_scores
 from rueval.solvers import Solver
 from rueval.stats import bootstrap_ci
 from rueval.tasks import Example, Task
-
-
-@dataclass
-class Timing:
-    seconds: float = 0.0
-
-
-@contextmanager
-def timed() -> Iterator[Timing]:
-    """Wall time of the block, in ``timing.seconds`` once it ends."""
-    timing, started = Timing(), time.perf_counter()
-    try:
-        yield timing
-    finally:
-        timing.seconds = time.perf_counter() - started
 
 
 def peak_rss_mb() -> float:
@@ -62,7 +44,8 @@ def industrial_figures(examples: int, seconds: float, solver: Solver) -> dict[st
     return figures
 
 
-def task_diagnostics(
+def diagnose(
+    result: TaskResult,
     task: Task,
     examples: Sequence[Example],
     preds: Sequence[Any],
@@ -70,21 +53,21 @@ def task_diagnostics(
     solver: Solver,
     slices: Sequence[str],
     seed: int,
-) -> dict[str, Any]:
-    """A task result's "ci", "industrial" and (when slices were asked for) "slices" entries."""
-    diagnostics: dict[str, Any] = {
-        "ci": bootstrap_ci(task, examples, preds, seed=seed),
-        "industrial": industrial_figures(len(examples), seconds, solver),
-    }
+) -> None:
+    """Add a task result's intervals, industrial figures and (when asked for) scores per slice."""
+    result.ci = bootstrap_ci(task, examples, preds, seed=seed)
+    result.industrial = industrial_figures(len(examples), seconds, solver)
     if slices:
-        diagnostics["slices"] = slice_scores(task, examples, preds, slices)
-    return diagnostics
+        result.slices = slice_scores(task, examples, preds, slices)
 
 
 def run_industrial(results: Mapping[str, TaskResult], solver: Solver) -> dict[str, Any]:
     """The run's industrial figures: throughput and latency over all tasks' examples, the highest peak
-    memory, and the model size (as the solver reports it now, else as a task recorded it)."""
+    memory, and the model size (as the solver reports it now, else as a task recorded it); empty
+    when no task was computed."""
     per_task = [r.industrial for r in results.values() if r.industrial]
+    if not per_task:
+        return {}
     figures = industrial_figures(sum(f["examples"] for f in per_task), sum(f["seconds"] for f in per_task), solver)
     figures["peak_rss_mb"] = max([figures["peak_rss_mb"], *(f["peak_rss_mb"] for f in per_task)])
     for key in ("parameters", "model_size_mb"):

@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import load_task_data, open_data
+from rueval.data import MAX_LINE_BYTES, load_task_data, open_data
+from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
-from rueval.run.diagnostics import run_industrial, task_diagnostics
+from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
+from rueval.results.lm_eval import lm_eval_results
+from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
-from rueval.solvers import Setting, make_solver
+from rueval.solvers import Setting, Solver, make_solver
 from rueval.tasks import Task
 
 if TYPE_CHECKING:
@@ -46,16 +49,19 @@ def run(
     options: Mapping[str, Any] | None = None,
     force: bool = False,
     log_samples: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    solver: Solver | None = None,
 ) -> RunResult:
     """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/
     (and with ``log_samples`` OUT/samples/, each example's prompts and scores).
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
-    (the command line's) are saved in OUT/run.json for --resume."""
+    (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
+    Python API's in-memory models), named ``model`` in the results."""
     started = time.perf_counter()
-    source = open_data(data)
+    source = open_data(data, max_line_bytes)
     solver_options = dict(solver_options or {})
-    solver = make_solver(model, seed, **solver_options)
+    solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
     loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]
     # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
@@ -87,21 +93,14 @@ def run(
         else:
             pending.append((task, task_data))
     for predicted in predict_tasks(solver, pending, settings_of(shots, episodes), log_samples):
-        task = predicted.task
-        started_recording = time.perf_counter()
+        task, examples = predicted.task, predicted.data.eval.examples
+        started_scoring = time.perf_counter()
         result = score(predicted)
-        result.fingerprint = fingerprint(settings, task, predicted.data)
-        diagnostics = task_diagnostics(
-            task, predicted.data.eval.examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed
-        )
-        result.ci, result.industrial, result.slices = (
-            diagnostics["ci"],
-            diagnostics["industrial"],
-            diagnostics.get("slices", {}),
-        )
+        diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
         if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
             result.perturbations = robustness.evaluate(source, task, predicted, limit)
-        result.wall_time_s = predicted.seconds + time.perf_counter() - started_recording
+        result.fingerprint = fingerprint(settings, task, predicted.data)
+        result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
         results[task.name] = result
     ordered = {task.name: results[task.name] for task, _ in loaded}
@@ -111,12 +110,14 @@ def run(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
         rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
-        industrial=run_industrial(ordered, solver),
+        # timings of this run's own work: a reused task's figures are the earlier run's
+        industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, solver),
         tasks=everything,
         reused=reused,
         notes=store.notes,
     )
     store.write_results(summary)
+    write_json(out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
     return summary
 
 

@@ -14,13 +14,14 @@ from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 SOLVERS: dict[str, Callable[..., Solver]] = {name: partial(TrivialSolver, name) for name in STRATEGIES}
 
 
-def _tfidf(**options) -> Solver:
+def _tfidf(variant: str, **options) -> Solver:
     from rueval.solvers.tfidf import TfidfSolver  # scikit-learn is imported only when asked for
 
-    return TfidfSolver(**options)
+    return TfidfSolver(variant=variant, **options)
 
 
-SOLVERS["tfidf"] = _tfidf
+SOLVERS["tfidf"] = partial(_tfidf, "official")
+SOLVERS["tfidf-fields"] = partial(_tfidf, "fields")
 
 
 def _heuristic(seed: int = 0, fallback: str = "majority", rules: str = "fitted") -> Solver:

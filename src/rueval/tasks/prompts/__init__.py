@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rueval.data.mera import MERA_TASKS
 from rueval.tasks import Task, get_task
 from rueval.tasks.prompts import (
     chegeka,
@@ -20,6 +21,7 @@ from rueval.tasks.prompts import (
     winograd,
 )
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
+from rueval.tasks.prompts.mera import MeraInstructionPrompt
 
 PROMPTS: dict[str, TaskPrompt] = {
     "lidirus": lidirus.PROMPT,
@@ -39,6 +41,11 @@ PROMPTS: dict[str, TaskPrompt] = {
     "sit_ethics": ethics.SIT_ETHICS,
     "per_ethics": ethics.PER_ETHICS,
 }
+
+
+# Examples read from MERA's task files are asked with MERA's own instructions.
+for _name in MERA_TASKS:
+    PROMPTS[_name] = MeraInstructionPrompt(_name, PROMPTS[_name])
 
 
 def get_prompt(task: Task | str) -> TaskPrompt:

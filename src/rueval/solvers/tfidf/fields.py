@@ -1,135 +1,40 @@
-"""The linear baselines of both papers: TF-IDF features and logistic regression, with scikit-learn.
+"""rueval's own TF-IDF models: the TAPE linear baseline, and for RSG tasks `-m tfidf-fields`.
 
-- RSG (Shavrina et al., 2020, Section 4.1.1): a TF-IDF vocabulary of the 10,000 most common words,
-  then one logistic regression per task. The paper fitted TF-IDF on a 20k-document Wikipedia sample,
-  which cannot be downloaded here: the vectorizer is fitted on the task's own train texts instead.
-- TAPE (Taktasheva et al., 2022, Section 5.1, Table 3 "Linear"): TF-IDF over word 1-4-grams, the
-  top 150,000 features, logistic regression with scikit-learn's default L2 regularisation.
+TAPE (Taktasheva et al., 2022, Section 5.1, Table 3 "Linear") gives its settings, TF-IDF over word
+1-4-grams, the top 150,000 features, logistic regression, but not how each task's fields become one
+input; these models decide that. `-m tfidf-fields` reads RSG tasks the same way, with the RSG paper's
+10,000-word vocabulary: rueval's own richer variant of the official construction (``official.py``),
+not the paper's baseline and never the default.
 
-The configuration follows ``task.benchmark``. Tokens are scikit-learn's default word pattern (the
-papers used scikit-learn and name no other tokenizer; it is also some 35 times faster than razdel),
-on lower-cased text with ё read as е.
-
-How each task becomes features is decided in one place, ``_model_for``: classification tasks read a
-few fields, multiple-choice and span tasks score each option with a binary classifier and pick the
-best, Ethics trains one classifier per category, CheGeKa answers like its nearest train question.
-An input of several fields is featurised by ``FieldVectors``: each field's TF-IDF vector side by
-side, plus the cosine similarity of every pair of fields. Without those similarities a linear model
-could not relate an option to its context: the context's own vector adds the same amount to every
-option's score, so for options it is left out and only its cosines are kept.
-
-Fitted models are cached on disk (``cache_dir("tfidf")``), keyed by the train examples' content,
-the parameters and the library versions, so a second run on the same data skips fitting.
+Classification tasks read a few fields, multiple-choice and span tasks score each option with a
+binary classifier and pick the best, Ethics trains one classifier per category, CheGeKa answers like
+its nearest train question. An input of several fields is featurised by ``FieldVectors``: each
+field's TF-IDF vector side by side, plus the cosine similarity of every pair of fields. Without those
+similarities a linear model could not relate an option to its context: the context's own vector adds
+the same amount to every option's score, so for options it is left out and only its cosines are kept.
+Text is lower-cased with ё read as е.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
-from itertools import combinations
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import joblib
 import numpy as np
 import razdel
-import sklearn
 from scipy import sparse
-from sklearn.dummy import DummyClassifier
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 
-from rueval import __version__
 from rueval.errors import RuevalError
-from rueval.files import atomic_path
-from rueval.metrics import normalize_answer
-from rueval.paths import cache_dir
+from rueval.metrics import is_correct
 from rueval.progress import progress
-from rueval.solvers.base import Solver
+from rueval.solvers.tfidf.features import CONFIGS, Fields, FieldVectors, LinearConfig, fit_classifier
 from rueval.tasks import Example, Task, split_options
 from rueval.text import sentences
 
-
-@dataclass(frozen=True)
-class LinearConfig:
-    """One paper's baseline settings."""
-
-    ngram_range: tuple[int, int]
-    max_features: int  # the vocabulary: the most frequent n-grams of the train texts
-    max_iter: int = 1000  # logistic regression otherwise keeps scikit-learn's defaults (L2, C=1)
-    max_negatives: int = 20  # wrong options kept per train example when scoring options (RuCoS, MultiQ)
-
-    def vectorizer(self) -> TfidfVectorizer:
-        return TfidfVectorizer(ngram_range=self.ngram_range, max_features=self.max_features, preprocessor=_normalize)
-
-
-CONFIGS = {
-    "rsg": LinearConfig(ngram_range=(1, 1), max_features=10_000),  # Shavrina et al. (2020), Section 4.1.1
-    "tape": LinearConfig(ngram_range=(1, 4), max_features=150_000),  # Taktasheva et al. (2022), Section 5.1
-}
-
-
-def _normalize(text: str) -> str:
-    return text.lower().replace("ё", "е")
-
-
 PREDICT_BATCH = 256  # examples whose options are featurised at once
 
-Fields = tuple[str, ...]  # the texts one model input is made of, always in the same order
 Option = tuple[Any, Fields, Fields]  # an answer, the texts all options of its example share, its own texts
-
-
-class FieldVectors:
-    """Inputs of k texts -> each text's TF-IDF vector side by side, then the cosine similarity of every
-    pair of texts (how much premise and hypothesis, or passage and answer, have in common)."""
-
-    def __init__(self, config: LinearConfig):
-        self.vectorizer = config.vectorizer()
-
-    def fit(self, task: Task, inputs: Sequence[Fields]) -> FieldVectors:
-        try:
-            self.vectorizer.fit(list(dict.fromkeys(text for fields in inputs for text in fields)))
-        except ValueError:  # scikit-learn's "empty vocabulary"
-            raise RuevalError(f"{task.name}: the train texts have no words to build a TF-IDF vocabulary from") from None
-        return self
-
-    def transform(self, inputs: Sequence[Fields], shared: int = 0) -> sparse.csr_matrix:
-        """The features of each input. The first ``shared`` texts are the context all options of an
-        example share: their own vectors would add the same to every option's score, so only their
-        cosines are kept (and a long passage is not copied once per option)."""
-        columns = [self._vectorize([fields[i] for fields in inputs]) for i in range(len(inputs[0]))]
-        blocks = [vectors[rows] for vectors, rows in columns[shared:]]
-        cosines = [_paired_cosines(a, b) for a, b in combinations(columns, 2)]
-        if cosines:
-            blocks.append(sparse.csr_matrix(np.column_stack(cosines)))
-        return sparse.hstack(blocks, format="csr")
-
-    def _vectorize(self, texts: list[str]) -> tuple[sparse.csr_matrix, np.ndarray]:
-        """The distinct texts' TF-IDF vectors, and each input's row among them: a text is vectorized once."""
-        row_of = {text: row for row, text in enumerate(dict.fromkeys(texts))}
-        rows = np.fromiter((row_of[text] for text in texts), dtype=np.int64, count=len(texts))
-        return self.vectorizer.transform(list(row_of)), rows
-
-
-Column = tuple[sparse.csr_matrix, np.ndarray]  # distinct vectors and each input's row among them
-
-
-def _paired_cosines(a: Column, b: Column) -> np.ndarray:
-    """Each input's cosine between two of its texts: the dot product, as TF-IDF rows have unit length.
-    Only the side with fewer nonzeros is expanded to one row per input, the other is looked up."""
-    (small, small_rows), (large, large_rows) = sorted((a, b), key=lambda c: c[0].getnnz(axis=1)[c[1]].sum())
-    expanded = small[small_rows].tocoo()
-    looked_up = np.asarray(large[large_rows[expanded.row], expanded.col]).ravel()
-    return np.bincount(expanded.row, weights=expanded.data * looked_up, minlength=len(small_rows))
-
-
-def _classifier(config: LinearConfig, seed: int, features: sparse.csr_matrix, targets: Sequence[int]) -> Any:
-    """Logistic regression; a constant answer when the train targets have a single class."""
-    if len(set(targets)) < 2:
-        return DummyClassifier(strategy="most_frequent").fit(features, targets)
-    return LogisticRegression(max_iter=config.max_iter, random_state=seed).fit(features, targets)
 
 
 # ---- reading examples -------------------------------------------------------------------------------
@@ -180,10 +85,7 @@ def _word_runs(text: str) -> list[list[Any]]:
 
 def _gold_test(task: Task, example: Example) -> Callable[[Any], bool]:
     """Whether an option is a right answer to the example."""
-    if task.kind == "span":  # answers are compared as the metrics compare them
-        golds = {normalize_answer(gold) for gold in example.label}
-        return lambda answer: normalize_answer(answer) in golds
-    return lambda answer: answer == example.label
+    return lambda answer: is_correct(task, example.label, answer)  # as the metrics compare answers
 
 
 # ---- the models --------------------------------------------------------------------------------------
@@ -202,7 +104,7 @@ class LabelModel:
         inputs = [self.read(task, example) for example in progress(train, f"tfidf features for {task.name}")]
         self.features = FieldVectors(self.config).fit(task, inputs)
         targets = [task.labels.index(example.label) for example in train]
-        self.classifier = _classifier(self.config, self.seed, self.features.transform(inputs), targets)
+        self.classifier = fit_classifier(self.config, self.seed, self.features.transform(inputs), targets)
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
         rows = self.classifier.predict(self.features.transform([self.read(task, example) for example in examples]))
@@ -234,7 +136,7 @@ class OptionModel:
             raise RuevalError(f"{task.name}: the train examples have no answer options to learn from")
         self.features = FieldVectors(self.config).fit(task, inputs)
         features = self.features.transform(inputs, self.shared)
-        self.classifier = _classifier(self.config, self.seed, features, targets)
+        self.classifier = fit_classifier(self.config, self.seed, features, targets)
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
         # In batches: MultiQ's hundreds of spans per question would otherwise fill gigabytes.
@@ -273,7 +175,7 @@ class CategoryModel:
         self.features = FieldVectors(self.config).fit(task, inputs)
         matrix = self.features.transform(inputs)
         self.classifiers = [
-            _classifier(self.config, self.seed, matrix, [example.label[i] for example in train])
+            fit_classifier(self.config, self.seed, matrix, [example.label[i] for example in train])
             for i in range(len(task.categories))
         ]
 
@@ -324,7 +226,8 @@ OPTIONS = {
 }
 
 
-def _model_for(task: Task, seed: int) -> Model:
+def fields_model(task: Task, seed: int) -> Model:
+    """The task's model, with the settings of the task's paper."""
     config = CONFIGS[task.benchmark]
     if task.name in LABEL_FIELDS:
         return LabelModel(LABEL_FIELDS[task.name], config, seed)
@@ -335,43 +238,3 @@ def _model_for(task: Task, seed: int) -> Model:
     if task.name == "chegeka":
         return NearestAnswerModel(config)
     raise RuevalError(f"the tfidf baseline does not know how to read task '{task.name}'")
-
-
-class TfidfSolver(Solver):
-    """`-m tfidf`: the RSG or TAPE linear baseline, chosen by the task's benchmark."""
-
-    name = "tfidf"
-
-    def __init__(self, seed: int = 0):
-        self.seed = seed
-
-    def fit(self, task: Task, train: Sequence[Example]) -> None:
-        labelled = [example for example in train if example.label is not None]
-        if not labelled:
-            raise RuevalError(f"{task.name}: the tfidf baseline needs labelled train examples, and the data has none")
-        path = cache_dir("tfidf") / f"{task.name}-{self._cache_key(task, labelled)}.joblib"
-        if path.exists():
-            self._model = joblib.load(path)
-            return
-        self._model = _model_for(task, self.seed)
-        self._model.fit(task, labelled)
-        with atomic_path(path) as tmp:
-            joblib.dump(self._model, tmp)
-
-    def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:
-        examples = list(examples)
-        return self._model.predict(task, examples) if examples else []
-
-    def _cache_key(self, task: Task, train: Sequence[Example]) -> str:
-        """A hash of what the fitted model depends on: the train data, the parameters, the code versions."""
-        settings = {
-            "task": task.name,
-            "config": asdict(CONFIGS[task.benchmark]),
-            "seed": self.seed,
-            "versions": {"rueval": __version__, "scikit-learn": sklearn.__version__},
-        }
-        digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-        for example in train:
-            content = [example.fields, example.label, example.candidates]
-            digest.update(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode() + b"\n")
-        return digest.hexdigest()[:32]

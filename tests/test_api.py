@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import rueval
+from rueval.errors import RuevalError
+from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.tasks import get_task
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_example() -> str:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Python API", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_example_runs_on_a_loaded_model(tiny_gpt2_dir, capsys):
+    code = readme_example()
+    assert 'name = "' in code
+    code = re.sub(r'name = "[^"]+"', f"name = {str(tiny_gpt2_dir)!r}", code)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README example, as a reader runs it
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines[:2]] == ["rcb", "parus"]
+    assert "1-shot" in lines[0]
+    assert lines[2].startswith("PredictionRow(idx=")
+
+
+def test_importing_rueval_loads_neither_the_pipeline_nor_torch():
+    import subprocess
+
+    code = "import sys, rueval; print('rueval.run' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_a_spec_gives_typed_results_with_every_prediction_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results = rueval.evaluate("majority", tasks="rcb,parus")
+    assert isinstance(results, rueval.Evaluation)
+    assert list(results.tasks) == ["rcb", "parus"]
+    rcb = results.tasks["rcb"]
+    assert rcb.ci["score"][0] <= rcb.score <= rcb.ci["score"][1]
+    assert len(results.predictions["rcb"]) == rcb.n
+    assert {row.prediction for row in results.predictions["rcb"]} == {"neutral"}  # the bundled train's majority
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_writes_the_run_directory_the_command_line_writes(tmp_path):
+    results = rueval.evaluate("majority", tasks=["terra"], out=tmp_path / "run")
+    assert (tmp_path / "run" / "results.json").is_file()
+    assert rueval.Evaluation.read(tmp_path / "run").tasks["terra"].score == results.tasks["terra"].score
+
+
+class ConstantModel(LanguageModel):
+    """Prefers the option whose text is longest: a model whose answers the test can predict."""
+
+    identity = "test:longest-option"
+
+    def loglikelihood(self, requests, on_done=None):
+        return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]
+
+    def generate(self, requests, on_done=None):
+        return ["" for _ in requests]
+
+
+def test_any_language_model_is_evaluated_through_the_lm_solver():
+    results = rueval.evaluate(ConstantModel(), tasks=["parus"], shots=[0, 1])
+    assert results.model == "test:longest-option"
+    assert set(results.tasks["parus"].shots) == {0, 1}
+    assert results.tasks["parus"].requests_computed > 0
+    prompt_choices = rueval_parus_choices()
+    for row in results.predictions["parus"][:5]:
+        assert row.prediction == prompt_choices[row.idx]
+
+
+def rueval_parus_choices() -> dict:
+    """The option with the longer continuation, per PARus example, as the prompt writes them."""
+    from rueval.data import load_task_data, open_data
+    from rueval.tasks.prompts import get_prompt
+
+    task = get_task("parus")
+    prompt = get_prompt(task)
+    chosen = {}
+    for example in load_task_data(open_data(None), task, None, None).eval.examples:
+        (question,) = prompt.questions(example)
+        best = max(question.choices, key=lambda c: len(c.continuation))
+        chosen[example.idx] = prompt.prediction(example, [best.label])
+    return chosen
+
+
+def test_options_that_do_not_apply_are_a_clear_error():
+    with pytest.raises(RuevalError, match="device"):
+        rueval.evaluate(ConstantModel(), tasks=["parus"], device="cuda")
+    with pytest.raises(RuevalError, match="tokenizer"):
+        rueval.evaluate(object(), tasks=["parus"])
+    with pytest.raises(RuevalError, match="takes no model options"):
+        rueval.evaluate("majority", tasks=["parus"], device="cpu")
+    with pytest.raises(RuevalError, match="tokenizer= goes with a loaded model"):
+        rueval.evaluate("hf:some/model", tasks=["parus"], tokenizer=object())

@@ -1,0 +1,52 @@
+"""Progress off a terminal: a plain line every LOG_EVERY seconds with the count, rate and ETA."""
+
+import re
+
+from rueval import progress
+from rueval.models.base import Generation
+from rueval.models.engine import Engine
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_plain_lines_give_count_rate_and_eta_every_few_seconds(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(progress, "monotonic", clock)
+    with progress.counting("generating", 100, "requests") as counter:
+        for _ in range(10):
+            clock.now += 1.0  # one request per second
+            counter.advance()
+    lines = capsys.readouterr().err.splitlines()
+    # a line at 5 s and at 10 s: 5 of 100 done at 1/s leaves 95 s
+    assert lines == [
+        "generating: 5/100 requests, 1.0/s, ETA 0:01:35",
+        "generating: 10/100 requests, 1.0/s, ETA 0:01:30",
+    ]
+
+
+class CountingModel:
+    """A backend that reports every request as its own batch."""
+
+    identity = "counting"
+
+    def generate(self, requests, on_done=None):
+        for i, request in enumerate(requests):
+            progress.monotonic.now += 5.0
+            on_done([(i, request.prompt.upper())])
+        return [r.prompt.upper() for r in requests]
+
+
+def test_the_engine_counts_requests_as_the_backend_reports_them(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(progress, "monotonic", clock)
+    engine = Engine(CountingModel())
+    texts = engine.generate([Generation(p, 4) for p in ("а", "б", "в", "а")], "MultiQ")
+    assert texts == ["А", "Б", "В", "А"] and engine.computed == 3
+    lines = capsys.readouterr().err.splitlines()
+    assert [re.sub(r", .*", "", line) for line in lines] == [f"MultiQ: {n}/3 requests" for n in (1, 2, 3)]
