@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from rueval.data import open_data
@@ -236,3 +238,18 @@ def test_malformed_annotations_are_a_data_error_naming_file_example_and_field(ta
         protected_spans_batch(get_task(task_name), [example], "data/test.jsonl")
     assert raised.value.file == "data/test.jsonl" and raised.value.field == field
     assert f"{task_name} example with idx 7" in str(raised.value)
+
+
+def test_a_missing_natasha_is_one_error_naming_the_extra_to_install(monkeypatch):
+    """natasha is the optional `robustness` extra: without it the constraints say how to get it."""
+    from rueval.errors import RuevalError
+    from rueval.robustness import constraints
+
+    monkeypatch.setitem(sys.modules, "natasha", None)  # `import natasha` now raises ImportError
+    constraints._natasha.cache_clear()
+    example = Example(0, {"text": "Лев Толстой родился в Ясной Поляне."}, None)
+    with pytest.raises(RuevalError, match=r"pip install 'rueval\[robustness\]'"):
+        NamedEntities().protect(example, ["text"])
+    with pytest.raises(RuevalError, match="natasha"):
+        constraints._dependencies(["Кошка спит."])
+    constraints._natasha.cache_clear()

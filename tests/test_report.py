@@ -6,7 +6,9 @@ import base64
 import copy
 import json
 import re
+import shutil
 import subprocess
+from html import escape
 from pathlib import Path
 
 import matplotlib.image
@@ -211,3 +213,105 @@ def test_report_renders_in_headless_chromium(full_report, tmp_path):
 
     assert share_of((0xFF, 0xF6, 0xD6)) > 0.002  # the highlighted run rows of the leaderboard tables
     assert share_of((0x1F, 0x77, 0xB4)) > 0.002  # the first run's bars in the RSG score figure
+
+
+# ---- the per-example view of sample logs (--log-samples) ---------------------------------------------------
+
+HOSTILE_PREMISE = 'Лёд <b>таял</b> & "<script>alert(1)</script>"'
+GREEN, RED = (0x3A, 0x9D, 0x5D), (0xD0, 0x47, 0x3C)  # the right and wrong examples' border colours
+
+
+@pytest.fixture(scope="module")
+def logged_run(tiny_gpt2_dir, tmp_path_factory) -> Path:
+    """A tiny model's run with sample logs on a choice task (one premise hostile HTML) and a generation task."""
+    from rueval.data.local import SAMPLES_DIR
+    from rueval.tasks.prompts import PROMPTS
+
+    base = tmp_path_factory.mktemp("logged")
+    data = base / "data"
+    shutil.copytree(SAMPLES_DIR, data)
+    val = data / "PARus" / "val.jsonl"
+    records = [json.loads(line) for line in val.read_text(encoding="utf-8").splitlines()]
+    records[0]["premise"] = HOSTILE_PREMISE
+    val.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
+        patch.setattr(PROMPTS["multiq"], "max_new_tokens", (3, 3))
+        args = ("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "parus,multiq", "--data", data, "--limit", "8")
+        result = invoke(*args, "--log-samples", "-o", base / "run")
+    assert result.exit_code == 0, result.output
+    return base / "run"
+
+
+@pytest.fixture(scope="module")
+def examples_report(logged_run, runs, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("examples") / "report.html"
+    result = invoke("report", runs["majority"], logged_run, "-o", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def read_log(run: Path, task: str) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples" / f"{task}.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_report_shows_every_logged_example_with_its_prompt_and_option_scores(logged_run, examples_report):
+    html = examples_report.read_text(encoding="utf-8")
+    view = html[html.index('<section id="examples">') :]
+    parus, multiq = read_log(logged_run, "parus"), read_log(logged_run, "multiq")
+    assert view.count('<details class="sample') == len(parus) + len(multiq)  # the majority run logged nothing
+    right = sum(line["correct"] for line in parus)
+    assert f">all ({len(parus)})<" in view and f">right ({right})<" in view
+    assert f">wrong ({len(parus) - right})<" in view
+    for line in parus:
+        for argument, response in zip(line["arguments"].values(), line["resps"]):
+            assert f"<td>{float(response[0][0]):.3f}</td>" in view  # every option's log-likelihood
+            assert escape(repr(argument["arg_1"])) in view
+    assert escape(multiq[0]["arguments"]["gen_args_0"]["arg_0"]) in view  # the generation prompt
+    assert escape(HOSTILE_PREMISE) in view and HOSTILE_PREMISE not in html
+    assert "<script" not in html and not re.search(r'(src|href)="(?!data:image/png;base64,|#)', html)
+
+
+def test_report_rejects_a_malformed_sample_log(logged_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(logged_run, run)
+    log = run / "samples" / "parus.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[1])
+    del broken["filtered_resps"]
+    log.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n", encoding="utf-8")
+    result = invoke("report", run, "-o", tmp_path / "report.html")
+    assert result.exit_code == 2 and "parus.jsonl:2: field 'filtered_resps': missing" in result.output
+    assert not (tmp_path / "report.html").exists()
+
+
+def screenshot(page: str, tmp_path: Path, name: str) -> np.ndarray:
+    shot = tmp_path / f"{name}.png"
+    flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+    # a window taller than the page: the anchor then scrolls nothing (headless screenshots ignore scrolling)
+    flags += " --disable-component-update --disable-sync --window-size=1280,12000"
+    command = [str(CHROMIUM), *flags.split(), f"--user-data-dir={tmp_path / name}", f"--screenshot={shot}", page]
+    subprocess.run(command, check=True, capture_output=True, timeout=180)
+    return rgb(matplotlib.image.imread(shot))
+
+
+def test_the_right_wrong_filter_works_in_headless_chromium(logged_run, tmp_path):
+    assert CHROMIUM.exists(), "the browser test needs Chromium: apt-get install -y chromium (see .ci/run)"
+    parus = read_log(logged_run, "parus")
+    assert 0 < sum(line["correct"] for line in parus) < len(parus), "the view needs right and wrong examples"
+    run = tmp_path / "run"  # the run with PARus's log alone: the one block on the page is the filtered one
+    shutil.copytree(logged_run, run)
+    (run / "samples" / "multiq.jsonl").unlink()
+    report = tmp_path / "report.html"
+    assert invoke("report", run, "-o", report).exit_code == 0
+    page = report.resolve().as_uri()
+
+    def has(pixels: np.ndarray, colour: tuple[int, int, int]) -> bool:
+        return bool((np.abs(pixels - colour).max(axis=-1) <= 6).sum() > 40)
+
+    everything = screenshot(f"{page}#samples-0-all", tmp_path, "all")
+    assert has(everything, GREEN) and has(everything, RED)
+    only_right = screenshot(f"{page}#samples-0-right", tmp_path, "right")
+    assert has(only_right, GREEN) and not has(only_right, RED)
+    only_wrong = screenshot(f"{page}#samples-0-wrong", tmp_path, "wrong")
+    assert has(only_wrong, RED) and not has(only_wrong, GREEN)

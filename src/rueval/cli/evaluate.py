@@ -11,6 +11,7 @@ import typer
 from rueval.cli.app import app
 from rueval.cli.options import (
     AddsentModelOption,
+    ApplyChatTemplateOption,
     BaseUrlOption,
     BatchSizeOption,
     ConcurrencyOption,
@@ -21,6 +22,7 @@ from rueval.cli.options import (
     EpisodesOption,
     FallbackName,
     FallbackOption,
+    FewshotAsMultiturnOption,
     FilterMinShareOption,
     FilterModelOption,
     FilterThresholdOption,
@@ -34,6 +36,7 @@ from rueval.cli.options import (
     FtSaveOption,
     FtSeedOption,
     LimitOption,
+    LogSamplesOption,
     MaxLineOption,
     ModelArgsOption,
     ModelOption,
@@ -45,6 +48,7 @@ from rueval.cli.options import (
     SeedOption,
     ShotsOption,
     SplitOption,
+    SystemInstructionOption,
     TasksOption,
     TranslationModelOption,
     TrustRemoteCodeOption,
@@ -120,6 +124,10 @@ def run(
     trust_remote_code: TrustRemoteCodeOption = False,
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
+    apply_chat_template: ApplyChatTemplateOption = False,
+    system_instruction: SystemInstructionOption = None,
+    fewshot_as_multiturn: FewshotAsMultiturnOption = False,
+    log_samples: LogSamplesOption = False,
     perturb: Annotated[
         Optional[str],
         typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
@@ -187,6 +195,7 @@ def run(
             robustness=robustness,
             options=plain(options),
             force=force,
+            log_samples=log_samples,
             max_line_bytes=int(max_line_mb * 2**20),
         )
     except KeyboardInterrupt:

@@ -145,6 +145,39 @@ FtHeldoutOption = Annotated[
     float, typer.Option("--ft-heldout", min=0, max=0.99, help="finetune: share of train held out to pick the model.")
 ]
 FtSaveOption = Annotated[Optional[Path], typer.Option("--ft-save", help="finetune: also save each task's model here.")]
+ApplyChatTemplateOption = Annotated[
+    bool,
+    typer.Option(
+        "--apply-chat-template",
+        "--apply_chat_template",
+        help="hf: render prompts through the tokenizer's chat template (lm-eval's option).",
+    ),
+]
+SystemInstructionOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--system-instruction",
+        "--system_instruction",
+        help="LMs: a system instruction before every prompt (a system turn with a template).",
+    ),
+]
+FewshotAsMultiturnOption = Annotated[
+    bool,
+    typer.Option(
+        "--fewshot-as-multiturn",
+        "--fewshot_as_multiturn",
+        help="hf, with --apply-chat-template: demonstrations as user/assistant turns.",
+    ),
+]
+LogSamplesOption = Annotated[
+    bool,
+    typer.Option(
+        "--log-samples",
+        "--log_samples",
+        help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape).",
+    ),
+]
+CHAT_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]
@@ -167,7 +200,13 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
         model_options["device"] = model_options.get("device") or default_device()
-        return {"scoring": options["scoring"], **model_options}
+        # only the chat options given: runs without them keep their fingerprints
+        chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
+        return {"scoring": options["scoring"], **model_options, **chat}
+    if any(options.get(name) for name in CHAT_OPTIONS):
+        raise RuevalError(
+            f"--apply-chat-template, --system-instruction, --fewshot-as-multiturn: {model} is no language model"
+        )
     return {}
 
 

@@ -2,7 +2,7 @@
 
 Inline CSS, figures embedded as base64 PNGs (also saved beside the page), no scripts and no
 external resources, so the page opens anywhere, offline. Every string from results files is
-escaped.
+escaped. Runs with sample logs get a per-example view (rueval.report.examples).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from rueval import __version__
 from rueval.files import atomic_path, write_text
-from rueval.report import plots
+from rueval.report import examples, plots
 from rueval.report.leaderboard import BENCHMARK_TITLES, Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
@@ -90,6 +90,7 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
         ("slices", "Subpopulations", _figures(figures, "slices-")),
         ("lidirus", "LiDiRus diagnostics", _figure(by_name.get("lidirus"))),
         ("industrial", "Industrial figures", _industrial_table(runs) + _figures(figures, "industrial")),
+        ("examples", "Per-example view", examples.examples_section(runs)),
     ]
     sections = [(anchor, title, body) for anchor, title, body in sections if body]
     sections.append(("references", "References", _references()))
@@ -101,7 +102,8 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>rueval report: {escape(', '.join(run.label for run in runs))}</title><style>{CSS}</style></head>"
+        f"<title>rueval report: {escape(', '.join(run.label for run in runs))}</title>"
+        f"<style>{CSS}{examples.CSS}</style></head>"
         f"<body><h1>rueval report</h1><p class=muted>{len(runs)} run(s), generated {created} by rueval "
         f"{escape(__version__)}. Scores are percentages (x100), as in the papers.</p><nav>{nav}</nav>{body}"
         "</body></html>\n"

@@ -153,6 +153,7 @@ class TaskResult:
     perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     requests_computed: int | None = None
+    protocol: str | None = None  # language models: how the task was scored, e.g. loglik-chat-template
     wall_time_s: float = 0.0
     fingerprint: str = ""
 
@@ -169,6 +170,8 @@ class TaskResult:
             data["shots"] = {str(k): shot.to_json() for k, shot in self.shots.items()}
         if self.requests_computed is not None:
             data["requests_computed"] = self.requests_computed
+        if self.protocol is not None:
+            data["protocol"] = self.protocol
         data.update({"ci": self.ci, "industrial": self.industrial})
         if self.slices:
             data["slices"] = self.slices
@@ -222,6 +225,7 @@ class TaskResult:
             perturbations=perturbations,
             data=dict(check.obj(data.get("data", {}), f"{at}data")),
             requests_computed=data.get("requests_computed"),
+            protocol=None if data.get("protocol") is None else check.text(data["protocol"], f"{at}protocol"),
             wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
             fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
         )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from rueval.errors import RuevalError
 from rueval.robustness.spans import Span, find_all, is_word, token_spans
 from rueval.tasks import Example
 from rueval.text import lemma, words
@@ -51,7 +52,12 @@ class Constraint(ABC):
 @cache
 def _natasha() -> dict[str, Any]:
     """natasha's segmenter, NER tagger, morphology tagger and syntax parser (about 1 s to load)."""
-    from natasha import NewsEmbedding, NewsMorphTagger, NewsNERTagger, NewsSyntaxParser, Segmenter
+    try:
+        from natasha import NewsEmbedding, NewsMorphTagger, NewsNERTagger, NewsSyntaxParser, Segmenter
+    except ImportError:
+        raise RuevalError(
+            "the robustness constraints need natasha, which is not installed: pip install 'rueval[robustness]'"
+        ) from None
 
     embedding = NewsEmbedding()
     return {
@@ -98,16 +104,17 @@ class _Word:
 
 
 def _dependencies(texts: list[str]) -> list[list[_Word]]:
+    tools = _natasha()  # first: a missing natasha is reported before its Doc is imported
     from natasha import Doc
 
     docs = []
     for text in texts:
         doc = Doc(text)
-        doc.segment(_natasha()["segmenter"])
+        doc.segment(tools["segmenter"])
         docs.append(doc)
     sentences = [(d, sentence) for d, doc in enumerate(docs) for sentence in doc.sents]
     chunk = [[token.text for token in sentence.tokens] for _, sentence in sentences]
-    morph, syntax = _natasha()["morph"].map(chunk), _natasha()["syntax"].map(chunk)
+    morph, syntax = tools["morph"].map(chunk), tools["syntax"].map(chunk)
     words: list[list[_Word]] = [[] for _ in docs]
     for number, ((d, sentence), tags, parse) in enumerate(zip(sentences, morph, syntax)):
         words[d] += [

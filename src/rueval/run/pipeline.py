@@ -47,10 +47,12 @@ def run(
     robustness: Robustness | None = None,
     options: Mapping[str, Any] | None = None,
     force: bool = False,
+    log_samples: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
     solver: Solver | None = None,
 ) -> RunResult:
-    """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/.
+    """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/
+    (and with ``log_samples`` OUT/samples/, each example's prompts and scores).
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
     (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
@@ -86,12 +88,12 @@ def run(
     pending = []
     for task, task_data in loaded:
         stored = store.stored(task, fingerprint(settings, task, task_data))
-        if stored is not None:
+        if stored is not None and (store.has_samples(task) or not log_samples):
             results[task.name] = stored
             reused.append(task.name)
         else:
             pending.append((task, task_data))
-    for predicted in predict_tasks(solver, pending, settings_of(shots, episodes)):
+    for predicted in predict_tasks(solver, pending, settings_of(shots, episodes), log_samples):
         task, examples = predicted.task, predicted.data.eval.examples
         started_scoring = time.perf_counter()
         result = score(predicted)
@@ -100,7 +102,7 @@ def run(
             result.perturbations = robustness.evaluate(source, task, predicted, limit)
         result.fingerprint = fingerprint(settings, task, predicted.data)
         result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
-        store.record(task, result, prediction_rows(predicted))
+        store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
         results[task.name] = result
     ordered = {task.name: results[task.name] for task, _ in loaded}
     everything = {**kept, **ordered}
@@ -138,6 +140,7 @@ def score(predicted: Predicted) -> TaskResult:
             "sha256": predicted.data.sha256,
         },
         requests_computed=predicted.requests_computed,
+        protocol=predicted.protocol,
     )
     if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
         result.shots = few_shot_scores(task, examples, predicted)

@@ -4,18 +4,26 @@ A classical solver is fitted and applied task by task. A language model's tasks 
 (each task, k and episode: examples -> requests), then all their requests go to the engine in one
 pooled call, so identical requests and shared prefixes are computed once across tasks, k and
 episodes; a task is handed on as soon as its own requests are done (tasks are asked in order).
+
+With ``log_samples`` each task also carries its sample log: one line per example per setting, in
+the shape lm-evaluation-harness 0.4's samples_<task>.jsonl has (its EvaluationTracker's writer:
+arguments as gen_args_i.arg_j, responses as text), plus rueval's k, episode, idx, prediction and
+whether it is correct.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import RuevalError
-from rueval.models.base import Request
+from rueval.metrics import exact_match, is_correct, token_f1
+from rueval.models.base import Generation, Request
 from rueval.progress import progress
 from rueval.solvers import Setting, Solver
 from rueval.solvers.lm import LMSolver, Plan
@@ -41,6 +49,8 @@ class Predicted:
     seconds: float = 0.0  # fitting and predicting; for a pooled LM run, the time until the task's requests were done
     requests_computed: int | None = None  # LMs: requests the model computed for this task (the rest were cached)
     predictor: Predictor | None = None
+    protocol: str | None = None  # LMs: how the task was scored (LMSolver.protocol)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # the sample log, when asked for
 
     @property
     def headline(self) -> list[Any]:
@@ -49,10 +59,10 @@ class Predicted:
 
 
 def predict_tasks(
-    solver: Solver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting]
+    solver: Solver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool = False
 ) -> Iterator[Predicted]:
     if isinstance(solver, LMSolver):
-        yield from _pooled(solver, pending, settings)
+        yield from _pooled(solver, pending, settings, log_samples)
         return
     if list(settings) != [Setting()]:
         raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
@@ -66,11 +76,17 @@ def predict_tasks(
         def predictor(jobs: Sequence[tuple[Sequence[Example], Setting]], task: Task = task) -> list[list[Any]]:
             return [solver.predict(task, examples) for examples, _ in jobs]  # fitted on this task just now
 
-        yield Predicted(task, data, {Setting(): predictions}, seconds=seconds, predictor=predictor)
+        samples = []
+        if log_samples:
+            samples = [
+                sample_line(task, doc_id, example, prediction, Setting(), {"filtered_resps": [prediction]})
+                for doc_id, (example, prediction) in enumerate(zip(examples, predictions, strict=True))
+            ]
+        yield Predicted(task, data, {Setting(): predictions}, seconds=seconds, predictor=predictor, samples=samples)
 
 
 def _pooled(
-    solver: LMSolver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting]
+    solver: LMSolver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool
 ) -> Iterator[Predicted]:
     plans = {
         task.name: [solver.plan(task, _train(data), data.eval.examples, setting) for setting in settings]
@@ -88,10 +104,11 @@ def _pooled(
         while waiting and all(r in done for plan in plans[waiting[0][0].name] for r in plan.requests):
             task, data = waiting.pop(0)
             task_plans = plans[task.name]
+            by_setting = {plan.setting: solver.answer(plan, done) for plan in task_plans}
             yield Predicted(
                 task,
                 data,
-                {plan.setting: solver.answer(plan, done) for plan in task_plans},
+                by_setting,
                 {
                     plan.setting: solver.answer(plan, done, normalize=True)
                     for plan in task_plans
@@ -100,6 +117,10 @@ def _pooled(
                 seconds=time.perf_counter() - started,
                 requests_computed=sum(owner[r] == task.name for r in computed),
                 predictor=_lm_predictor(solver, task, data),
+                protocol=solver.protocol(task_plans[0]),
+                samples=[line for plan in task_plans for line in lm_samples(plan, done, by_setting[plan.setting])]
+                if log_samples
+                else [],
             )
             started = time.perf_counter()
 
@@ -121,3 +142,84 @@ def _lm_predictor(solver: LMSolver, task: Task, data: TaskData) -> Predictor:
 
 def _train(data: TaskData) -> list[Example]:
     return data.train.examples if data.train else []
+
+
+# -- sample logs -------------------------------------------------------------------------------------
+
+
+def lm_samples(plan: Plan, results: Mapping[Request, Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
+    """A language model's sample log lines for one plan: every request sent and what it returned."""
+    lines = []
+    for doc_id, (example, per_example, prediction) in enumerate(zip(plan.examples, plan.asked, predictions)):
+        requests = [request for asked in per_example for request in asked.requests]
+        responses = [_response(request, results[request]) for request in requests]
+        logged = {
+            "arguments": {f"gen_args_{i}": _arguments(request) for i, request in enumerate(requests)},
+            "resps": [[response] for response in responses],
+            "filtered_resps": [
+                response.strip() if isinstance(request, Generation) else response
+                for request, response in zip(requests, responses)
+            ],
+        }
+        lines.append(sample_line(plan.task, doc_id, example, prediction, plan.setting, logged))
+    return lines
+
+
+def sample_line(
+    task: Task, doc_id: int, example: Example, prediction: Any, setting: Setting, logged: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One line of a sample log: lm-eval's fields, the example's own metrics, and rueval's."""
+    doc, target = dict(example.fields), str(example.label)
+    metrics = example_metrics(task, example.label, prediction)
+    arguments = logged.get("arguments", {})
+    first_prompt = next(iter(arguments.values()), {}).get("arg_0", "")
+    return {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": target,
+        **logged,
+        "filter": "none",
+        "metrics": list(metrics),
+        "doc_hash": _hash(json.dumps(doc, indent=2, ensure_ascii=False, default=str)),
+        "prompt_hash": _hash(first_prompt),
+        "target_hash": _hash(target),
+        **metrics,
+        "k": setting.k,
+        "episode": setting.episode,
+        "idx": example.idx,
+        "prediction": prediction,
+        "correct": is_correct(task, example.label, prediction),
+    }
+
+
+def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
+    """One example's metrics, as lm-eval logs them: accuracy, or for answers to find, EM and F1 against the best gold."""
+    if task.kind != "span":
+        return {"acc": float(is_correct(task, gold, prediction))}
+    return {
+        "em": max(exact_match(answer, prediction, task.normalization) for answer in gold),
+        "f1": max(token_f1(answer, prediction, task.normalization) for answer in gold),
+    }
+
+
+def _arguments(request: Request) -> dict[str, Any]:
+    if isinstance(request, Generation):
+        settings = {
+            "until": list(request.stop),
+            "max_gen_toks": request.max_new_tokens,
+            "do_sample": request.top_p < 1.0 or request.temperature > 0,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "seed": request.seed,
+        }
+        return {"arg_0": request.prompt, "arg_1": settings}
+    return {"arg_0": request.context, "arg_1": request.continuation}
+
+
+def _response(request: Request, result: Any) -> Any:
+    """As lm-eval writes responses: text; a log-likelihood as [log-probability, greedy]."""
+    return result if isinstance(request, Generation) else [str(result.logprob), str(result.greedy)]
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,6 +1,7 @@
 """A run directory and what lives in it: OUT/run.json (the options the run was started with, for
 --resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
-depends on), OUT/predictions/<task>.jsonl and OUT/results.json.
+depends on), OUT/predictions/<task>.jsonl, OUT/results.json and, when asked for, OUT/samples/<task>.jsonl
+(the sample logs).
 
 A finished task whose fingerprint matches is reused as it was, so an interrupted run resumes where
 it stopped. A directory that holds another run's results (other settings) is never overwritten
@@ -18,7 +19,7 @@ from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import DataError, RuevalError
-from rueval.files import write_json
+from rueval.files import write_json, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
 from rueval.tasks import Task
 
@@ -55,7 +56,7 @@ class RunStore:
                     f"{self.out}: holds the results of another run ({_differences(earlier, settings)}); "
                     "give a new -o, or --force to replace them"
                 )
-            for name in ("tasks", "predictions"):
+            for name in ("tasks", "predictions", "samples"):
                 shutil.rmtree(self.out / name, ignore_errors=True)
             (self.out / "results.json").unlink(missing_ok=True)
             self.notes.append(f"replaced the results of another run in {self.out} (--force)")
@@ -98,10 +99,22 @@ class RunStore:
             return None
         return result if result.fingerprint == fingerprint else None
 
-    def record(self, task: Task, result: TaskResult, rows: list[PredictionRow]) -> None:
-        """Write the task's predictions, then its result: a result on disk always has its predictions."""
+    def record(
+        self, task: Task, result: TaskResult, rows: list[PredictionRow], samples: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Write the task's predictions (and sample log), then its result: a result on disk always has its predictions."""
         write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
+        if samples is not None:
+            write_jsonl(self.samples_file(task.name), samples)
+        else:  # an earlier log would no longer match the predictions
+            self.samples_file(task.name).unlink(missing_ok=True)
         result.write(self._task_file(task))
+
+    def has_samples(self, task: Task) -> bool:
+        return self.samples_file(task.name).is_file()
+
+    def samples_file(self, task_name: str) -> Path:
+        return self.out / "samples" / f"{task_name}.jsonl"
 
     def write_results(self, results: RunResult) -> None:
         results.write(self.out)

@@ -34,11 +34,20 @@ def _heuristic(seed: int = 0, fallback: str = "majority", rules: str = "fitted")
 SOLVERS["heuristic"] = _heuristic
 
 
-def _language_model(spec: str, seed: int = 0, scoring: str = "loglik", **options) -> Solver:
+def _language_model(
+    spec: str,
+    seed: int = 0,
+    scoring: str = "loglik",
+    apply_chat_template: bool = False,
+    system_instruction: str | None = None,
+    fewshot_as_multiturn: bool = False,
+    **options,
+) -> Solver:
     from rueval.models.factory import open_engine  # torch and transformers load only for LMs
-    from rueval.solvers.lm import LMSolver
+    from rueval.solvers.lm import ChatFormat, LMSolver
 
-    return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed)
+    chat = ChatFormat(apply_chat_template, system_instruction, fewshot_as_multiturn)  # checked before loading
+    return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed, chat)
 
 
 def _finetune(

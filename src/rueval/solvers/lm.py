@@ -6,6 +6,10 @@ Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
 (`ppl`, TAPE's Equation 1: the whole prompt's mean log-probability per token). Open answers are
 generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2).
+
+For instruction-tuned models the plan step can render each context through the tokenizer's chat
+template (``ChatFormat``, lm-evaluation-harness's --apply-chat-template, --system-instruction and
+--fewshot-as-multiturn); options are then scored after the rendered template.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rueval.errors import RuevalError
 from rueval.fewshot import episode_demos
 from rueval.models.base import Generation, Loglikelihood, Request
 from rueval.models.engine import Engine
@@ -24,6 +29,22 @@ from rueval.tasks.prompts.base import DEMO_SEPARATOR, Question
 
 SCORINGS = ("loglik", "ppl")
 TAPE_TOP_P = 0.8
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """How contexts reach the model, as lm-evaluation-harness defines its options: ``template``
+    renders them through the tokenizer's chat template (the demonstrations and the question in one
+    user turn, or with ``multiturn`` each demonstration as a user turn and its answer as an assistant
+    turn); ``system`` opens them (a system turn, or plain text before the demonstrations)."""
+
+    template: bool = False
+    system: str | None = None
+    multiturn: bool = False
+
+    def __post_init__(self) -> None:
+        if self.multiturn and not self.template:
+            raise RuevalError("--fewshot-as-multiturn needs --apply-chat-template")
 
 
 @dataclass(frozen=True)
@@ -56,11 +77,14 @@ class Plan:
 
 
 class LMSolver(Solver):
-    def __init__(self, engine: Engine, name: str, scoring: str = "loglik", seed: int = 0):
+    def __init__(
+        self, engine: Engine, name: str, scoring: str = "loglik", seed: int = 0, chat: ChatFormat = ChatFormat()
+    ):
         if scoring not in SCORINGS:
             raise ValueError(f"unknown scoring {scoring!r}")
-        self.engine, self.name, self.scoring, self.seed = engine, name, scoring, seed
+        self.engine, self.name, self.scoring, self.seed, self.chat = engine, name, scoring, seed, chat
         self._train: dict[str, Sequence[Example]] = {}
+        self._tokenizer = _chat_tokenizer(engine, name) if chat.template else None
 
     @property
     def identity(self) -> str:
@@ -81,10 +105,13 @@ class LMSolver(Solver):
         for example in examples:
             per_example = []
             for i, question in enumerate(prompt.questions(example)):
-                shown = [d[i].context + d[i].target for d in demo_questions if d[i].target is not None]
-                context = DEMO_SEPARATOR.join([*shown, question.context])
+                shown = [(d[i].context, d[i].target) for d in demo_questions if d[i].target is not None]
+                context = self._render(shown, question.context)
                 if question.choices:
-                    requests = tuple(self._loglikelihood(context, choice.continuation) for choice in question.choices)
+                    requests = tuple(
+                        self._loglikelihood(context, self._continuation(choice.continuation))
+                        for choice in question.choices
+                    )
                 else:
                     sampled = {"top_p": TAPE_TOP_P, "temperature": 1.0, "seed": self.seed}
                     requests = (Generation(context, budget, prompt.stop, **sampled),)
@@ -106,6 +133,11 @@ class LMSolver(Solver):
             predictions.append(prompt.prediction(example, answers))
         return predictions
 
+    def protocol(self, plan: Plan) -> str:
+        """How the plan's task is scored, as results.json states it: e.g. loglik, ppl-chat-template, generate."""
+        scored = self.scoring if plan.picks_options else "generate"
+        return f"{scored}-chat-template" if self.chat.template else scored
+
     # -- the Solver interface: zero-shot -----------------------------------------------------------
     def fit(self, task: Task, train: Sequence[Example]) -> None:
         self._train[task.name] = train  # demonstrations come from here when a setting asks for them
@@ -116,18 +148,53 @@ class LMSolver(Solver):
         return self.answer(plan, dict(zip(requests, self.engine.compute(requests, f"{self.name} on {task.name}"))))
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _render(self, shown: Sequence[tuple[str, str]], question: str) -> str:
+        """The context of one question after the demonstrations ``shown`` (context, target)."""
+        system = [self.chat.system] if self.chat.system else []
+        if self._tokenizer is None:
+            return DEMO_SEPARATOR.join([*system, *(context + target for context, target in shown), question])
+        messages = [{"role": "system", "content": text} for text in system]
+        if self.chat.multiturn:
+            for context, target in shown:
+                messages += [
+                    {"role": "user", "content": context.rstrip()},
+                    {"role": "assistant", "content": target.strip()},
+                ]
+            messages.append({"role": "user", "content": question.rstrip()})
+        else:
+            together = DEMO_SEPARATOR.join([*(context + target for context, target in shown), question])
+            messages.append({"role": "user", "content": together.rstrip()})
+        rendered = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        bos = self._tokenizer.bos_token
+        # the backend starts every sequence with BOS itself: a template that writes it would double it
+        return rendered[len(bos) :] if bos and rendered.startswith(bos) else rendered
+
+    def _continuation(self, continuation: str) -> str:
+        """After a chat template the answer opens the assistant's turn: lm-eval drops the target delimiter."""
+        return continuation.lstrip() if self._tokenizer is not None else continuation
+
     def _loglikelihood(self, context: str, continuation: str) -> Loglikelihood:
         if self.scoring == "ppl":
             return Loglikelihood("", context + continuation)
         return Loglikelihood(context, continuation)
 
     def _best(self, asked: Asked, results: list, normalize: bool) -> Any:
-        def value(pair) -> float:
-            choice, result = pair
+        def value(index: int) -> float:
+            result = results[index]
             if self.scoring == "ppl":
                 return result.logprob / result.n_tokens
             if normalize:
-                return result.logprob / max(1, len(choice.continuation.encode()))
+                return result.logprob / max(1, len(asked.requests[index].continuation.encode()))
             return result.logprob
 
-        return max(zip(asked.question.choices, results, strict=True), key=value)[0].label
+        return asked.question.choices[max(range(len(results)), key=value)].label
+
+
+def _chat_tokenizer(engine: Engine, name: str) -> Any:
+    """The hf: backend's tokenizer, which must carry a chat template."""
+    tokenizer = getattr(engine.model, "tokenizer", None)
+    if not name.startswith("hf:") or tokenizer is None:
+        raise RuevalError(f"--apply-chat-template renders an hf: model's chat template; {name} is not an hf: model")
+    if not getattr(tokenizer, "chat_template", None):
+        raise RuevalError(f"--apply-chat-template: the tokenizer of {name} has no chat template")
+    return tokenizer
