@@ -102,3 +102,9 @@ def test_options_that_do_not_apply_are_a_clear_error():
         rueval.evaluate("majority", tasks=["parus"], device="cpu")
     with pytest.raises(RuevalError, match="tokenizer= goes with a loaded model"):
         rueval.evaluate("hf:some/model", tasks=["parus"], tokenizer=object())
+
+
+def test_evaluate_writes_sample_logs_when_asked(tmp_path):
+    results = rueval.evaluate("majority", tasks=["rcb"], out=tmp_path / "run", log_samples=True)
+    lines = (tmp_path / "run" / "samples" / "rcb.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == results.tasks["rcb"].n

@@ -39,6 +39,7 @@ def evaluate(
     limit: int | None = None,
     scoring: str = "loglik",
     force: bool = False,
+    log_samples: bool = False,
     **model_options: Any,
 ) -> Evaluation:
     """Evaluate ``model`` on ``tasks`` (names, or "rsg", "tape", "all").
@@ -47,6 +48,7 @@ def evaluate(
     transformers causal LM with its ``tokenizer``, or any ``rueval.models.base.LanguageModel``.
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
     ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
+    ``log_samples``: write OUT/samples/<task>.jsonl (lm-eval's per-example logs; needs ``out``).
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
 
@@ -68,6 +70,7 @@ def evaluate(
             episodes=episodes,
             force=force,
             solver=solver,
+            log_samples=log_samples,
         )
         predictions = {
             task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in task_list
