@@ -7,6 +7,7 @@ batches and checkpoints with resume; this module decides what it is given.
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import time
@@ -147,7 +148,17 @@ def arguments(options: FinetuneOptions, output_dir: Path, select: bool) -> Train
 def _ddp_backend() -> str | None:
     """gloo for several CPU processes (torchrun sets WORLD_SIZE); otherwise the Trainer's choice."""
     several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if several:
+        atexit.unregister(_close_process_group)  # once, however many trainers a run makes
+        atexit.register(_close_process_group)
     return "gloo" if several and not torch.cuda.is_available() else None
+
+
+def _close_process_group() -> None:
+    """Tear the process group down before the interpreter does: a gloo group left to the interpreter's
+    exit aborts the process ("terminate called without an active exception") after the work is done."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def train(
