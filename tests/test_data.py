@@ -54,14 +54,17 @@ def test_rsg_zip_is_read_in_place(tmp_path):
     assert source.load(get_task("lidirus"), "test").labelled
 
 
-def test_tape_layout_prefers_raw_and_drops_perturbed_copies_of_episodes(tmp_path):
+def test_tape_layout_scores_the_episodes_sets_and_drops_their_perturbed_copies(tmp_path):
     original = {"question": "Что? (A) а (B) б (C) в (D) г", "answer": "A", "perturbation": "ru_worldtree"}
     typo = {**original, "question": "Чт? (A) а (B) б (C) в (D) г", "perturbation": "butter_fingers"}
     write_jsonl(tmp_path / "dummy" / "episodes" / "ru_worldtree" / "test.jsonl", [original, typo])
     examples = open_data(str(tmp_path)).load(get_task("ru_worldtree"), "test").examples
     assert [e.fields["question"] for e in examples] == [original["question"]]
     write_jsonl(tmp_path / "dummy" / "raw" / "ru_worldtree" / "test.jsonl", [{**original, "answer": "D"}] * 2)
-    assert [e.label for e in open_data(str(tmp_path)).load(get_task("worldtree"), "test").examples] == ["D", "D"]
+    # TAPE's tables score the episodes test sets; raw only when asked for
+    assert [e.label for e in open_data(str(tmp_path)).load(get_task("worldtree"), "test").examples] == ["A"]
+    raw = open_data(str(tmp_path), tape_set="raw").load(get_task("worldtree"), "test").examples
+    assert [e.label for e in raw] == ["D", "D"]
 
 
 def test_nested_tasks_flatten_with_idx_paths():
@@ -192,3 +195,22 @@ def test_a_zip_bomb_is_refused_quickly_in_bounded_memory(tmp_path):
         tracemalloc.stop()
     assert peak < 3 * MAX_LINE_BYTES  # the line limit bounds it: inflating the member whole would take 600 MiB
     assert time.monotonic() - started < 30
+
+
+def test_a_run_says_which_tape_set_it_scored_and_draws_demonstrations_from_it(cli, tmp_path):
+    records = read_jsonl(SAMPLES_DIR / "winograd" / "test.jsonl")
+    train = read_jsonl(SAMPLES_DIR / "winograd" / "train.jsonl")
+    for name, test, train_part in (("episodes", records[:5], train[:4]), ("raw", records, train)):
+        write_jsonl(tmp_path / "tape" / "dummy" / name / "winograd" / "test.jsonl", test)
+        write_jsonl(tmp_path / "tape" / "dummy" / name / "winograd" / "train.jsonl", train_part)
+    out = tmp_path / "out"
+    assert cli("run", "-t", "winograd", "--data", tmp_path / "tape", "-o", out).exit_code == 0
+    scored = json.loads((out / "results.json").read_text())["tasks"]["winograd"]
+    assert scored["n"] == 5 and scored["data"]["tape_set"] == "episodes"
+    assert "episodes" in scored["data"]["train_file"]
+    assert (
+        cli("run", "-t", "winograd", "--data", tmp_path / "tape", "--tape-set", "raw", "-o", out, "--force").exit_code
+        == 0
+    )
+    scored = json.loads((out / "results.json").read_text())["tasks"]["winograd"]
+    assert scored["n"] == len(records) and scored["data"]["tape_set"] == "raw"

@@ -49,6 +49,8 @@ from rueval.cli.options import (
     ShotsOption,
     SplitOption,
     SystemInstructionOption,
+    TapeSetName,
+    TapeSetOption,
     TasksOption,
     TranslationModelOption,
     TrustRemoteCodeOption,
@@ -146,6 +148,7 @@ def run(
     ft_precision: FtPrecisionOption = "fp32",
     ft_heldout: FtHeldoutOption = 0.1,
     ft_save: FtSaveOption = None,
+    tape_set: TapeSetOption = TapeSetName.episodes,
     max_line_mb: MaxLineOption = 20.0,
     force: Annotated[
         bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
@@ -197,6 +200,7 @@ def run(
             force=force,
             log_samples=log_samples,
             max_line_bytes=int(max_line_mb * 2**20),
+            tape_set=tape_set.value,
         )
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"

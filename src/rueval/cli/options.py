@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
 from rueval.solvers import FINETUNE_PREFIX, SOLVERS
@@ -33,12 +34,14 @@ FallbackName = _choices("FallbackName", STRATEGIES)
 RuleChoice = _choices("RuleChoice", RULE_CHOICES)
 ScoringName = _choices("ScoringName", SCORINGS)
 DtypeName = _choices("DtypeName", DTYPES)
+TapeSetName = _choices("TapeSetName", TAPE_SETS)
 ENUM_OPTIONS = {
     "split": SplitName,
     "fallback": FallbackName,
     "rules": RuleChoice,
     "scoring": ScoringName,
     "dtype": DtypeName,
+    "tape_set": TapeSetName,
 }
 
 
@@ -178,6 +181,10 @@ LogSamplesOption = Annotated[
     ),
 ]
 CHAT_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
+TapeSetOption = Annotated[
+    TapeSetName,
+    typer.Option(help="TAPE: score its episodes test sets (the paper's tables) or every raw record."),
+]
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]

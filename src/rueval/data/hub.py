@@ -32,8 +32,8 @@ def download(repo_id: str, patterns: list[str]) -> Path:
 class HubSource(DataSource):
     """Downloads a benchmark's repo the first time one of its tasks is asked for."""
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-        super().__init__([], "hf", max_line_bytes)
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES, tape_set: str = "episodes") -> None:
+        super().__init__([], "hf", max_line_bytes, tape_set)
         self._roots: dict[str, list[Node]] = {}
 
     def roots(self, task: Dataset) -> Sequence[Node]:

@@ -30,6 +30,10 @@ from rueval.progress import progress
 Node = Union[Path, zipfile.Path]
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
+# TAPE's two copies of each dataset: the episodes files are its D_test and D_train (the test sets its
+# tables score, e.g. Ethics-1: 1,000 test and 59 train items, with the few-shot `episode` lists); raw
+# holds every record (1,436 / 254).
+TAPE_SETS = ("episodes", "raw")
 MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
 
 
@@ -63,10 +67,19 @@ class PerturbedSplit:
 class DataSource:
     """Task folders under one or more roots."""
 
-    def __init__(self, roots: Sequence[Node], description: str, max_line_bytes: int = MAX_LINE_BYTES):
+    def __init__(
+        self,
+        roots: Sequence[Node],
+        description: str,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        tape_set: str = "episodes",
+    ):
+        if tape_set not in TAPE_SETS:
+            raise RuevalError(f"--tape-set {tape_set}: expected one of: {', '.join(TAPE_SETS)}")
         self._given_roots = list(roots)
         self.description = description
         self.max_line_bytes = max_line_bytes
+        self.tape_set = tape_set
         self._folders: dict[str, list[Node]] = {}
 
     def roots(self, task: Dataset) -> Sequence[Node]:
@@ -81,8 +94,8 @@ class DataSource:
                 for depth, node in _walk(root)
                 if node.name.lower() in task.names
             ]
-            # TAPE ships raw and episodes copies of each task: prefer raw, then the shallowest.
-            found.sort(key=lambda item: ("episodes" in str(item[1]).lower(), item[0], str(item[1])))
+            # TAPE ships raw and episodes copies of each task: the chosen set first, then the shallowest.
+            found.sort(key=lambda item: (tape_set_of(str(item[1])) not in (None, self.tape_set), item[0], str(item[1])))
             self._folders[task.name] = [node for _, node in found]
         return self._folders[task.name]
 
@@ -285,15 +298,21 @@ def _perturbation_name(data: dict, task: Dataset) -> str | None:
     return str(marker).lower()
 
 
-def open_directory_or_zip(spec: str, max_line_bytes: int = MAX_LINE_BYTES) -> DataSource:
+def tape_set_of(path: str) -> str | None:
+    """Which of TAPE's sets a file or folder belongs to ("episodes" or "raw"), from its path; None outside them."""
+    parts = [part.lower() for part in Path(path).parts]
+    return next((name for name in TAPE_SETS if name in parts), None)
+
+
+def open_directory_or_zip(spec: str, max_line_bytes: int = MAX_LINE_BYTES, tape_set: str = "episodes") -> DataSource:
     path = Path(spec).expanduser()
     if path.is_dir():
-        return DataSource([path], str(path), max_line_bytes)
+        return DataSource([path], str(path), max_line_bytes, tape_set)
     if path.is_file():
         with _reading(str(path)):
             path.open("rb").close()  # an unreadable file is named as such, not as "not a zip"
             if zipfile.is_zipfile(path):
-                return DataSource([zipfile.Path(path)], str(path), max_line_bytes)
+                return DataSource([zipfile.Path(path)], str(path), max_line_bytes, tape_set)
     if path.exists():
         raise RuevalError(f"--data {spec}: not a directory or a zip archive")
     raise RuevalError(f"--data {spec}: no such directory or zip file")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, load_task_data, open_data
+from rueval.data import MAX_LINE_BYTES, load_task_data, open_data, tape_set_of
 from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
@@ -49,6 +49,7 @@ def run(
     force: bool = False,
     log_samples: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
+    tape_set: str = "episodes",
     solver: Solver | None = None,
 ) -> RunResult:
     """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/
@@ -58,7 +59,7 @@ def run(
     (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
     Python API's in-memory models), named ``model`` in the results."""
     started = time.perf_counter()
-    source = open_data(data, max_line_bytes)
+    source = open_data(data, max_line_bytes, tape_set)
     solver_options = dict(solver_options or {})
     if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
         solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
@@ -75,6 +76,7 @@ def run(
         "seed": seed,
         "limit": limit,
         "data": source.description,
+        "tape_set": tape_set,
         "rueval_version": __version__,
         "slices": list(check_slice_names(slices)),  # names from rueval.slices; scored per task
         **({"robustness": robustness.describe()} if robustness else {}),
@@ -138,6 +140,7 @@ def score(predicted: Predicted) -> TaskResult:
             "file": predicted.data.eval.file,
             "train_file": predicted.data.train.file if predicted.data.train else None,
             "sha256": predicted.data.sha256,
+            **({"tape_set": tape_set_of(predicted.data.eval.file)} if task.benchmark == "tape" else {}),
         },
         requests_computed=predicted.requests_computed,
         protocol=predicted.protocol,
