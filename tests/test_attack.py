@@ -253,7 +253,8 @@ def test_loader_groups_perturbed_copies_by_name_and_prefers_episodes(tmp_path):
     raw = [{"question": r["question"], "answer": r["answer"]} for r in original]
     write_jsonl(tmp_path / "dummy" / "raw" / "ru_worldtree" / "test.jsonl", raw)
     source, task = open_data(str(tmp_path)), get_task("ru_worldtree")
-    assert "raw" in source.load(task, "test").file
+    assert "episodes" in source.load(task, "test").file  # TAPE's test sets; raw when asked for
+    assert "raw" in open_data(str(tmp_path), tape_set="raw").load(task, "test").file
     stored = source.load_perturbed(task, "test")
     assert "episodes" in stored.file and set(stored.perturbed) == {"butter_fingers", "eda_swap"}
     assert [e.idx for e in stored.originals] == [0, 1]  # place among the originals, as a normal run numbers them
