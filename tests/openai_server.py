@@ -5,7 +5,7 @@ with the standard library's ThreadingHTTPServer, and implements the subset of th
 rueval uses, the way vLLM answers it:
 
 - ``GET /v1/models``: the served model name, with vLLM's ``root`` (the weights' directory) and
-  ``created`` (here the weights file's modification time; vLLM gives the time of the answer);
+  ``created`` (as vLLM: the time of the answer, unless ``created`` is set);
 - ``POST /v1/completions``: ``prompt`` as a string, a list of strings, a list of token ids or
   a list of such lists; ``echo``, ``logprobs`` (prompt tokens get logprobs when echoed; the
   first has none), ``max_tokens`` (0 with echo: no generation), ``temperature`` (0: greedy),
@@ -41,8 +41,7 @@ class CompletionServer:
         self.name = name
         self.port = port
         self.root = str(model_dir)
-        self.weights_time = int(max(f.stat().st_mtime for f in Path(model_dir).glob("*.safetensors")))
-        self.created = self.weights_time
+        self.created: int | None = None
         self.system_fingerprint: str | None = None
         self.api_key = api_key
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -89,7 +88,7 @@ class CompletionServer:
             "object": "model",
             "owned_by": "rueval-tests",
             "root": self.root,
-            "created": self.created,
+            "created": self.created if self.created is not None else int(time.time()),
         }
         return {"object": "list", "data": [card]}
 

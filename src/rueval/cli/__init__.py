@@ -13,6 +13,8 @@ from rueval.cli.options import (
     AddsentModelOption,
     BaseUrlOption,
     BatchSizeOption,
+    CacheMode,
+    CacheOption,
     ConcurrencyOption,
     DataOption,
     DeviceOption,
@@ -120,6 +122,7 @@ def run(
     trust_remote_code: TrustRemoteCodeOption = False,
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
+    cache: CacheOption = CacheMode.on,
     perturb: Annotated[
         Optional[str],
         typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
@@ -246,6 +249,7 @@ def submit(
     trust_remote_code: TrustRemoteCodeOption = False,
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
+    cache: CacheOption = CacheMode.on,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip."""
     from rueval.submit import submit as write_submission

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from rueval.errors import RuevalError
-from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.models.factory import BACKENDS, CACHE_MODES, DTYPES, ModelOptions, ModelSpec
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -32,12 +32,14 @@ FallbackName = _choices("FallbackName", STRATEGIES)
 RuleChoice = _choices("RuleChoice", RULE_CHOICES)
 ScoringName = _choices("ScoringName", SCORINGS)
 DtypeName = _choices("DtypeName", DTYPES)
+CacheMode = _choices("CacheMode", CACHE_MODES)
 ENUM_OPTIONS = {
     "split": SplitName,
     "fallback": FallbackName,
     "rules": RuleChoice,
     "scoring": ScoringName,
     "dtype": DtypeName,
+    "cache": CacheMode,
 }
 
 
@@ -76,7 +78,11 @@ SplitOption = Annotated[
 ]
 LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Score only the first N records of each task.")]
 BaseUrlOption = Annotated[
-    Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
+    Optional[str],
+    typer.Option(
+        help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1; "
+        "several comma-separated, or @FILE with one URL a line."
+    ),
 ]
 FallbackOption = Annotated[
     FallbackName, typer.Option("--fallback", help="-m heuristic: the baseline for examples no rule covers.")
@@ -97,7 +103,10 @@ DeviceOption = Annotated[str, typer.Option(help="hf: torch device, e.g. cpu, cud
 DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
 BatchSizeOption = Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
-ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: requests in flight.")]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
+CacheOption = Annotated[
+    CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")
+]
 FilterModelOption = Annotated[
     Optional[str],
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
@@ -126,7 +135,7 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"fallback": options["fallback"], "rules": options["rules"]}
     if ModelSpec.is_lm(model):
         fields = ModelOptions.__dataclass_fields__
-        model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
+        model_options = {name: value for name, value in options.items() if name in fields}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
         return {"scoring": options["scoring"], **model_options}
     return {}

@@ -10,6 +10,7 @@ from rueval.models.engine import Engine
 
 BACKENDS = ("hf", "openai")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+CACHE_MODES = ("on", "off", "refresh")
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,10 @@ class ModelOptions:
     dtype: str = "auto"  # hf: weights dtype, one of DTYPES
     batch_size: int | str = "auto"  # hf: rows per forward pass
     trust_remote_code: bool = False  # hf: run code shipped with the model
-    base_url: str | None = None  # openai: the server
-    concurrency: int = 8  # openai: HTTP requests in flight
-    cache: bool = True  # keep computed requests in the on-disk request cache
+    # serving and caching
+    base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
+    concurrency: int = 8  # openai: HTTP requests in flight per server
+    cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -59,6 +61,8 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     if options.dtype not in DTYPES:
         raise RuevalError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
+    if options.cache not in CACHE_MODES:
+        raise RuevalError(f"--cache {options.cache}: expected one of {', '.join(CACHE_MODES)}")
     if spec.backend == "hf":
         from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
 
@@ -76,9 +80,9 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
         model = OpenAICompletionsModel(spec.target, options.base_url, concurrency=options.concurrency)
     requests = None
-    if options.cache:
+    if options.cache != "off":
         from rueval.models.cache import RequestCache
         from rueval.paths import cache_dir
 
-        requests = RequestCache(cache_dir("requests") / "requests.sqlite")
+        requests = RequestCache(cache_dir("requests") / "requests.sqlite", refresh=options.cache == "refresh")
     return Engine(model, requests)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -324,7 +323,7 @@ class OpenAICompletionsModel(LanguageModel):
             cards: dict[str, dict] = {}
             for index, url in enumerate(self.urls):
                 try:
-                    listing = self._client.request(url, "/models", None, retry_connection=False)
+                    listing, answered_at = self._client.dated_request(url, "/models", None, retry_connection=False)
                 except ClientError as e:
                     if e.status != 404:
                         raise
@@ -332,7 +331,6 @@ class OpenAICompletionsModel(LanguageModel):
                 except ServerDown as e:
                     self._dispatcher.drop(index, e)
                     continue
-                answered_at = time.time()
                 entries = listing.get("data", []) if isinstance(listing, dict) else []
                 served = {str(m.get("id")): m for m in entries if isinstance(m, dict)}
                 if served and self.model not in served:

@@ -12,6 +12,7 @@ by URL and its requests go to the others.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import logging
 import queue
@@ -61,9 +62,10 @@ def parse_base_urls(text: str) -> list[str]:
 
 
 def weights_card(entry: dict, answered_at: float) -> dict[str, Any]:
-    """What a `/v1/models` entry says about the weights: id, root, parent and created. vLLM fills
-    ``created`` with the time of the answer, which would change the identity on every run: a
-    ``created`` within a few seconds of the answer is left out."""
+    """What a `/v1/models` entry says about the weights: id, root, parent and created. vLLM and
+    llama.cpp fill ``created`` with the time of the answer, which would change the identity on
+    every run: a ``created`` within a few seconds of the answer's Date (the server's own clock)
+    is left out."""
     card = {key: entry.get(key) for key in ("id", "root", "parent", "created") if entry.get(key) is not None}
     if isinstance(card.get("created"), (int, float)) and abs(card["created"] - answered_at) <= OWN_TIME:
         del card["created"]
@@ -74,6 +76,14 @@ def route(prompt: str | list[int], n_servers: int) -> int:
     """The home server of a prompt: the same for prompts that share their first ROUTE_CHARS characters."""
     head = prompt[:ROUTE_CHARS] if isinstance(prompt, str) else " ".join(map(str, prompt[: ROUTE_CHARS // 4]))
     return zlib.crc32(head.encode()) % n_servers
+
+
+def _server_time(date: str | None) -> float:
+    """An HTTP Date header as a Unix time; this machine's clock without one."""
+    try:
+        return email.utils.parsedate_to_datetime(date).timestamp() if date else time.time()
+    except (TypeError, ValueError):
+        return time.time()
 
 
 class Dispatcher:
@@ -205,6 +215,11 @@ class ServerClient:
         self.retry_delay = retry_delay
 
     def request(self, server: str, path: str, payload: dict | None, retry_connection: bool = True) -> Any:
+        return self.dated_request(server, path, payload, retry_connection)[0]
+
+    def dated_request(
+        self, server: str, path: str, payload: dict | None, retry_connection: bool = True
+    ) -> tuple[Any, float]:
         """One HTTP call with retries and exponential backoff; the decoded JSON answer. A server
         that cannot be reached, times out or keeps failing raises ServerDown."""
         url = server + path
@@ -218,6 +233,7 @@ class ServerClient:
                 request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     raw = response.read()
+                    answered_at = _server_time(response.headers.get("Date"))
                 break
             except urllib.error.HTTPError as e:
                 message = server_message(e.read())
@@ -238,7 +254,7 @@ class ServerClient:
                     "is it running, and does the URL end in /v1?"
                 ) from None
         try:
-            return json.loads(raw)
+            return json.loads(raw), answered_at
         except ValueError:
             raise RuevalError(f"the server at {url} did not answer with JSON: {raw[:200]!r}") from None
 
