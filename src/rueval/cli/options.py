@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from rueval.errors import RuevalError
-from rueval.models.factory import BACKENDS, CACHE_MODES, DTYPES, ModelOptions, ModelSpec
+from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN, ModelOptions, ModelSpec
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
@@ -33,6 +33,8 @@ RuleChoice = _choices("RuleChoice", RULE_CHOICES)
 ScoringName = _choices("ScoringName", SCORINGS)
 DtypeName = _choices("DtypeName", DTYPES)
 CacheMode = _choices("CacheMode", CACHE_MODES)
+DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
+LoadInName = _choices("LoadInName", LOAD_IN)
 ENUM_OPTIONS = {
     "split": SplitName,
     "fallback": FallbackName,
@@ -40,6 +42,8 @@ ENUM_OPTIONS = {
     "scoring": ScoringName,
     "dtype": DtypeName,
     "cache": CacheMode,
+    "device_map": DeviceMapName,
+    "load_in": LoadInName,
 }
 
 
@@ -103,6 +107,18 @@ DeviceOption = Annotated[str, typer.Option(help="hf: torch device, e.g. cpu, cud
 DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
 BatchSizeOption = Annotated[str, typer.Option(help="hf: rows per forward pass, or auto.")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
+RevisionOption = Annotated[Optional[str], typer.Option(help="hf: a hub branch, tag or commit.")]
+DeviceMapOption = Annotated[
+    Optional[DeviceMapName],
+    typer.Option(help="hf: auto spreads the weights over the GPUs (accelerate); --device is then unused."),
+]
+PeftOption = Annotated[
+    Optional[Path],
+    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]')."),
+]
+LoadInOption = Annotated[
+    Optional[LoadInName], typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
+]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
 CacheOption = Annotated[
     CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")

@@ -11,6 +11,8 @@ from rueval.models.engine import Engine
 BACKENDS = ("hf", "openai")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
+DEVICE_MAPS = ("auto",)
+LOAD_IN = ("8bit", "4bit")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class ModelOptions:
     base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
     concurrency: int = 8  # openai: HTTP requests in flight per server
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
+    # large models on GPUs (hf)
+    revision: str | None = None  # a hub branch, tag or commit
+    device_map: str | None = None  # auto: spread the weights over the GPUs (accelerate)
+    peft: str | None = None  # a PEFT adapter directory, merged into the weights
+    load_in: str | None = None  # 8bit or 4bit (bitsandbytes, a CUDA GPU)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -61,6 +68,12 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     if options.dtype not in DTYPES:
         raise RuevalError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
+    for flag, value, allowed in (
+        ("--device-map", options.device_map, DEVICE_MAPS),
+        ("--load-in", options.load_in, LOAD_IN),
+    ):
+        if value is not None and value not in allowed:
+            raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
     if options.cache not in CACHE_MODES:
         raise RuevalError(f"--cache {options.cache}: expected one of {', '.join(CACHE_MODES)}")
     if spec.backend == "hf":
@@ -72,6 +85,10 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             dtype=options.dtype,
             batch_size=options.batch_size,
             trust_remote_code=options.trust_remote_code,
+            revision=options.revision,
+            device_map=options.device_map,
+            peft=options.peft,
+            load_in=options.load_in,
         )
     else:
         from rueval.models.openai import OpenAICompletionsModel
