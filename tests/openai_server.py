@@ -4,7 +4,8 @@ It serves a transformers causal LM from a local directory on 127.0.0.1 (an ephem
 with the standard library's ThreadingHTTPServer, and implements the subset of the API that
 rueval uses, the way vLLM answers it:
 
-- ``GET /v1/models``: the served model name;
+- ``GET /v1/models``: the served model name, with vLLM's ``root`` (the weights' directory) and
+  ``created`` (as vLLM: the time of the answer, unless ``created`` is set);
 - ``POST /v1/completions``: ``prompt`` as a string, a list of strings, a list of token ids or
   a list of such lists; ``echo``, ``logprobs`` (prompt tokens get logprobs when echoed; the
   first has none), ``max_tokens`` (0 with echo: no generation), ``temperature`` (0: greedy),
@@ -16,7 +17,8 @@ carries it, and the bytes before it carry empty texts; ``text_offset`` sums the 
 Switches simulate unhelpful servers: ``logprobs_supported = False`` answers without any
 logprobs, ``fail_next = N`` answers the next N completion requests with HTTP 503,
 ``refuse_zero_max_tokens`` rejects ``max_tokens = 0``, ``delay`` holds each completion request
-for that many seconds (so that concurrent requests overlap) and ``api_key`` requires a bearer key.
+for that many seconds (so that concurrent requests overlap), ``api_key`` requires a bearer key
+and ``system_fingerprint`` is sent with every completion when set.
 """
 
 from __future__ import annotations
@@ -35,8 +37,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 class CompletionServer:
     """Start with ``with CompletionServer(model_dir) as server:``; ``server.url`` is the base URL."""
 
-    def __init__(self, model_dir: Path, name: str = "tiny-gpt2", api_key: str | None = None):
+    def __init__(self, model_dir: Path, name: str = "tiny-gpt2", api_key: str | None = None, port: int = 0):
         self.name = name
+        self.port = port
+        self.root = str(model_dir)
+        self.created: int | None = None
+        self.system_fingerprint: str | None = None
         self.api_key = api_key
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -59,7 +65,7 @@ class CompletionServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def __enter__(self) -> CompletionServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.app = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
@@ -77,7 +83,14 @@ class CompletionServer:
         return self.api_key is None or header == f"Bearer {self.api_key}"
 
     def models(self) -> dict:
-        return {"object": "list", "data": [{"id": self.name, "object": "model", "owned_by": "rueval-tests"}]}
+        card = {
+            "id": self.name,
+            "object": "model",
+            "owned_by": "rueval-tests",
+            "root": self.root,
+            "created": self.created if self.created is not None else int(time.time()),
+        }
+        return {"object": "list", "data": [card]}
 
     def completions(self, body: dict) -> tuple[int, dict]:
         with self._counters:
@@ -104,13 +117,14 @@ class CompletionServer:
             time.sleep(self.delay)
             with self._model_lock:
                 choices = [self._choice(i, prompt, body, max_tokens) for i, prompt in enumerate(prompts)]
-            return 200, {
+            answer = {
                 "id": f"cmpl-{time.monotonic_ns()}",
                 "object": "text_completion",
                 "created": int(time.time()),
                 "model": self.name,
                 "choices": choices,
             }
+            return 200, answer | ({"system_fingerprint": self.system_fingerprint} if self.system_fingerprint else {})
         finally:
             with self._counters:
                 self._in_flight -= 1

@@ -42,6 +42,7 @@ def server(running_server):
     """The module's server with its switches off and its counters at zero."""
     s = running_server
     s.logprobs_supported, s.refuse_zero_max_tokens, s.fail_next, s.delay, s.api_key = True, False, 0, 0.0, None
+    s.system_fingerprint, s.created = None, None
     s.completion_requests = s.failures_served = s.peak_in_flight = 0
     return s
 
@@ -110,11 +111,31 @@ def test_token_id_prompts_match_the_hf_backend(server, plain, tiny_gpt2_dir):
     model, tokenizer = plain
     ids = [tokenizer.eos_token_id, *tokenizer("Мама мыла раму.")["input_ids"]]
     assert backend.loglikelihood([PAIRS[2]])[0].logprob == pytest.approx(reference(model, ids, 1)[0], abs=1e-4)
-    assert backend.identity.startswith(f"openai:tiny-gpt2@{server.url} tokenizer=")
+    assert backend.identity.endswith(f" tokenizer={tiny_gpt2_dir}")
 
 
-def test_identity_names_model_and_server(server):
-    assert OpenAICompletionsModel("tiny-gpt2", server.url + "/").identity == f"openai:tiny-gpt2@{server.url}"
+def test_identity_is_the_model_name_and_what_the_server_says_about_the_weights(server):
+    server.created = 1_600_000_000
+    identity = OpenAICompletionsModel("tiny-gpt2", server.url + "/").identity
+    assert identity == f"openai:tiny-gpt2 created=1600000000 root={server.root}"
+    server.created = 1_600_000_001  # restarted on other weights: another identity
+    assert OpenAICompletionsModel("tiny-gpt2", server.url).identity != identity
+    server.system_fingerprint = "fp_1"
+    assert OpenAICompletionsModel("tiny-gpt2", server.url).identity.endswith(" system_fingerprint=fp_1")
+
+
+def test_a_created_time_that_is_the_answers_own_clock_is_left_out(server):
+    server.created = None  # as vLLM's /v1/models: the time of the answer
+    assert "created=" not in OpenAICompletionsModel("tiny-gpt2", server.url).identity
+
+
+def test_a_changed_system_fingerprint_during_the_run_is_refused(server):
+    server.system_fingerprint = "fp_1"
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url)
+    assert backend.identity.endswith("fp_1")
+    server.system_fingerprint = "fp_2"
+    with pytest.raises(RuevalError, match="changed its system_fingerprint from fp_1 to fp_2"):
+        backend.loglikelihood(PAIRS[:1])
 
 
 def test_servers_refusing_max_tokens_zero_get_one_and_the_extra_token_is_ignored(server, plain):
@@ -225,7 +246,7 @@ def test_cli_runs_a_task_through_an_openai_compatible_server(cli, server, tmp_pa
     )
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "results.json").read_text())
-    assert summary["model_identity"] == f"openai:tiny-gpt2@{server.url}"
+    assert summary["model_identity"].startswith("openai:tiny-gpt2 ") and server.root in summary["model_identity"]
     assert [summary["tasks"][t]["n"] for t in ("parus", "terra")] == [4, 4]
     assert server.completion_requests > 0
     missing = cli("run", "-m", "openai:tiny-gpt2", "-t", "parus", "-o", tmp_path / "other")
@@ -236,8 +257,8 @@ def test_each_answered_http_request_is_cached_before_a_later_one_fails(server, t
     backend = OpenAICompletionsModel("tiny-gpt2", server.url, concurrency=1, prompts_per_request=2, max_retries=0)
     score_chunk = backend._score_chunk
 
-    def breaking_the_server_after_the_first(requests):
-        results = score_chunk(requests)
+    def breaking_the_server_after_the_first(url, requests):
+        results = score_chunk(url, requests)
         server.fail_next = 100
         return results
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
-from rueval.models.factory import BACKENDS, DTYPES, ModelOptions, ModelSpec
+from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN, ModelOptions, ModelSpec
 from rueval.solvers import FINETUNE_PREFIX, SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
@@ -35,6 +35,9 @@ RuleChoice = _choices("RuleChoice", RULE_CHOICES)
 ScoringName = _choices("ScoringName", SCORINGS)
 DtypeName = _choices("DtypeName", DTYPES)
 TapeSetName = _choices("TapeSetName", TAPE_SETS)
+CacheMode = _choices("CacheMode", CACHE_MODES)
+DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
+LoadInName = _choices("LoadInName", LOAD_IN)
 ENUM_OPTIONS = {
     "split": SplitName,
     "fallback": FallbackName,
@@ -42,6 +45,9 @@ ENUM_OPTIONS = {
     "scoring": ScoringName,
     "dtype": DtypeName,
     "tape_set": TapeSetName,
+    "cache": CacheMode,
+    "device_map": DeviceMapName,
+    "load_in": LoadInName,
 }
 
 
@@ -83,7 +89,11 @@ LimitOption = Annotated[
     Optional[int], typer.Option(min=1, help="Score only the first N records of each task (not the benchmark's scores).")
 ]
 BaseUrlOption = Annotated[
-    Optional[str], typer.Option(help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1.")
+    Optional[str],
+    typer.Option(
+        help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1; "
+        "several comma-separated, or @FILE with one URL a line."
+    ),
 ]
 FallbackOption = Annotated[
     FallbackName, typer.Option("--fallback", help="-m heuristic: the baseline for examples no rule covers.")
@@ -121,7 +131,22 @@ NumFewshotOption = Annotated[
 # lm-eval's --model_args keys -> rueval's option names
 MODEL_ARGS = {"pretrained": "model", "dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
-ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: requests in flight.")]
+RevisionOption = Annotated[Optional[str], typer.Option(help="hf: a hub branch, tag or commit.")]
+DeviceMapOption = Annotated[
+    Optional[DeviceMapName],
+    typer.Option(help="hf: auto spreads the weights over the GPUs (accelerate); --device is then unused."),
+]
+PeftOption = Annotated[
+    Optional[Path],
+    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]')."),
+]
+LoadInOption = Annotated[
+    Optional[LoadInName], typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
+]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
+CacheOption = Annotated[
+    CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")
+]
 FilterModelOption = Annotated[
     Optional[str],
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
@@ -204,7 +229,7 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         return {key: value for key, value in finetune.items() if value is not None}
     if ModelSpec.is_lm(model):
         fields = ModelOptions.__dataclass_fields__
-        model_options = {name: value for name, value in options.items() if name in fields and name != "cache"}
+        model_options = {name: value for name, value in options.items() if name in fields}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
         model_options["device"] = model_options.get("device") or default_device()
         # only the chat options given: runs without them keep their fingerprints

@@ -2,12 +2,17 @@
 
 Every batch a backend finishes is committed at once, so a run killed at any point (even with
 kill -9) keeps everything but the batch in flight; the next run recomputes only the rest.
+
+A cache file that cannot be read (damaged, not SQLite) or that a newer rueval wrote (its
+``user_version`` is above FORMAT) is reported with its path and left alone: the run goes on
+without it, neither reading nor writing it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
@@ -19,6 +24,8 @@ from rueval.models.base import Request
 # A request type's version goes up when its results change meaning, so older cached results are
 # not served: generations 2 = each sampled request draws from its own generator (batch-independent).
 VERSIONS = {"Loglikelihood": 1, "Generation": 2}
+FORMAT = 1  # the file's layout, in SQLite's user_version; a newer rueval that changes it raises it
+log = logging.getLogger(__name__)
 
 
 def request_key(identity: str, request: Request) -> str:
@@ -30,31 +37,66 @@ def request_key(identity: str, request: Request) -> str:
 
 
 class RequestCache:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    """``refresh``: nothing is read (every request is computed again), and results overwrite the stored ones."""
+
+    def __init__(self, path: Path, refresh: bool = False):
         self.path = path
-        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crashed process loses no commit
-        self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.refresh = refresh
+        self._db: sqlite3.Connection | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > FORMAT:
+                self._give_up(f"it was written by a newer rueval (format {version}, this one reads {FORMAT})")
+                return
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crashed process loses no commit
+            self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.execute(f"PRAGMA user_version = {FORMAT}")
+        except (sqlite3.Error, OSError) as e:
+            self._give_up(f"it cannot be read ({e})")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The stored results of the keys that have one; a damaged row counts as missing."""
         keys = list(keys)
         found: dict[str, Any] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, value in self._db.execute(f"SELECT key, value FROM results WHERE key IN ({marks})", chunk):
-                found[key] = json.loads(value)
+        if self._db is None or self.refresh:
+            return found
+        try:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, value in self._db.execute(f"SELECT key, value FROM results WHERE key IN ({marks})", chunk):
+                    try:
+                        found[key] = json.loads(value)
+                    except (TypeError, ValueError):
+                        continue
+        except sqlite3.Error as e:
+            self._give_up(f"it cannot be read ({e})")
+            return {}
         return found
 
     def put_many(self, items: Mapping[str, Any]) -> None:
-        with self._db:  # one transaction per finished batch
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
-                [(key, json.dumps(value, ensure_ascii=False)) for key, value in items.items()],
-            )
+        if self._db is None:
+            return
+        try:
+            with self._db:  # one transaction per finished batch
+                self._db.execute("BEGIN")
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
+                    [(key, json.dumps(value, ensure_ascii=False)) for key, value in items.items()],
+                )
+        except sqlite3.Error as e:
+            self._give_up(f"it cannot be written ({e})")
+
+    def _give_up(self, reason: str) -> None:
+        """Report the file and go on without it."""
+        log.warning("the request cache %s is ignored: %s; move it away to start a new one", self.path, reason)
+        if self._db is not None:
+            self._db.close()
+        self._db = None
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()

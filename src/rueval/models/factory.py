@@ -10,6 +10,9 @@ from rueval.models.engine import Engine
 
 BACKENDS = ("hf", "openai")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+CACHE_MODES = ("on", "off", "refresh")
+DEVICE_MAPS = ("auto",)
+LOAD_IN = ("8bit", "4bit")
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,15 @@ class ModelOptions:
     dtype: str = "auto"  # hf: weights dtype, one of DTYPES
     batch_size: int | str = "auto"  # hf: rows per forward pass
     trust_remote_code: bool = False  # hf: run code shipped with the model
-    revision: str | None = None  # hf: the hub branch, tag or commit
-    base_url: str | None = None  # openai: the server
-    concurrency: int = 8  # openai: HTTP requests in flight
-    cache: bool = True  # keep computed requests in the on-disk request cache
+    # serving and caching
+    base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
+    concurrency: int = 8  # openai: HTTP requests in flight per server
+    cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
+    # large models on GPUs (hf)
+    revision: str | None = None  # a hub branch, tag or commit
+    device_map: str | None = None  # auto: spread the weights over the GPUs (accelerate)
+    peft: str | None = None  # a PEFT adapter directory, merged into the weights
+    load_in: str | None = None  # 8bit or 4bit (bitsandbytes, a CUDA GPU)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -60,6 +68,14 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     if options.dtype not in DTYPES:
         raise RuevalError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
+    for flag, value, allowed in (
+        ("--device-map", options.device_map, DEVICE_MAPS),
+        ("--load-in", options.load_in, LOAD_IN),
+    ):
+        if value is not None and value not in allowed:
+            raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
+    if options.cache not in CACHE_MODES:
+        raise RuevalError(f"--cache {options.cache}: expected one of {', '.join(CACHE_MODES)}")
     if spec.backend == "hf":
         from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
 
@@ -70,6 +86,9 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             batch_size=options.batch_size,
             trust_remote_code=options.trust_remote_code,
             revision=options.revision,
+            device_map=options.device_map,
+            peft=options.peft,
+            load_in=options.load_in,
         )
     else:
         from rueval.models.openai import OpenAICompletionsModel
@@ -78,9 +97,9 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
         model = OpenAICompletionsModel(spec.target, options.base_url, concurrency=options.concurrency)
     requests = None
-    if options.cache:
+    if options.cache != "off":
         from rueval.models.cache import RequestCache
         from rueval.paths import cache_dir
 
-        requests = RequestCache(cache_dir("requests") / "requests.sqlite")
+        requests = RequestCache(cache_dir("requests") / "requests.sqlite", refresh=options.cache == "refresh")
     return Engine(model, requests)

@@ -19,6 +19,7 @@ from rueval.models.base import (
     cut_at_stop,
     encode_pair,
 )
+from rueval.models.placement import merged_adapter, weights_placement
 from rueval.paths import cache_dir
 
 # torch and transformers are imported inside the methods: without them, `-m hf:` says what to install.
@@ -27,7 +28,10 @@ TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUD
 
 class HFCausalLM(LanguageModel):
     """A transformers causal LM. Every sequence starts with the model's BOS token (EOS for
-    GPT-2-style models), so an empty context scores the whole continuation."""
+    GPT-2-style models), so an empty context scores the whole continuation.
+
+    ``device_map="auto"`` spreads the weights over the GPUs with accelerate; ``peft`` merges an
+    adapter directory into the weights; ``load_in`` ("8bit", "4bit") quantizes with bitsandbytes."""
 
     def __init__(
         self,
@@ -38,14 +42,24 @@ class HFCausalLM(LanguageModel):
         trust_remote_code: bool = False,
         revision: str | None = None,
         max_batch_tokens: int | None = None,
+        device_map: str | None = None,
+        peft: str | None = None,
+        load_in: str | None = None,
         loaded: tuple[Any, Any] | None = None,
     ):
         _require_libraries(path)
         from rueval.models.prefix_tree import PACK_TOKENS, TreeStats
 
         self.device = _check_device(device)
-        self.model, self.tokenizer = loaded or _load(path, dtype, trust_remote_code, revision)
-        self.model.to(self.device).eval()
+        placement = weights_placement(device_map, load_in, peft)
+        self.model, self.tokenizer = loaded or _load(path, dtype, trust_remote_code, revision, placement)
+        if peft:
+            self.model = merged_adapter(self.model, peft)
+        if placement:  # accelerate placed the weights: inputs go where the embeddings are
+            self.device = self.model.get_input_embeddings().weight.device
+        else:
+            self.model.to(self.device)
+        self.model.eval()
         _fuse_tanh_gelu(self.model)
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         if start is None:
@@ -53,8 +67,11 @@ class HFCausalLM(LanguageModel):
         self.start_token = start
         self.max_length = _max_length(self.model.config, self.tokenizer)
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
+        self.auto_batch = batch_size == "auto"
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
         self.identity = f"hf:{path}@{model_revision(path, self.model.config, revision)}"
+        self.identity += f" peft={peft}@{_content_hash(Path(peft))}" if peft else ""
+        self.identity += f" load_in={load_in}" if load_in else ""
         self.stats = TreeStats()
         self._split_head = self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
@@ -108,18 +125,42 @@ class HFCausalLM(LanguageModel):
         # mask (which replaces the window's) would change the attention, so each is scored whole.
         share = self.window is None or max((len(ids) for ids, _ in encoded), default=0) <= self.window
         with torch.inference_mode():
-            scores = score_sequences(
-                encoded,
-                self._forward,
-                self._head,
-                self.max_rows,
-                self.max_batch_tokens,
-                self.stats,
-                self.pack_tokens,
-                share,
-                report,
+            scores = self._fitting(
+                lambda rows, tokens: score_sequences(
+                    encoded,
+                    self._forward,
+                    self._head,
+                    rows,
+                    tokens,
+                    self.stats,
+                    min(self.pack_tokens, tokens),
+                    share,
+                    report,
+                )
             )
         return [result(i, score) for i, score in enumerate(scores)]
+
+    def _fitting(self, compute):
+        """``compute(rows, tokens)``; with batch_size "auto" the token budget (and rows with it) is
+        halved on out-of-memory until it fits (accelerate's find_executable_batch_size), and kept."""
+        if not self.auto_batch:
+            return compute(self.max_rows, self.max_batch_tokens)
+        try:
+            from accelerate.utils import find_executable_batch_size
+        except ImportError:
+            raise RuevalError("--batch-size auto needs accelerate: pip install 'rueval[lm]'") from None
+        rows, tokens = self.max_rows, self.max_batch_tokens
+
+        def attempt(budget: int):
+            self.max_rows, self.max_batch_tokens = max(1, rows * budget // tokens), budget
+            return compute(self.max_rows, self.max_batch_tokens)
+
+        try:
+            return find_executable_batch_size(attempt, starting_batch_size=tokens)()
+        except RuntimeError as e:
+            if "No executable batch size found" not in str(e):
+                raise
+            raise RuevalError("the model runs out of memory even on one sequence at a time") from None
 
     def _tokens(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -194,14 +235,17 @@ class HFCausalLM(LanguageModel):
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
         """Batched by identical settings. A sampled request draws from its own generator, seeded
         from its prompt, settings and seed: its text does not depend on the batch it is in."""
+        return self._fitting(lambda rows, _: self._generate_all(requests, rows, on_done))
+
+    def _generate_all(self, requests: Sequence[Generation], rows: int, on_done: OnDone | None) -> list[str]:
         results: dict[int, str] = {}
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.top_p, r.temperature, r.stop), []).append(i)
         for indices in groups.values():
             indices.sort(key=lambda i: len(requests[i].prompt))
-            for start in range(0, len(indices), self.max_rows):
-                batch = indices[start : start + self.max_rows]
+            for start in range(0, len(indices), rows):
+                batch = indices[start : start + rows]
                 texts = list(zip(batch, self._generate_batch([requests[i] for i in batch]), strict=True))
                 results.update(texts)
                 if on_done is not None:
@@ -240,7 +284,9 @@ class HFCausalLM(LanguageModel):
         return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
 
 
-def _load(path: str, dtype: str, trust_remote_code: bool, revision: str | None) -> tuple[Any, Any]:
+def _load(
+    path: str, dtype: str, trust_remote_code: bool, revision: str | None, placement: dict[str, Any]
+) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -251,6 +297,7 @@ def _load(path: str, dtype: str, trust_remote_code: bool, revision: str | None) 
             revision=revision,
             trust_remote_code=trust_remote_code,
             dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            **placement,
         )
     except (OSError, ValueError) as e:
         raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None

@@ -20,6 +20,11 @@ prompt token has no logprob (nothing precedes it): with an empty context the tex
 from its second token on, unless the server adds a start token itself (Llama-style tokenizers
 do), when every text token is scored, as the HF backend does.
 
+Several servers (``base_url`` a list, or comma-separated) share the work: see
+rueval.models.serving. The cache identity is the model name and what the servers say about the
+weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
+servers reuses a one-server run's results, and new weights behind the same name and port do not.
+
 With ``tokenizer=`` (a local path or hub id of the served model's tokenizer, or a tokenizer
 object) prompts are sent as token ids encoded exactly as the HF backend encodes them: a start
 token, the context's tokens, then the continuation's. Token boundaries are then exact and an
@@ -28,16 +33,9 @@ empty context scores every token, so results equal ``-m hf:`` on the same weight
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from http.client import HTTPException
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -50,26 +48,33 @@ from rueval.models.base import (
     cut_at_stop,
     encode_pair,
 )
+from rueval.models.serving import (
+    ClientError,
+    Dispatcher,
+    ServerClient,
+    ServerDown,
+    parse_base_urls,
+    route,
+    weights_card,
+)
 
-RETRIED_STATUS = {408, 429, 500, 502, 503, 504}  # busy or restarting servers: worth another try
-MAX_BACKOFF = 30.0  # seconds
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
 
 class OpenAICompletionsModel(LanguageModel):
     """A model behind an OpenAI-compatible ``/v1/completions`` endpoint.
 
-    ``concurrency`` HTTP requests run at once, each carrying up to ``prompts_per_request``
+    ``concurrency`` HTTP requests run at once on each server, each carrying up to ``prompts_per_request``
     prompts (the API takes a list). A request that fails with 408/429/5xx, a dropped connection
     or a timeout is retried up to ``max_retries`` times, waiting ``retry_delay`` seconds and
-    doubling (capped at 30 s, or as the server's Retry-After says). The server is first
-    contacted on the first request, so a run whose results are all cached needs no server.
+    doubling (capped at 30 s, or as the server's Retry-After says). The servers are first
+    contacted when the identity or the first result is asked for.
     """
 
     def __init__(
         self,
         model: str,
-        base_url: str,
+        base_url: str | Sequence[str],
         api_key: str | None = None,
         concurrency: int = 8,
         timeout: float = 60.0,
@@ -79,26 +84,53 @@ class OpenAICompletionsModel(LanguageModel):
         retry_delay: float = 1.0,
     ):
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.urls = parse_base_urls(base_url) if isinstance(base_url, str) else [u.rstrip("/") for u in base_url]
         self.concurrency = max(1, concurrency)
-        self.timeout = timeout
-        self.max_retries = max(0, max_retries)
         self.prompts_per_request = max(1, prompts_per_request)
-        self.retry_delay = retry_delay
-        self.identity = f"openai:{model}@{self.base_url}"
+        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay)
         self.tokenizer = _load_tokenizer(tokenizer) if tokenizer is not None else None
         if self.tokenizer is not None:
-            # token-id prompts score an empty context differently from text prompts: keep their caches apart
-            name = getattr(self.tokenizer, "name_or_path", "") or type(self.tokenizer).__name__
-            self.identity += f" tokenizer={name}"
             bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
             if bos is None and eos is None:
                 raise RuevalError(f"openai:{model}: the tokenizer has neither a BOS nor an EOS token to start with")
             self.start_token = bos if bos is not None else eos
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
+        self._dispatcher = Dispatcher(self.urls, self.concurrency)
+        self._card: dict[str, Any] | None = None  # the served weights, as every server describes them
+        self._fingerprints: dict[str, Any] = {}  # each server's system_fingerprint, once the identity is known
+        self._identity: str | None = None
         self._checked = False
-        self._check_lock = threading.Lock()
+        self._check_lock = threading.RLock()
+
+    @property
+    def identity(self) -> str:
+        """``openai:MODEL`` and what the servers say about the weights: their `/v1/models` entry
+        (root, parent, created) and the completions' ``system_fingerprint``; the URLs only for
+        servers that list no models."""
+        with self._check_lock:
+            if self._identity is None:
+                self._check_servers()
+                parts = [f"openai:{self.model}"]
+                if self._card is None:
+                    parts[0] += "@" + ",".join(sorted(self.urls))
+                parts += (
+                    [f"{key}={value}" for key, value in sorted(self._card.items()) if key != "id"] if self._card else []
+                )
+                fingerprints = {self._probe_fingerprint(url) for url in self._live_urls()}
+                if len(fingerprints) > 1:
+                    raise RuevalError(
+                        f"the servers of '{self.model}' give different system_fingerprints: {sorted(map(str, fingerprints))}"
+                    )
+                if fingerprints != {None}:
+                    parts.append(f"system_fingerprint={fingerprints.pop()}")
+                if self.tokenizer is not None:
+                    # token-id prompts score an empty context differently from text prompts: keep their caches apart
+                    parts.append(
+                        f"tokenizer={getattr(self.tokenizer, 'name_or_path', '') or type(self.tokenizer).__name__}"
+                    )
+                self._identity = " ".join(parts)
+            return self._identity
 
     # -- requests ------------------------------------------------------------------------------
     def loglikelihood(
@@ -109,7 +141,10 @@ class OpenAICompletionsModel(LanguageModel):
             if not r.continuation:
                 raise ValueError("a log-likelihood request needs a non-empty continuation")
         chunks = self._chunks(list(range(len(requests))))
-        return self._run(chunks, lambda chunk: self._score_chunk([requests[i] for i in chunk]), len(requests), on_done)
+        homes = [route(requests[c[0]].context + requests[c[0]].continuation, len(self.urls)) for c in chunks]
+        return self._run(
+            chunks, homes, lambda url, c: self._score_chunk(url, [requests[i] for i in c]), len(requests), on_done
+        )
 
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
         """Generated texts, cut at the first stop sequence. Prompts with the same sampling
@@ -118,8 +153,9 @@ class OpenAICompletionsModel(LanguageModel):
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.stop, r.top_p, r.temperature, r.seed), []).append(i)
         chunks = [chunk for indices in groups.values() for chunk in self._chunks(indices)]
+        homes = [route(requests[c[0]].prompt, len(self.urls)) for c in chunks]
         return self._run(
-            chunks, lambda chunk: self._generate_chunk([requests[i] for i in chunk]), len(requests), on_done
+            chunks, homes, lambda url, c: self._generate_chunk(url, [requests[i] for i in c]), len(requests), on_done
         )
 
     def _chunks(self, indices: list[int]) -> list[list[int]]:
@@ -127,31 +163,32 @@ class OpenAICompletionsModel(LanguageModel):
         return [indices[i : i + self.prompts_per_request] for i in range(0, len(indices), self.prompts_per_request)]
 
     def _run(
-        self, chunks: list[list[int]], compute: Callable[[list[int]], list], total: int, on_done: OnDone | None
+        self,
+        chunks: list[list[int]],
+        homes: list[int],
+        compute: Callable[[str, list[int]], list],
+        total: int,
+        on_done: OnDone | None,
     ) -> list:
-        """Compute chunks ``concurrency`` at a time, each reported to ``on_done`` as it comes back;
+        """Compute chunks over the servers, each reported to ``on_done`` as it comes back;
         results in the requests' order."""
         if not chunks:
             return []
-        self._check_server()
+        self._check_servers()
         results: list = [None] * total
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(compute, chunk): chunk for chunk in chunks}
-            try:
-                for future in as_completed(futures):
-                    finished = list(zip(futures[future], future.result(), strict=True))
-                    for i, result in finished:
-                        results[i] = result
-                    if on_done is not None:
-                        on_done(finished)
-            except BaseException:
-                for future in futures:  # one failure ends the call: start nothing more
-                    future.cancel()
-                raise
+
+        def finished(c: int, values: list) -> None:
+            pairs = list(zip(chunks[c], values, strict=True))
+            for i, result in pairs:
+                results[i] = result
+            if on_done is not None:
+                on_done(pairs)
+
+        self._dispatcher.run(chunks, homes, compute, finished)
         return results
 
     # -- log-likelihood ------------------------------------------------------------------------
-    def _score_chunk(self, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
+    def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
         if self.tokenizer is not None:
             encoded = [encode_pair(r, self._tokens, self.start_token) for r in requests]
             prompts: list = [ids for ids, _ in encoded]
@@ -161,18 +198,18 @@ class OpenAICompletionsModel(LanguageModel):
             max_tokens = self._scoring_max_tokens
             payload = {"prompt": prompts, "max_tokens": max_tokens, "echo": True, "logprobs": 1, "temperature": 0}
             try:
-                choices = self._completions(payload, len(prompts))
+                choices = self._completions(url, payload, len(prompts))
                 break
-            except _ClientError:
+            except ClientError:
                 if max_tokens == 0:  # some servers need max_tokens >= 1 even with echo
                     self._scoring_max_tokens = 1
                     continue
                 raise
         if self.tokenizer is not None:
-            return [self._score_ids(c, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)]
-        return [self._score_text(c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
+            return [self._score_ids(url, c, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)]
+        return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
-    def _score_text(self, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
+    def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
         """Apply the character-boundary rule of the module docstring to one echoed prompt; its
         last ``generated`` tokens are the ones the server generated after it."""
         logprobs = choice.get("logprobs") or {}
@@ -181,7 +218,7 @@ class OpenAICompletionsModel(LanguageModel):
         n_prompt = len(tokens) - generated
         echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
         if not echoed:
-            raise self._no_logprobs()
+            raise self._no_logprobs(url)
         starts = [0]
         for token in tokens[:n_prompt]:
             starts.append(starts[-1] + len(token))
@@ -189,35 +226,39 @@ class OpenAICompletionsModel(LanguageModel):
         continuation = request.context[len(context) :] + request.continuation
         if context and not "".join(tokens[:n_prompt]).endswith(continuation):
             raise RuevalError(
-                f"the token texts from the server at {self.base_url} do not end with the continuation "
+                f"the token texts from the server at {url} do not end with the continuation "
                 f"{continuation!r}, so it cannot be told from the context; pass the model's tokenizer "
                 "to score by token ids"
             )
         boundary = starts[n_prompt] - len(continuation) if context else 0
         scored = [i for i in range(n_prompt) if starts[i] >= boundary or starts[i + 1] > boundary]
-        return self._sum(scored, values, tops, request)
+        return self._sum(url, scored, values, tops, request)
 
-    def _score_ids(self, choice: dict, request: Loglikelihood, ids: list[int], first: int) -> LoglikelihoodResult:
+    def _score_ids(
+        self, url: str, choice: dict, request: Loglikelihood, ids: list[int], first: int
+    ) -> LoglikelihoodResult:
         logprobs = choice.get("logprobs") or {}
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         if not values or not tops or len(values) < len(ids):
-            raise self._no_logprobs()
-        return self._sum(list(range(first, len(ids))), values, tops, request)
+            raise self._no_logprobs(url)
+        return self._sum(url, list(range(first, len(ids))), values, tops, request)
 
-    def _sum(self, scored: list[int], values: list, tops: list, request: Loglikelihood) -> LoglikelihoodResult:
+    def _sum(
+        self, url: str, scored: list[int], values: list, tops: list, request: Loglikelihood
+    ) -> LoglikelihoodResult:
         """Add up the scored tokens' logprobs; greedy if each was the server's top choice."""
         total, greedy, n = 0.0, True, 0
         for i in scored:
             if values[i] is None and i == 0:  # the first prompt token: nothing predicts it
                 continue
             if values[i] is None or not tops[i]:
-                raise self._no_logprobs()
+                raise self._no_logprobs(url)
             total += float(values[i])
             greedy = greedy and float(values[i]) >= max(map(float, tops[i].values())) - GREEDY_TOLERANCE
             n += 1
         if n == 0:
             raise RuevalError(
-                f"the server at {self.base_url} gave no logprob for any token of the continuation "
+                f"the server at {url} gave no logprob for any token of the continuation "
                 f"{request.continuation!r} after {request.context!r}: its first token starts the prompt; "
                 "pass the model's tokenizer to score by token ids"
             )
@@ -227,7 +268,7 @@ class OpenAICompletionsModel(LanguageModel):
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     # -- generation ----------------------------------------------------------------------------
-    def _generate_chunk(self, requests: list[Generation]) -> list[str]:
+    def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
         r = requests[0]  # the chunk shares its sampling settings
         sample = r.temperature > 0 or r.top_p < 1  # as the HF backend: nucleus sampling at temperature 1 by default
         payload = {
@@ -239,126 +280,81 @@ class OpenAICompletionsModel(LanguageModel):
         }
         if r.stop:
             payload["stop"] = list(r.stop)
-        choices = self._completions(payload, len(requests))
+        choices = self._completions(url, payload, len(requests))
         return [cut_at_stop(str(c.get("text") or ""), r.stop) for c in choices]
 
     def _generation_prompt(self, prompt: str) -> str | list[int]:
         return [self.start_token, *self._tokens(prompt)] if self.tokenizer is not None else prompt
 
     # -- HTTP ----------------------------------------------------------------------------------
-    def _completions(self, payload: dict, n_prompts: int) -> list[dict]:
-        """POST /completions; the choices in prompt order."""
-        body = self._request("/completions", {"model": self.model, **payload})
+    def _completions(self, url: str, payload: dict, n_prompts: int) -> list[dict]:
+        """POST /completions; the choices in prompt order. A server whose system_fingerprint
+        changed since the identity was taken is serving other weights: its answer is refused."""
+        body = self._client.request(url, "/completions", {"model": self.model, **payload})
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or len(choices) != n_prompts:
-            raise RuevalError(f"the server at {self.base_url} answered /completions without one choice per prompt")
+            raise RuevalError(f"the server at {url} answered /completions without one choice per prompt")
+        if url in self._fingerprints and body.get("system_fingerprint") != self._fingerprints[url]:
+            raise RuevalError(
+                f"the server at {url} changed its system_fingerprint from {self._fingerprints[url]} to "
+                f"{body.get('system_fingerprint')} during the run: its weights or serving changed; run again"
+            )
         return sorted(choices, key=lambda c: c.get("index", 0))
 
-    def _check_server(self) -> None:
-        """Once: fail fast with a clear message when nothing listens at base_url or the model
-        name is not among the served ones. Servers without /models are not checked."""
+    def _probe_fingerprint(self, url: str) -> Any:
+        """The system_fingerprint of a one-token completion (None where the server gives none)."""
+        if url not in self._fingerprints:
+            body = self._client.request(
+                url, "/completions", {"model": self.model, "prompt": "0", "max_tokens": 1, "temperature": 0}
+            )
+            self._fingerprints[url] = body.get("system_fingerprint") if isinstance(body, dict) else None
+        return self._fingerprints[url]
+
+    def _live_urls(self) -> list[str]:
+        return [url for url, up in zip(self.urls, self._dispatcher.alive, strict=True) if up]
+
+    def _check_servers(self) -> None:
+        """Once: every server must serve the named model, and all must describe its weights alike
+        (a mismatch stops the run before any scoring). Among several servers, one that cannot be
+        reached is reported and left out. Servers without /models are not checked."""
         with self._check_lock:
             if self._checked:
                 return
-            try:
-                listing = self._request("/models", None, retry_connection=False)
-            except _ClientError as e:
-                if e.status != 404:
-                    raise
-                listing = None
-            entries = listing.get("data", []) if isinstance(listing, dict) else []
-            served = [str(m.get("id")) for m in entries if isinstance(m, dict)]
-            if served and self.model not in served:
-                raise RuevalError(
-                    f"the server at {self.base_url} does not serve model '{self.model}'; it serves: {', '.join(served)}"
-                )
+            cards: dict[str, dict] = {}
+            for index, url in enumerate(self.urls):
+                try:
+                    listing, answered_at = self._client.dated_request(url, "/models", None, retry_connection=False)
+                except ClientError as e:
+                    if e.status != 404:
+                        raise
+                    continue
+                except ServerDown as e:
+                    self._dispatcher.drop(index, e)
+                    continue
+                entries = listing.get("data", []) if isinstance(listing, dict) else []
+                served = {str(m.get("id")): m for m in entries if isinstance(m, dict)}
+                if served and self.model not in served:
+                    raise RuevalError(
+                        f"the server at {url} does not serve model '{self.model}'; it serves: {', '.join(served)}"
+                    )
+                if served:
+                    cards[url] = weights_card(served[self.model], answered_at)
+            first = next(iter(cards.items()), None)
+            for url, card in cards.items():
+                if card != first[1]:
+                    raise RuevalError(
+                        f"the servers serve different weights as '{self.model}': {first[0]} has {first[1]}, "
+                        f"{url} has {card}"
+                    )
+            self._card = next(iter(cards.values()), None)
             self._checked = True
 
-    def _request(self, path: str, payload: dict | None, retry_connection: bool = True) -> Any:
-        """One HTTP call with retries and exponential backoff; the decoded JSON answer."""
-        url = self.base_url + path
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(payload, ensure_ascii=False).encode() if payload is not None else None
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                break
-            except urllib.error.HTTPError as e:
-                message = _server_message(e.read())
-                if e.code in RETRIED_STATUS and not last:
-                    self._wait(attempt, e.headers.get("Retry-After"))
-                    continue
-                raise self._http_error(url, e.code, message) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, HTTPException) as e:
-                reason = getattr(e, "reason", None) or e
-                if retry_connection and not last:
-                    self._wait(attempt, None)
-                    continue
-                tries = f" (tried {attempt + 1} times)" if attempt else ""
-                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-                    raise RuevalError(f"the server at {url} did not answer within {self.timeout:g} s{tries}") from None
-                raise RuevalError(
-                    f"cannot reach an OpenAI-compatible server at {self.base_url}{tries}: {reason}; "
-                    "is it running, and does the URL end in /v1?"
-                ) from None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise RuevalError(f"the server at {url} did not answer with JSON: {raw[:200]!r}") from None
-
-    def _wait(self, attempt: int, retry_after: str | None) -> None:
-        # the jitter keeps many clients that failed together from retrying together
-        delay = min(MAX_BACKOFF, self.retry_delay * 2**attempt) * random.uniform(0.8, 1.2)
-        if retry_after and retry_after.strip().isdigit():
-            delay = min(MAX_BACKOFF, float(retry_after))
-        time.sleep(delay)
-
-    def _http_error(self, url: str, status: int, message: str) -> Exception:
-        if status in (401, 403):
-            return RuevalError(f"the server at {url} refused the API key (HTTP {status}: {message})")
-        if status in RETRIED_STATUS:
-            tries = self.max_retries + 1
-            return RuevalError(f"the server at {url} kept failing after {tries} tries (HTTP {status}): {message}")
-        if status == 404 and "model" in message.lower():
-            return _ClientError(status, f"the server at {self.base_url} has no model '{self.model}' ({message})")
-        if status == 404:
-            return _ClientError(status, f"the server has no {url} (HTTP 404: {message}); does the base URL end in /v1?")
-        return _ClientError(status, f"the server at {url} rejected the request (HTTP {status}): {message}")
-
-    def _no_logprobs(self) -> RuevalError:
+    def _no_logprobs(self, url: str) -> RuevalError:
         return RuevalError(
-            f"the server at {self.base_url} returned no prompt logprobs for '{self.model}' (asked with echo=true, "
+            f"the server at {url} returned no prompt logprobs for '{self.model}' (asked with echo=true, "
             "logprobs=1), which scoring needs; vLLM returns them on /v1/completions (keep --max-logprobs >= 1); "
             "a server without them can run generation tasks only"
         )
-
-
-class _ClientError(RuevalError):
-    """A 4xx answer: the request itself was refused; retrying it unchanged cannot help."""
-
-    def __init__(self, status: int, message: str):
-        self.status = status
-        super().__init__(message)
-
-
-def _server_message(raw: bytes) -> str:
-    """The error message of an OpenAI-style error body, else the body's start."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return raw[:200].decode(errors="replace").strip() or "no details"
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if isinstance(error, str):
-            return error
-    return str(body)[:200]
 
 
 def _load_tokenizer(tokenizer: Any) -> Any:

@@ -1,0 +1,301 @@
+"""Several OpenAI-compatible servers behind one `openai:` model: the list of servers, what a
+server says about the weights it serves, and the dispatcher that spreads HTTP requests over them.
+
+Each HTTP request (a chunk of prompts) has a home server, chosen by a hash of its first prompt's
+first ``ROUTE_CHARS`` characters, so prompts that share a prefix (an episode's demonstrations,
+an item's options) reach the same server, in the order given (the engine sorts them so shared
+prefixes sit together), and hit its prefix cache. A server whose own queue is empty takes work
+from the end of the longest other queue, so a slow server's requests move to the faster ones; a
+server that fails (unreachable, timing out, or failing with 5xx after its retries) is reported
+by URL and its requests go to the others.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import queue
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+import zlib
+from collections import deque
+from collections.abc import Callable, Sequence
+from http.client import HTTPException
+from pathlib import Path
+from typing import Any
+
+from rueval.errors import RuevalError
+
+ROUTE_CHARS = 256  # characters of a prompt that choose its server: an episode's demonstrations are longer
+OWN_TIME = 5  # seconds: a `created` this close to the answer's time is the answer's own clock (vLLM), not the model's
+RETRIED_STATUS = {408, 429, 500, 502, 503, 504}  # busy or restarting servers: worth another try
+MAX_BACKOFF = 30.0  # seconds
+log = logging.getLogger(__name__)
+
+
+class ServerDown(RuevalError):
+    """A server that cannot carry requests now (unreachable, timing out, failing with 5xx)."""
+
+
+def parse_base_urls(text: str) -> list[str]:
+    """``URL[,URL...]`` or ``@FILE`` (one URL a line; blank lines and ``#`` comments skipped)."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise RuevalError(f"--base-url {text}: cannot read the file of server URLs ({e})") from None
+        urls = [line.split("#", 1)[0].strip() for line in lines]
+    else:
+        urls = [part.strip() for part in text.split(",")]
+    urls = list(dict.fromkeys(url.rstrip("/") for url in urls if url))
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise RuevalError(f"--base-url {text}: '{url}' is not an http:// or https:// URL")
+    if not urls:
+        raise RuevalError(f"--base-url {text}: no server URL given")
+    return urls
+
+
+def weights_card(entry: dict, answered_at: float) -> dict[str, Any]:
+    """What a `/v1/models` entry says about the weights: id, root, parent and created. vLLM and
+    llama.cpp fill ``created`` with the time of the answer, which would change the identity on
+    every run: a ``created`` within a few seconds of the answer's Date (the server's own clock)
+    is left out."""
+    card = {key: entry.get(key) for key in ("id", "root", "parent", "created") if entry.get(key) is not None}
+    if isinstance(card.get("created"), (int, float)) and abs(card["created"] - answered_at) <= OWN_TIME:
+        del card["created"]
+    return card
+
+
+def route(prompt: str | list[int], n_servers: int) -> int:
+    """The home server of a prompt: the same for prompts that share their first ROUTE_CHARS characters."""
+    head = prompt[:ROUTE_CHARS] if isinstance(prompt, str) else " ".join(map(str, prompt[: ROUTE_CHARS // 4]))
+    return zlib.crc32(head.encode()) % n_servers
+
+
+def _server_time(date: str | None) -> float:
+    """An HTTP Date header as a Unix time; this machine's clock without one."""
+    try:
+        return email.utils.parsedate_to_datetime(date).timestamp() if date else time.time()
+    except (TypeError, ValueError):
+        return time.time()
+
+
+class Dispatcher:
+    """Runs chunks on servers, ``concurrency`` HTTP requests in flight per server."""
+
+    def __init__(self, urls: Sequence[str], concurrency: int):
+        self.urls = list(urls)
+        self.concurrency = concurrency
+        self.alive = [True] * len(self.urls)
+
+    def drop(self, index: int, error: Exception) -> None:
+        """Take a server out of the run, reporting it by URL; losing the last one ends the run."""
+        if not self.alive[index]:
+            return
+        if sum(self.alive) > 1:
+            self.alive[index] = False
+            log.warning("the server at %s is left out (%s); the others take its requests", self.urls[index], error)
+            return
+        raise error
+
+    def run(
+        self,
+        chunks: Sequence[Any],
+        homes: Sequence[int],
+        compute: Callable[[str, Any], list],
+        on_result: Callable[[int, list], None],
+    ) -> None:
+        """``compute(url, chunk)`` for every chunk, each starting on its home server;
+        ``on_result(chunk index, results)`` is called in this thread as results come back."""
+        live = [i for i, up in enumerate(self.alive) if up]
+        queues: dict[int, deque[int]] = {i: deque() for i in live}
+        for c, home in enumerate(homes):
+            queues[live[home % len(live)]].append(c)
+        state = _State(queues, homes)
+        results: queue.Queue = queue.Queue()
+
+        def work(server: int) -> None:
+            while (c := state.take(server)) is not None:
+                try:
+                    value = compute(self.urls[server], chunks[c])
+                except ServerDown as e:
+                    with state.lock:
+                        try:
+                            self.drop(server, e)
+                        except ServerDown:
+                            results.put((None, e))
+                            return state.finish(c, stop=True)
+                        state.give_back(server, c, [i for i, up in enumerate(self.alive) if up])
+                    return
+                except Exception as e:  # noqa: BLE001 - handed to the caller's thread, which raises it
+                    results.put((None, e))
+                    return state.finish(c, stop=True)
+                results.put((c, value))
+                state.finish(c)
+
+        threads = [
+            threading.Thread(target=work, args=(server,), daemon=True, name=f"openai-{server}")
+            for server in live
+            for _ in range(self.concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for _ in range(len(chunks)):
+                c, value = results.get()
+                if c is None:
+                    raise value
+                on_result(c, value)
+        finally:
+            state.stop()
+            for thread in threads:
+                thread.join()
+
+
+class _State:
+    """The dispatcher's queues of chunk indices, one per server, and the chunks in flight."""
+
+    def __init__(self, queues: dict[int, deque[int]], homes: Sequence[int]):
+        self.queues = queues
+        self.homes = homes
+        self.in_flight = 0
+        self.stopped = False
+        self.lock = threading.Condition()
+
+    def take(self, server: int) -> int | None:
+        """The next chunk for a server: its own queue's first, else the end of the longest other
+        queue; waits while chunks in flight may still come back; None when all is done."""
+        with self.lock:
+            while not self.stopped and server in self.queues:
+                longest = max(self.queues, key=lambda s: len(self.queues[s]) if s != server else -1)
+                if self.queues[server] or self.queues[longest]:
+                    self.in_flight += 1
+                    return self.queues[server].popleft() if self.queues[server] else self.queues[longest].pop()
+                if not self.in_flight:
+                    return None
+                self.lock.wait(timeout=1)
+            return None
+
+    def finish(self, chunk: int, stop: bool = False) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.stopped = self.stopped or stop
+            self.lock.notify_all()
+
+    def give_back(self, server: int, chunk: int, live: list[int]) -> None:
+        """A failed server's chunk in flight and its queue go to the live servers (lock held)."""
+        for c in reversed([chunk, *self.queues.pop(server, ())]):
+            self.queues[live[self.homes[c] % len(live)]].appendleft(c)
+        self.in_flight -= 1
+        self.lock.notify_all()
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            self.lock.notify_all()
+
+
+class ServerClient:
+    """JSON over HTTP to OpenAI-compatible servers, with retries and exponential backoff: a
+    request that fails with 408/429/5xx, a dropped connection or a timeout is retried up to
+    ``max_retries`` times, waiting ``retry_delay`` seconds and doubling (capped at 30 s, or as
+    the server's Retry-After says)."""
+
+    def __init__(self, model: str, api_key: str | None, timeout: float, max_retries: int, retry_delay: float):
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.retry_delay = retry_delay
+
+    def request(self, server: str, path: str, payload: dict | None, retry_connection: bool = True) -> Any:
+        return self.dated_request(server, path, payload, retry_connection)[0]
+
+    def dated_request(
+        self, server: str, path: str, payload: dict | None, retry_connection: bool = True
+    ) -> tuple[Any, float]:
+        """One HTTP call with retries and exponential backoff; the decoded JSON answer. A server
+        that cannot be reached, times out or keeps failing raises ServerDown."""
+        url = server + path
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        data = json.dumps(payload, ensure_ascii=False).encode() if payload is not None else None
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    raw = response.read()
+                    answered_at = _server_time(response.headers.get("Date"))
+                break
+            except urllib.error.HTTPError as e:
+                message = server_message(e.read())
+                if e.code in RETRIED_STATUS and not last:
+                    self._wait(attempt, e.headers.get("Retry-After"))
+                    continue
+                raise self._http_error(server, url, e.code, message) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, HTTPException) as e:
+                reason = getattr(e, "reason", None) or e
+                if retry_connection and not last:
+                    self._wait(attempt, None)
+                    continue
+                tries = f" (tried {attempt + 1} times)" if attempt else ""
+                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+                    raise ServerDown(f"the server at {url} did not answer within {self.timeout:g} s{tries}") from None
+                raise ServerDown(
+                    f"cannot reach an OpenAI-compatible server at {server}{tries}: {reason}; "
+                    "is it running, and does the URL end in /v1?"
+                ) from None
+        try:
+            return json.loads(raw), answered_at
+        except ValueError:
+            raise RuevalError(f"the server at {url} did not answer with JSON: {raw[:200]!r}") from None
+
+    def _wait(self, attempt: int, retry_after: str | None) -> None:
+        # the jitter keeps many clients that failed together from retrying together
+        delay = min(MAX_BACKOFF, self.retry_delay * 2**attempt) * random.uniform(0.8, 1.2)
+        if retry_after and retry_after.strip().isdigit():
+            delay = min(MAX_BACKOFF, float(retry_after))
+        time.sleep(delay)
+
+    def _http_error(self, server: str, url: str, status: int, message: str) -> Exception:
+        if status in (401, 403):
+            return RuevalError(f"the server at {url} refused the API key (HTTP {status}: {message})")
+        if status in RETRIED_STATUS:
+            tries = self.max_retries + 1
+            return ServerDown(f"the server at {url} kept failing after {tries} tries (HTTP {status}): {message}")
+        if status == 404 and "model" in message.lower():
+            return ClientError(status, f"the server at {server} has no model '{self.model}' ({message})")
+        if status == 404:
+            return ClientError(status, f"the server has no {url} (HTTP 404: {message}); does the base URL end in /v1?")
+        return ClientError(status, f"the server at {url} rejected the request (HTTP {status}): {message}")
+
+
+class ClientError(RuevalError):
+    """A 4xx answer: the request itself was refused; retrying it unchanged cannot help."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        super().__init__(message)
+
+
+def server_message(raw: bytes) -> str:
+    """The error message of an OpenAI-style error body, else the body's start."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw[:200].decode(errors="replace").strip() or "no details"
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return str(body)[:200]
