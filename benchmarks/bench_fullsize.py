@@ -147,27 +147,17 @@ def lexeme(word: str) -> tuple[str, ...]:
 
 def sentence_pool(texts_file: Path | None) -> list[str]:
     """Sentences of --texts, or of every string in the bundled samples."""
-    from rueval.data.local import SAMPLES_DIR
+    from rueval.models.tiny import sample_texts
     from rueval.text import sentences
 
     if texts_file is not None:
         lines = texts_file.read_text(encoding="utf-8").splitlines()
-    else:
-        lines = []
-
-        def collect(value: Any) -> None:
-            if isinstance(value, str) and len(value.split()) >= 3 and not value.startswith("http"):
-                lines.append(re.sub(r"\(\w\)|@highlight|@placeholder|\(\d+\)", " ", value))
-            elif isinstance(value, dict):
-                for item in value.values():
-                    collect(item)
-            elif isinstance(value, list):
-                for item in value:
-                    collect(item)
-
-        for path in sorted(SAMPLES_DIR.rglob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                collect(json.loads(line))
+    else:  # every text of the bundled samples, markup left out
+        lines = [
+            re.sub(r"\(\w\)|@highlight|@placeholder|\(\d+\)", " ", text)
+            for text in sample_texts()
+            if len(text.split()) >= 3 and not text.startswith("http")
+        ]
     pool = list(dict.fromkeys(s for line in lines for s in sentences(" ".join(line.split())) if len(s.split()) >= 3))
     if len(pool) < 20:
         raise SystemExit(f"too few sentences to recombine: {len(pool)} (at least 20 of 3 words or more)")
