@@ -1,7 +1,7 @@
 """Fine-tunes one small encoder on TERRa's train split twice on CPU: with rueval's ``finetune`` solver and
 with a plain transformers Trainer script, then compares throughput, peak memory and val accuracy.
 
-    python benchmarks/bench_finetune.py --data ../shared/realdata/RSG [--epochs 2] [--lr 1e-4] [--batch-size 16]
+    python benchmarks/bench_finetune.py --data RSG_DIR [--epochs 2] [--lr 1e-4] [--batch-size 16]
 
 Not part of the test suite. The encoder is rueval's tiny BERT (``build_tiny_bert``: 4 layers, 256
 wide, random weights, a WordPiece vocabulary trained on the bundled samples), so the accuracy is near
