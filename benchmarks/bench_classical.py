@@ -20,17 +20,16 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import random
 import resource
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from results_file import write_results  # beside this script
 from rich.console import Console
 from rich.table import Table
 
@@ -55,8 +54,7 @@ OUT = Path(__file__).parent / "results" / "bench_classical.json"
 def generate(task_name: str, n: int, seed: int) -> list[Any]:
     """n examples recombined from the task's bundled train samples."""
     from rueval.data import open_data
-    from rueval.tasks import get_task
-    from rueval.tasks.tape import split_options
+    from rueval.tasks import get_task, split_options
 
     task = get_task(task_name)
     samples = open_data(None).load(task, "train").examples
@@ -134,17 +132,7 @@ def main() -> None:
 
     from rueval import __version__
 
-    environment = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "rueval": __version__,
-        "scikit-learn": sklearn.__version__,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": environment, "results": rows}, indent=2) + "\n", encoding="utf-8")
-    print(f"written {args.out}")
+    write_results(args.out, rows, rueval=__version__, **{"scikit-learn": sklearn.__version__})
 
 
 def show(rows: list[dict[str, Any]]) -> None:

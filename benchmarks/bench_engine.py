@@ -124,22 +124,6 @@ def write_data(items: list[dict[str, Any]], data_dir: Path) -> None:
     )
 
 
-class PromptRecorder:
-    """Stands in for the engine under LMSolver: keeps the requests, answers nothing useful."""
-
-    def __init__(self) -> None:
-        self.requests: list = []
-
-    def loglikelihood(self, requests, description: str = "") -> list:
-        from rueval.models.base import LoglikelihoodResult
-
-        self.requests.extend(requests)
-        return [LoglikelihoodResult(0.0, 1, False)] * len(requests)
-
-    def generate(self, requests, description: str = "") -> list[str]:
-        return [""] * len(requests)
-
-
 def load_split(data_dir: Path, n: int) -> tuple[Task, list[Example], list[Example]]:
     """The PARus task, its train examples and the first n eval items, through rueval's loader."""
     from rueval.data import open_data
@@ -151,24 +135,17 @@ def load_split(data_dir: Path, n: int) -> tuple[Task, list[Example], list[Exampl
 
 
 def build_prompts(data_dir: Path, shots: int, episodes: int, n: int) -> list[dict[str, Any]]:
-    """Every (episode, item) with its context and continuations, as LMSolver asks them."""
+    """Every (episode, item) with its context and continuations, as LMSolver plans them."""
+    from rueval.solvers import Setting
     from rueval.solvers.lm import LMSolver
-    from rueval.tasks.prompts import get_prompt
 
     task, train, examples = load_split(data_dir, n)
-    recorder = PromptRecorder()
-    solver = LMSolver(recorder, "bench")  # type: ignore[arg-type]
-    prompt = get_prompt(task)
+    solver = LMSolver(None, "bench")  # type: ignore[arg-type]  # planning needs no engine
     rows = []
     for episode in range(episodes):
-        solver.set_episode(shots, episode)
-        solver.fit(task, train)
-        start = len(recorder.requests)
-        solver.predict(task, examples)
-        requests = iter(recorder.requests[start:])
-        for example in examples:
-            (question,) = prompt.questions(example)
-            asked = [next(requests) for _ in question.choices]
+        plan = solver.plan(task, train, examples, Setting(shots, episode))
+        for example, (planned,) in zip(examples, plan.asked, strict=True):
+            asked, question = planned.requests, planned.question
             assert len({r.context for r in asked}) == 1
             labels = [c.label for c in question.choices]
             rows.append(
@@ -190,6 +167,7 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
 
     from rueval.models.engine import Engine
     from rueval.models.hf import HFCausalLM
+    from rueval.solvers import Setting
     from rueval.solvers.lm import LMSolver
 
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
@@ -200,9 +178,9 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
             self.seconds = self.cpu_seconds = 0.0
             self.calls: list = []  # (requests, results) per call
 
-        def loglikelihood(self, requests, description="scoring"):
+        def compute(self, requests, description="scoring"):
             started, cpu_started = time.perf_counter(), time.process_time()
-            results = super().loglikelihood(requests, description)
+            results = super().compute(requests, description)
             self.seconds += time.perf_counter() - started
             self.cpu_seconds += time.process_time() - cpu_started
             self.calls.append((list(requests), results))
@@ -217,9 +195,9 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
     predictions = []
     started = time.perf_counter()
     for episode in range(spec["episodes"]):
-        solver.set_episode(spec["shots"], episode)
-        solver.fit(task, train)
-        predictions.extend(solver.predict(task, examples))
+        plan = solver.plan(task, train, examples, Setting(spec["shots"], episode))
+        results = engine.compute(plan.requests)
+        predictions.extend(solver.answer(plan, dict(zip(plan.requests, results, strict=True))))
     predict_s = time.perf_counter() - started
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -229,7 +207,7 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
         "load_s": load_s,
         "score_s": engine.seconds,
         "score_cpu_s": engine.cpu_seconds,  # all threads
-        "predict_s": predict_s,  # LMSolver.predict: prompts + scoring
+        "predict_s": predict_s,  # plans, scoring and answers
         "peak_rss_mb": peak_rss_mb,
         "torch_threads": torch.get_num_threads(),
         "stats": vars(model.stats),

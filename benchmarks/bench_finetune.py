@@ -39,8 +39,7 @@ def peak_rss_mb() -> float:
 
 
 def run_rueval(encoder: str, data: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from rueval.data import open_data
-    from rueval.evaluate import load_task_data
+    from rueval.data import load_task_data, open_data
     from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver
     from rueval.tasks import TASKS
 
