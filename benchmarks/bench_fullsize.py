@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import subprocess
@@ -33,10 +32,11 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from results_file import write_results  # beside this script
 
 OUT = Path(__file__).parent / "results" / "bench_fullsize.json"
 # issue #18: audit -t all within 120 s, run -t all with a classical model within 60 s, every command within 2 GB
@@ -467,16 +467,7 @@ def main() -> None:
             rows.append(measure(name, argv))
             print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
     described = str(args.data) if args.data else f"generated, scale {args.scale}, texts {args.texts or 'samples'}"
-    environment = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "data": described,
-        "sizes": sizes,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": environment, "results": rows}, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, rows, data=described, sizes=sizes)
     table = markdown(rows, described)
     args.out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
     print(table)

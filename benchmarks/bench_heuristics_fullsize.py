@@ -18,16 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from results_file import write_results  # beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "src" / "rueval" / "data" / "samples"
@@ -122,17 +122,7 @@ def main() -> None:
         for i, src in enumerate(args.src or [ROOT / "src"]):
             rows.append(run(src.resolve(), data, Path(tmp) / f"run{i}", args.rules))
             print(json.dumps(rows[-1]), flush=True)
-    environment = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "train": args.train,
-        "val": args.val,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": environment, "results": rows}, indent=2) + "\n", encoding="utf-8")
-    print(f"written {args.out}")
+    write_results(args.out, rows, train=args.train, val=args.val)
 
 
 if __name__ == "__main__":

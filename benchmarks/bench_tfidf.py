@@ -20,17 +20,16 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import random
 import resource
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_file import write_results  # beside this script
 
 OUT = Path(__file__).parent / "results" / "bench_tfidf.json"
 VOCABULARY = 200_000
@@ -113,17 +112,7 @@ def main() -> None:
 
     from rueval import __version__
 
-    environment = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "rueval": __version__,
-        "scikit-learn": sklearn.__version__,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": environment, "results": rows}, indent=2) + "\n", encoding="utf-8")
-    print(f"written {args.out}")
+    write_results(args.out, rows, rueval=__version__, **{"scikit-learn": sklearn.__version__})
 
 
 if __name__ == "__main__":
