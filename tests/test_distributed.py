@@ -36,31 +36,46 @@ sys.argv = ["rueval", *sys.argv[2:]]
 from rueval.cli import main
 main()
 """
+ARGS = ["run", "-t", "parus,multiq", "--limit", "4", "--shots", "0,1", "--episodes", "2"]
 TIMINGS = {"created", "wall_time_s", "seconds", "examples_per_s", "latency_ms_per_example", "peak_rss_mb"}
 
 
-def launch(tiny: Path, out: Path, cache: Path, processes: int, failure: str = "none") -> list[subprocess.Popen]:
-    args = ["run", "-m", f"hf:{tiny}", "-t", "parus,multiq", "--limit", "4", "--shots", "0,1", "--episodes", "2"]
-    with socket.socket() as s:  # a free port on localhost for the processes to meet
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "RUEVAL_CACHE_DIR": str(cache), "RUEVAL_DISTRIBUTED_TIMEOUT": "60"}
-    if processes > 1:
-        env.update(WORLD_SIZE=str(processes), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    return [
-        subprocess.Popen(
-            [sys.executable, "-c", PROCESS, failure, *args, "--log-samples", "-o", str(out)],
-            env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)} if processes > 1 else env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+def launch(
+    tmp: Path, tiny: Path, out: Path, processes: int, failure: str = "none", torchrun: bool = False
+) -> list[tuple[int, str]]:
+    """Run the processes of one run to their end: each one's exit code and stderr. With ``torchrun``
+    the launcher starts them; else they are started here with the variables torchrun and accelerate
+    launch set (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT)."""
+    tmp.mkdir(exist_ok=True)
+    script = tmp / "process.py"
+    script.write_text(PROCESS, encoding="utf-8")
+    command = [str(script), failure, *ARGS, "-m", f"hf:{tiny}", "--log-samples", "-o", str(out)]
+    env = {**os.environ, "RUEVAL_CACHE_DIR": str(tmp / "cache"), "RUEVAL_DISTRIBUTED_TIMEOUT": "60"}
+    if torchrun:
+        started = [
+            ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"], env)
+        ]
+    elif processes == 1:
+        started = [([sys.executable], env)]
+    else:
+        with socket.socket() as s:  # a free port on localhost for the processes to meet
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+        where = {"WORLD_SIZE": str(processes), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        started = [([sys.executable], {**env, **where, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(processes)]
+    running = []
+    for i, (launcher, variables) in enumerate(started):
+        stderr = (tmp / f"stderr{i}").open("w")
+        running.append(
+            (subprocess.Popen([*launcher, *command], env=variables, stdout=subprocess.DEVNULL, stderr=stderr), stderr)
         )
-        for rank in range(processes)
-    ]
-
-
-def finish(processes: list[subprocess.Popen]) -> list[tuple[int, str]]:
-    return [(p.wait(timeout=300), p.communicate()[1]) for p in processes]
+    try:
+        ended = [process.wait(timeout=300) for process, _ in running]
+    finally:
+        for process, stderr in running:
+            process.kill()  # only if still running: a hung run fails the test instead of outliving it
+            stderr.close()
+    return [(code, (tmp / f"stderr{i}").read_text()) for i, code in enumerate(ended)]
 
 
 def without_timings(value):
@@ -78,11 +93,10 @@ def cached_rows(cache: Path) -> int:
 
 def test_two_processes_write_what_one_process_writes(tmp_path, tiny_gpt2_dir):
     one, two = tmp_path / "one", tmp_path / "two"
-    single = launch(tiny_gpt2_dir, one, tmp_path / "cache1", 1)
-    ((code, stderr),) = finish(single)
+    ((code, stderr),) = launch(tmp_path / "alone", tiny_gpt2_dir, one, 1)
     assert code == 0, stderr
-    (main_code, main_err), (worker_code, worker_err) = finish(launch(tiny_gpt2_dir, two, tmp_path / "cache2", 2))
-    assert (main_code, worker_code) == (0, 0), main_err + worker_err
+    ((code, stderr),) = launch(tmp_path / "launched", tiny_gpt2_dir, two, 2, torchrun=True)
+    assert code == 0, stderr
 
     alone, shared = (json.loads((out / "results.json").read_text()) for out in (one, two))
     assert without_timings(shared) == without_timings(alone)
@@ -99,13 +113,11 @@ def test_two_processes_write_what_one_process_writes(tmp_path, tiny_gpt2_dir):
     note = next(n for n in shared["notes"] if "data parallel" in n)
     first, second = map(int, re.search(r"computed (\d+) \+ (\d+) requests", note).groups())
     total = sum(result["requests_computed"] for result in alone["tasks"].values())
-    assert first > 0 and second > 0 and first + second == total == cached_rows(tmp_path / "cache2")
+    assert first > 0 and second > 0 and first + second == total == cached_rows(tmp_path / "launched" / "cache")
 
 
 def test_a_failing_process_stops_the_run_with_one_line(tmp_path, tiny_gpt2_dir):
-    (main_code, main_err), (worker_code, _) = finish(
-        launch(tiny_gpt2_dir, tmp_path / "out", tmp_path / "c", 2, "raises")
-    )
+    (main_code, main_err), (worker_code, _) = launch(tmp_path, tiny_gpt2_dir, tmp_path / "out", 2, "raises")
     errors = [line for line in main_err.splitlines() if line.startswith("error:")]
     assert main_code == 2 and worker_code != 0
     assert errors == ["error: process 2 of 2 failed: RuntimeError: out of memory on this device"]
@@ -113,7 +125,7 @@ def test_a_failing_process_stops_the_run_with_one_line(tmp_path, tiny_gpt2_dir):
 
 
 def test_a_process_that_dies_ends_the_run_instead_of_hanging(tmp_path, tiny_gpt2_dir):
-    (main_code, main_err), (worker_code, _) = finish(launch(tiny_gpt2_dir, tmp_path / "out", tmp_path / "c", 2, "dies"))
+    (main_code, main_err), (worker_code, _) = launch(tmp_path, tiny_gpt2_dir, tmp_path / "out", 2, "dies")
     errors = [line for line in main_err.splitlines() if line.startswith("error:")]
     assert worker_code == 9 and main_code == 2 and len(errors) == 1
     assert "process 1 of 2: gathering the results failed, another process died" in errors[0]
