@@ -159,3 +159,12 @@ def test_a_plain_run_knows_of_no_launch_and_never_imports_accelerate():
     )
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
     assert subprocess.run([sys.executable, "-c", code], check=False, env=env).returncode == 0
+
+
+def test_the_main_process_alone_decides_about_the_run_directory(tmp_path, tiny_gpt2_dir, cli):
+    out = tmp_path / "out"
+    assert cli("run", "-m", "majority", "-t", "parus", "-o", out).exit_code == 0  # another run's results
+    (main_code, main_err), (worker_code, worker_err) = launch(tmp_path, tiny_gpt2_dir, out, 2)
+    errors = [line for line in (main_err + worker_err).splitlines() if line.startswith("error:")]
+    assert (main_code, worker_code) == (2, 2) and len(errors) == 1 and "holds the results of another run" in errors[0]
+    assert json.loads((out / "results.json").read_text())["model"] == "majority"  # left as it was
