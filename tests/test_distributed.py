@@ -143,9 +143,10 @@ def test_shares_are_even_runs_that_keep_episodes_and_options_together():
         parts = shares(requests + requests[:5], n)  # repeats are computed once
         assert sorted(map(repr, (r for part in parts for r in part))) == sorted(map(repr, requests))
         assert max(map(len, parts)) - min(map(len, parts)) <= len(requests) / (4 * n) + 1
-        for part in parts:  # an item's options stay together
+        for part in parts:  # an item's options stay together; the costly generations are spread evenly
             contexts = [r.context for r in part if isinstance(r, Loglikelihood)]
             assert all(contexts.count(c) == 2 for c in contexts)
+            assert sum(isinstance(r, Generation) for r in part) in (4 // n, -(-4 // n))
     by_episode = [
         {r.context.split()[1] for r in part if isinstance(r, Loglikelihood)} for part in shares(requests[:60], 3)
     ]

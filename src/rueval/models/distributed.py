@@ -85,13 +85,12 @@ class World:
         gathered: list[Any] | None = [None] * self.size if self.is_main else None
         self._collective("gathering the results", _gather, (done, computed, error), gathered)
         self.close()
-        if not self.is_main:
+        if gathered is None:  # not the main process: its share is handed over
             raise SystemExit(0 if error is None else 1)
         failed = [(rank, e) for rank, (_, _, e) in enumerate(gathered) if e is not None]
         if failed:
             rank, message = failed[0]
             raise RuevalError(f"process {rank + 1} of {self.size} failed: {message}")
-        assert gathered is not None
         self.computed = [len(c) for _, c, _ in gathered]
         yield {r: v for d, _, _ in gathered for r, v in d.items()}, {r for _, c, _ in gathered for r in c}
 
@@ -155,23 +154,25 @@ def on_main(decide: Callable[[], T]) -> T:
 
 
 def shares(requests: Sequence[Request], n: int) -> list[list[Request]]:
-    """The requests in ``n`` near-equal shares, each a run of the prefix-sorted list. Each cut is
-    moved, by at most an eighth of a share, to where neighbours share the shortest prefix: between
-    episodes or items rather than inside them."""
+    """The requests in ``n`` near-equal shares: each kind (log-likelihoods, generations, which cost
+    very differently) is cut into ``n`` runs of its prefix-sorted list, one run per share."""
+    unique = list(dict.fromkeys(requests))
+    by_kind = [
+        _runs(sorted((r for r in unique if isinstance(r, kind)), key=sort_key), sort_key, n)
+        for kind, _, sort_key in KINDS
+    ]
+    return [[request for runs in by_kind for request in runs[i]] for i in range(n)]
 
-    def order(request: Request) -> tuple[int, str]:
-        kind = next(i for i, (kind, _, _) in enumerate(KINDS) if isinstance(request, kind))
-        return kind, KINDS[kind][2](request)
 
-    ordered = sorted(dict.fromkeys(requests), key=order)  # stable: equal keys keep the planned order
-    keys = [order(request) for request in ordered]
+def _runs(ordered: list[Request], sort_key: Callable[[Any], str], n: int) -> list[list[Request]]:
+    """``n`` runs of near-equal length; each cut is moved, by at most an eighth of a run, to where
+    neighbours share the shortest prefix: between episodes or items rather than inside them."""
+    keys = [sort_key(request) for request in ordered]
+    reach = min(CUT_WINDOW, len(ordered) // (8 * n))
 
     def shared(cut: int) -> int:
-        """Characters the requests either side of the cut share."""
-        (kind_a, a), (kind_b, b) = keys[cut - 1], keys[cut]
-        return len(os.path.commonprefix([a, b])) if kind_a == kind_b else 0
+        return len(os.path.commonprefix([keys[cut - 1], keys[cut]]))
 
-    reach = min(CUT_WINDOW, len(ordered) // (8 * n))
     cuts = [0]
     for i in range(1, n):
         even = round(i * len(ordered) / n)

@@ -4,6 +4,7 @@ A classical solver is fitted and applied task by task. A language model's tasks 
 (each task, k and episode: examples -> requests), then all their requests go to the engine in one
 pooled call, so identical requests and shared prefixes are computed once across tasks, k and
 episodes; a task is handed on as soon as its own requests are done (tasks are asked in order).
+Under accelerate launch each process computes a share of them (rueval.models.distributed).
 
 With ``log_samples`` each task also carries its sample log: one line per example per setting, in
 the shape lm-evaluation-harness 0.4's samples_<task>.jsonl has (its EvaluationTracker's writer:
