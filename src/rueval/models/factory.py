@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from rueval.errors import RuevalError
+from rueval.models.distributed import world
 from rueval.models.engine import Engine
 
 BACKENDS = ("hf", "openai")
@@ -81,7 +82,7 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
 
         model = HFCausalLM(
             spec.target,
-            device=options.device,
+            device=_device(options),
             dtype=options.dtype,
             batch_size=options.batch_size,
             trust_remote_code=options.trust_remote_code,
@@ -103,3 +104,16 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
 
         requests = RequestCache(cache_dir("requests") / "requests.sqlite", refresh=options.cache == "refresh")
     return Engine(model, requests)
+
+
+def _device(options: ModelOptions) -> str:
+    """The asked device; under accelerate launch, each process's own (cuda:0, cuda:1, ... or cpu)."""
+    launch = world()
+    if launch is None:
+        return options.device
+    if options.device_map is not None:
+        raise RuevalError(
+            "--device-map auto spreads one model over the GPUs; under accelerate launch each process holds "
+            "its own copy on its own device: leave out one or the other"
+        )
+    return launch.device

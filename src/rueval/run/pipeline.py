@@ -18,6 +18,7 @@ from rueval import __version__
 from rueval.data import MAX_LINE_BYTES, load_task_data, open_data, tape_set_of
 from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
+from rueval.models.distributed import on_main, world
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import lm_eval_results
@@ -82,19 +83,21 @@ def run(
         **({"robustness": robustness.describe()} if robustness else {}),
     }
     store = RunStore(out)
-    kept = store.claim(settings, list(tasks), force)
-    store.save_options(options or {}, settings)  # the input is valid: the work begins
 
-    results: dict[str, TaskResult] = {}
-    reused: list[str] = []
-    pending = []
-    for task, task_data in loaded:
-        stored = store.stored(task, fingerprint(settings, task, task_data))
-        if stored is not None and (store.has_samples(task) or not log_samples):
-            results[task.name] = stored
-            reused.append(task.name)
-        else:
-            pending.append((task, task_data))
+    def claim() -> tuple[dict[str, TaskResult], dict[str, TaskResult]]:
+        """The earlier run's results kept, and the finished tasks reused as they are."""
+        kept = store.claim(settings, list(tasks), force)
+        store.save_options(options or {}, settings)  # the input is valid: the work begins
+        reusable = {}
+        for task, task_data in loaded:
+            stored = store.stored(task, fingerprint(settings, task, task_data))
+            if stored is not None and (store.has_samples(task) or not log_samples):
+                reusable[task.name] = stored
+        return kept, reusable
+
+    kept, results = on_main(claim)  # under accelerate launch, decided by the main process for all
+    reused = list(results)
+    pending = [(task, task_data) for task, task_data in loaded if task.name not in results]
     for predicted in predict_tasks(solver, pending, settings_of(shots, episodes), log_samples):
         task, examples = predicted.task, predicted.data.eval.examples
         started_scoring = time.perf_counter()
@@ -106,6 +109,8 @@ def run(
         result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
         results[task.name] = result
+    if (launch := world()) is not None:
+        store.notes.append(launch.note())
     ordered = {task.name: results[task.name] for task, _ in loaded}
     everything = {**kept, **ordered}
     summary = RunResult(

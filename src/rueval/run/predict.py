@@ -4,6 +4,7 @@ A classical solver is fitted and applied task by task. A language model's tasks 
 (each task, k and episode: examples -> requests), then all their requests go to the engine in one
 pooled call, so identical requests and shared prefixes are computed once across tasks, k and
 episodes; a task is handed on as soon as its own requests are done (tasks are asked in order).
+Under accelerate launch each process computes a share of them (rueval.models.distributed).
 
 With ``log_samples`` each task also carries its sample log: one line per example per setting, in
 the shape lm-evaluation-harness 0.4's samples_<task>.jsonl has (its EvaluationTracker's writer:
@@ -18,12 +19,14 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import RuevalError
 from rueval.metrics import exact_match, is_correct, token_f1
 from rueval.models.base import Generation, Request
+from rueval.models.distributed import world
 from rueval.progress import progress
 from rueval.solvers import Setting, Solver
 from rueval.solvers.lm import LMSolver, Plan
@@ -64,6 +67,10 @@ def predict_tasks(
     if isinstance(solver, LMSolver):
         yield from _pooled(solver, pending, settings, log_samples)
         return
+    if world() is not None:
+        raise RuevalError(
+            f"several processes (accelerate launch) split a language model's requests: run {solver.name} as one"
+        )
     if list(settings) != [Setting()]:
         raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
     for task, data in pending:
@@ -100,7 +107,10 @@ def _pooled(
                 owner.setdefault(request, name)
     waiting = list(pending)
     started = time.perf_counter()
-    for done, computed in solver.engine.stream(list(owner), f"{solver.name} on {len(pending)} task(s)"):
+    launch, description = world(), f"{solver.name} on {len(pending)} task(s)"
+    # under accelerate launch each process computes its share; the main process goes on with all results
+    stream = solver.engine.stream if launch is None else partial(launch.stream, solver.engine)
+    for done, computed in stream(list(owner), description):
         while waiting and all(r in done for plan in plans[waiting[0][0].name] for r in plan.requests):
             task, data = waiting.pop(0)
             task_plans = plans[task.name]
