@@ -41,20 +41,20 @@ TIMINGS = {"created", "wall_time_s", "seconds", "examples_per_s", "latency_ms_pe
 
 
 def launch(
-    tmp: Path, tiny: Path, out: Path, processes: int, failure: str = "none", torchrun: bool = False
+    tmp: Path, tiny: Path, out: Path, processes: int, failure: str = "none", accelerate: bool = False
 ) -> list[tuple[int, str]]:
-    """Run the processes of one run to their end: each one's exit code and stderr. With ``torchrun``
-    the launcher starts them; else they are started here with the variables torchrun and accelerate
+    """Run the processes of one run to their end: each one's exit code and stderr. With ``accelerate``
+    `accelerate launch` starts them (its multi-GPU launcher, which on a machine without GPUs starts
+    CPU processes over gloo); else they are started here with the variables torchrun and accelerate
     launch set (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT)."""
     tmp.mkdir(exist_ok=True)
     script = tmp / "process.py"
     script.write_text(PROCESS, encoding="utf-8")
     command = [str(script), failure, *ARGS, "-m", f"hf:{tiny}", "--log-samples", "-o", str(out)]
     env = {**os.environ, "RUEVAL_CACHE_DIR": str(tmp / "cache"), "RUEVAL_DISTRIBUTED_TIMEOUT": "60"}
-    if torchrun:
-        started = [
-            ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"], env)
-        ]
+    if accelerate:
+        options = ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+        started = [([sys.executable, "-m", "accelerate.commands.launch", *options, f"--num_processes={processes}"], env)]
     elif processes == 1:
         started = [([sys.executable], env)]
     else:
@@ -95,7 +95,7 @@ def test_two_processes_write_what_one_process_writes(tmp_path, tiny_gpt2_dir):
     one, two = tmp_path / "one", tmp_path / "two"
     ((code, stderr),) = launch(tmp_path / "alone", tiny_gpt2_dir, one, 1)
     assert code == 0, stderr
-    ((code, stderr),) = launch(tmp_path / "launched", tiny_gpt2_dir, two, 2, torchrun=True)
+    ((code, stderr),) = launch(tmp_path / "launched", tiny_gpt2_dir, two, 2, accelerate=True)
     assert code == 0, stderr
 
     alone, shared = (json.loads((out / "results.json").read_text()) for out in (one, two))
