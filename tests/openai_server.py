@@ -20,7 +20,9 @@ carries it, and the bytes before it carry empty texts; ``text_offset`` sums the 
 
 Switches simulate unhelpful servers: ``logprobs_supported = False`` answers without any
 logprobs, ``chat_logprobs_supported = False`` ignores ``prompt_logprobs`` on the chat endpoint (as
-llama.cpp and hosted APIs do), ``fail_next = N`` answers the next N completion requests with HTTP 503,
+llama.cpp and hosted APIs do), ``fail_next = N`` answers the next N completion requests with HTTP
+503 (with a Retry-After header when ``retry_after`` is set), ``drop_next = N`` closes the
+connection of the next N POST requests without an answer,
 ``refuse_zero_max_tokens`` rejects ``max_tokens = 0``, ``delay`` holds each completion request
 for that many seconds (so that concurrent requests overlap), ``api_key`` requires a bearer key
 and ``system_fingerprint`` is sent with every completion when set.
@@ -55,6 +57,8 @@ class CompletionServer:
         self.chat_logprobs_supported = True
         self.refuse_zero_max_tokens = False
         self.fail_next = 0
+        self.retry_after: str | None = None
+        self.drop_next = 0
         self.delay = 0.0
         self.completion_requests = 0  # counters, read by the tests
         self.failures_served = 0
@@ -305,6 +309,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        with self.app._counters:
+            drop, self.app.drop_next = self.app.drop_next > 0, max(0, self.app.drop_next - 1)
+        if drop:
+            self.close_connection = True
+            return
         if not self.app.authorised(self.headers.get("Authorization")):
             return self._send(401, _error(401, "Incorrect API key provided", "AuthenticationError"))
         routes = {"/v1/completions": self.app.completions, "/v1/chat/completions": self.app.chat}
@@ -320,6 +329,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, payload: dict) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()
         self.send_response(status)
+        if status == 503 and self.app.retry_after is not None:
+            self.send_header("Retry-After", self.app.retry_after)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
