@@ -169,6 +169,12 @@ def test_bad_chat_options_are_one_error(cli, tmp_path, flags, message):
     assert "Traceback" not in result.output
 
 
+def test_chat_scoring_for_another_backend_is_one_error(cli, tmp_path):
+    args = ("run", "-m", "openai:tiny-gpt2", "--base-url", "http://127.0.0.1:9/v1", "-t", "parus", "-o", tmp_path)
+    result = cli(*args, "--chat-scoring", "generate")
+    assert result.exit_code == 2 and "--chat-scoring is for openai-chat: models" in result.output
+
+
 def test_a_server_that_serves_another_model_is_one_error(cli, server, tmp_path):
     result = cli(
         "run", "-m", "openai-chat:other", "--base-url", server.url, "-t", "parus", "--limit", "2", "-o", tmp_path

@@ -239,8 +239,9 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         model_options = {name: value for name, value in options.items() if name in fields}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
         model_options["device"] = model_options.get("device") or default_device()
-        if not model.startswith("openai-chat:"):  # the other backends' runs keep their fingerprints
-            model_options.pop("chat_scoring", None)
+        # the other backends' runs keep their fingerprints
+        if not model.startswith("openai-chat:") and model_options.pop("chat_scoring", "auto") != "auto":
+            raise RuevalError(f"--chat-scoring is for openai-chat: models; {model} scores options by log-likelihood")
         # only the chat options given: runs without them keep their fingerprints
         chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
         return {"scoring": options["scoring"], **model_options, **chat}

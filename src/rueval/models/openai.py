@@ -109,9 +109,9 @@ class OpenAICompletionsModel(LanguageModel):
 
     @property
     def identity(self) -> str:
-        """``openai:MODEL`` (the backend's name) and what the servers say about the weights: their `/v1/models` entry
-        (root, parent, created) and the completions' ``system_fingerprint``; the URLs only for
-        servers that list no models."""
+        """``openai:MODEL`` (``backend:MODEL``) and what the servers say about the weights: their
+        `/v1/models` entry (root, parent, created) and the answers' ``system_fingerprint``; the URLs
+        only for servers that list no models."""
         with self._check_lock:
             if self._identity is None:
                 self._check_servers()

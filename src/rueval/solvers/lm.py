@@ -90,7 +90,7 @@ class LMSolver(Solver):
             raise ValueError(f"unknown scoring {scoring!r}")
         self.engine, self.name, self.scoring, self.seed, self.chat = engine, name, scoring, seed, chat
         self._train: dict[str, Sequence[Example]] = {}
-        self._messages = getattr(engine.model, "takes_messages", False)
+        self._messages = getattr(getattr(engine, "model", None), "takes_messages", False)  # an openai-chat: backend
         if self._messages and scoring == "ppl":
             raise RuevalError(f"--scoring ppl scores whole prompts; {name} scores the assistant's answer: use loglik")
         self._tokenizer = _chat_tokenizer(engine, name) if chat.template and not self._messages else None
@@ -135,14 +135,7 @@ class LMSolver(Solver):
         prompt = get_prompt(plan.task)
         predictions = []
         for example, per_example in zip(plan.examples, plan.asked, strict=True):
-            answers = [
-                self._matched(asked, results[asked.requests[0]])
-                if asked.question.choices and self.generates_choices
-                else self._best(asked, [results[r] for r in asked.requests], normalize)
-                if asked.question.choices
-                else results[asked.requests[0]].strip()
-                for asked in per_example
-            ]
+            answers = [self._answer_one(asked, results, normalize) for asked in per_example]
             predictions.append(prompt.prediction(example, answers))
         return predictions
 
@@ -212,6 +205,13 @@ class LMSolver(Solver):
     def generates_choices(self) -> bool:
         """Whether choice questions are answered by generating (a chat backend without prompt logprobs)."""
         return self._messages and self.engine.model.choice_scoring == "generate"
+
+    def _answer_one(self, asked: Asked, results: Mapping[Request, Any], normalize: bool) -> Any:
+        if not asked.question.choices:
+            return results[asked.requests[0]].strip()
+        if self.generates_choices:
+            return self._matched(asked, results[asked.requests[0]])
+        return self._best(asked, [results[r] for r in asked.requests], normalize)
 
     def _matched(self, asked: Asked, generated: str) -> Any:
         """The label of the option the generated answer names. An answer that names none is scored as
