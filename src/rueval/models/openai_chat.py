@@ -153,7 +153,8 @@ class OpenAIChatModel(OpenAICompletionsModel):
         if r.stop:
             payload["stop"] = list(r.stop)
         choices = self._post(url, CHAT_PATH, payload).get("choices")
-        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict):
             raise RuevalError(f"the server at {url} answered {CHAT_PATH} without a message")
         return cut_at_stop(str(message.get("content") or ""), r.stop)
