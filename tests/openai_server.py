@@ -9,13 +9,20 @@ rueval uses, the way vLLM answers it:
 - ``POST /v1/completions``: ``prompt`` as a string, a list of strings, a list of token ids or
   a list of such lists; ``echo``, ``logprobs`` (prompt tokens get logprobs when echoed; the
   first has none), ``max_tokens`` (0 with echo: no generation), ``temperature`` (0: greedy),
-  ``top_p``, ``seed`` (applied per prompt) and ``stop``.
+  ``top_p``, ``seed`` (applied per prompt) and ``stop``;
+- ``POST /v1/chat/completions``: ``messages`` rendered with the tokenizer's chat template (set by
+  the test), ``add_generation_prompt`` and ``continue_final_message`` as vLLM takes them, one
+  choice; vLLM's ``prompt_logprobs`` extension (per prompt token after the first, the prompt's
+  token and the top one: ``{token id: {logprob, rank, decoded_token}}``) and ``return_token_ids``.
 
 Token texts are decoded incrementally, as vLLM does: a token that completes a character
 carries it, and the bytes before it carry empty texts; ``text_offset`` sums the earlier texts.
 
 Switches simulate unhelpful servers: ``logprobs_supported = False`` answers without any
-logprobs, ``fail_next = N`` answers the next N completion requests with HTTP 503,
+logprobs, ``chat_logprobs_supported = False`` ignores ``prompt_logprobs`` on the chat endpoint (as
+llama.cpp and hosted APIs do), ``fail_next = N`` answers the next N completion requests with HTTP
+503 (with a Retry-After header when ``retry_after`` is set), ``drop_next = N`` closes the
+connection of the next N POST requests without an answer,
 ``refuse_zero_max_tokens`` rejects ``max_tokens = 0``, ``delay`` holds each completion request
 for that many seconds (so that concurrent requests overlap), ``api_key`` requires a bearer key
 and ``system_fingerprint`` is sent with every completion when set.
@@ -47,8 +54,11 @@ class CompletionServer:
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
         self.logprobs_supported = True
+        self.chat_logprobs_supported = True
         self.refuse_zero_max_tokens = False
         self.fail_next = 0
+        self.retry_after: str | None = None
+        self.drop_next = 0
         self.delay = 0.0
         self.completion_requests = 0  # counters, read by the tests
         self.failures_served = 0
@@ -129,7 +139,63 @@ class CompletionServer:
             with self._counters:
                 self._in_flight -= 1
 
+    def chat(self, body: dict) -> tuple[int, dict]:
+        if body.get("model") != self.name:
+            return 404, _error(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
+            return 400, _error(400, "messages must be a list of {role, content} objects")
+        go_on = bool(body.get("continue_final_message"))
+        text = self.tokenizer.apply_chat_template(
+            messages,
+            add_generation_prompt=bool(body.get("add_generation_prompt", True)) and not go_on,
+            continue_final_message=go_on,
+            tokenize=False,
+        )
+        ids = self.tokenizer(text)["input_ids"]
+        max_tokens = body.get("max_tokens", 16)
+        with self._model_lock:
+            generated = self._generate(ids, body, max_tokens)
+            prompt_logprobs = None
+            if body.get("prompt_logprobs") is not None and self.chat_logprobs_supported:
+                prompt_logprobs = self._prompt_logprobs(ids)
+        content = self.tokenizer.decode(generated, skip_special_tokens=True)
+        stops = body.get("stop") or []
+        cuts = [content.find(s) for s in ([stops] if isinstance(stops, str) else stops) if s and s in content]
+        message = {"role": "assistant", "content": content[: min(cuts)] if cuts else content}
+        answer = {
+            "id": f"chatcmpl-{time.monotonic_ns()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop" if cuts else "length"}],
+        }
+        if prompt_logprobs is not None:
+            answer["prompt_logprobs"] = prompt_logprobs
+        if body.get("return_token_ids"):
+            answer["prompt_token_ids"] = ids
+        return 200, answer | ({"system_fingerprint": self.system_fingerprint} if self.system_fingerprint else {})
+
     # -- the model -----------------------------------------------------------------------------
+    def _prompt_logprobs(self, ids: list[int]) -> list[dict | None]:
+        """vLLM's prompt_logprobs=1: per prompt token after the first, its own and the top token."""
+        with torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([ids])).logits[0].float().log_softmax(-1)
+        texts = self._token_texts(ids)
+        out: list[dict | None] = [None]
+        for i in range(1, len(ids)):
+            row = logits[i - 1]
+            own, best = float(row[ids[i]]), int(row.argmax())
+            entry = {str(ids[i]): {"logprob": own, "rank": int((row > own).sum()) + 1, "decoded_token": texts[i]}}
+            if best != ids[i]:
+                entry[str(best)] = {
+                    "logprob": float(row[best]),
+                    "rank": 1,
+                    "decoded_token": self.tokenizer.decode([best]),
+                }
+            out.append(entry)
+        return out
+
     def _prompts(self, prompt: Any) -> list[tuple[str, list[int]]]:
         """Each prompt as (text, token ids); strings are tokenized as vLLM does, with the
         tokenizer's own special tokens (this GPT-2 tokenizer adds none)."""
@@ -243,19 +309,28 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        with self.app._counters:
+            drop, self.app.drop_next = self.app.drop_next > 0, max(0, self.app.drop_next - 1)
+        if drop:
+            self.close_connection = True
+            return
         if not self.app.authorised(self.headers.get("Authorization")):
             return self._send(401, _error(401, "Incorrect API key provided", "AuthenticationError"))
-        if self.path.rstrip("/") != "/v1/completions":
+        routes = {"/v1/completions": self.app.completions, "/v1/chat/completions": self.app.chat}
+        answer = routes.get(self.path.rstrip("/"))
+        if answer is None:
             return self._send(404, _error(404, f"no route {self.path}", "NotFoundError"))
         try:
             body = json.loads(raw)
         except ValueError:
             return self._send(400, _error(400, "the body is not JSON"))
-        self._send(*self.app.completions(body))
+        self._send(*answer(body))
 
     def _send(self, status: int, payload: dict) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()
         self.send_response(status)
+        if status == 503 and self.app.retry_after is not None:
+            self.send_header("Retry-After", self.app.retry_after)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -42,6 +42,7 @@ def server(running_server):
     """The module's server with its switches off and its counters at zero."""
     s = running_server
     s.logprobs_supported, s.refuse_zero_max_tokens, s.fail_next, s.delay, s.api_key = True, False, 0, 0.0, None
+    s.retry_after, s.drop_next = None, 0
     s.system_fingerprint, s.created = None, None
     s.completion_requests = s.failures_served = s.peak_in_flight = 0
     return s
@@ -152,6 +153,23 @@ def test_retries_recover_from_transient_503s(server):
     backend = OpenAICompletionsModel("tiny-gpt2", server.url, max_retries=3, retry_delay=0.01)
     assert backend.loglikelihood(PAIRS[:2]) == expected
     assert server.failures_served == 3
+
+
+def test_a_retry_waits_as_long_as_the_servers_retry_after_says(server):
+    expected = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(PAIRS[:1])
+    server.fail_next, server.retry_after = 1, "1"
+    start = time.monotonic()
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, max_retries=1, retry_delay=0.01)
+    assert backend.loglikelihood(PAIRS[:1]) == expected
+    assert server.failures_served == 1 and time.monotonic() - start >= 0.9  # not the 0.01 s of its own backoff
+
+
+def test_a_dropped_connection_is_retried(server):
+    expected = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(PAIRS[:2])
+    server.drop_next = 2
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, max_retries=3, retry_delay=0.01)
+    assert backend.loglikelihood(PAIRS[:2]) == expected
+    assert server.drop_next == 0
 
 
 def test_persistent_503s_end_in_a_clear_error(server):

@@ -15,6 +15,7 @@ from rich.text import Text
 from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN, ModelOptions, ModelSpec
+from rueval.models.openai_chat import CHAT_SCORINGS
 from rueval.solvers import FINETUNE_PREFIX, SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
@@ -38,6 +39,7 @@ TapeSetName = _choices("TapeSetName", TAPE_SETS)
 CacheMode = _choices("CacheMode", CACHE_MODES)
 DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
 LoadInName = _choices("LoadInName", LOAD_IN)
+ChatScoringName = _choices("ChatScoringName", CHAT_SCORINGS)
 ENUM_OPTIONS = {
     "split": SplitName,
     "fallback": FallbackName,
@@ -48,6 +50,7 @@ ENUM_OPTIONS = {
     "cache": CacheMode,
     "device_map": DeviceMapName,
     "load_in": LoadInName,
+    "chat_scoring": ChatScoringName,
 }
 
 
@@ -73,7 +76,7 @@ ModelOption = Annotated[
         "-m",
         help=", ".join(SOLVERS)
         + ", "
-        + ", ".join(f"{b}:{'MODEL' if b == 'openai' else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
+        + ", ".join(f"{b}:{'MODEL' if b.startswith('openai') else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
         + ".",
     ),
 ]
@@ -197,6 +200,10 @@ FewshotAsMultiturnOption = Annotated[
         help="hf, with --apply-chat-template: demonstrations as user/assistant turns.",
     ),
 ]
+ChatScoringOption = Annotated[
+    ChatScoringName,
+    typer.Option(help="openai-chat: score options by prompt logprobs, or generate and match the answer; auto: ask."),
+]
 LogSamplesOption = Annotated[
     bool,
     typer.Option(
@@ -232,6 +239,9 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         model_options = {name: value for name, value in options.items() if name in fields}
         model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
         model_options["device"] = model_options.get("device") or default_device()
+        # the other backends' runs keep their fingerprints
+        if not model.startswith("openai-chat:") and model_options.pop("chat_scoring", "auto") != "auto":
+            raise RuevalError(f"--chat-scoring is for openai-chat: models; {model} scores options by log-likelihood")
         # only the chat options given: runs without them keep their fingerprints
         chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
         return {"scoring": options["scoring"], **model_options, **chat}

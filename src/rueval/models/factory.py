@@ -1,5 +1,5 @@
-"""The one place that opens a language model: a spec (`hf:PATH_OR_HUB_ID`, `openai:MODEL`) and one
-options object -> a backend, behind an engine with the request cache."""
+"""The one place that opens a language model: a spec (`hf:PATH_OR_HUB_ID`, `openai:MODEL`,
+`openai-chat:MODEL`) and one options object -> a backend, behind an engine with the request cache."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rueval.errors import RuevalError
 from rueval.models.distributed import world
 from rueval.models.engine import Engine
 
-BACKENDS = ("hf", "openai")
+BACKENDS = ("hf", "openai", "openai-chat")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
@@ -54,6 +54,7 @@ class ModelOptions:
     base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
     concurrency: int = 8  # openai: HTTP requests in flight per server
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
+    chat_scoring: str = "auto"  # openai-chat: options by prompt logprobs, by a generated answer, or auto (probe)
     # large models on GPUs (hf)
     revision: str | None = None  # a hub branch, tag or commit
     device_map: str | None = None  # auto: spread the weights over the GPUs (accelerate)
@@ -91,12 +92,18 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
             peft=options.peft,
             load_in=options.load_in,
         )
-    else:
+    elif not options.base_url:
+        raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
+    elif spec.backend == "openai":
         from rueval.models.openai import OpenAICompletionsModel
 
-        if not options.base_url:
-            raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
         model = OpenAICompletionsModel(spec.target, options.base_url, concurrency=options.concurrency)
+    else:
+        from rueval.models.openai_chat import OpenAIChatModel
+
+        model = OpenAIChatModel(
+            spec.target, options.base_url, scoring=options.chat_scoring, concurrency=options.concurrency
+        )
     requests = None
     if options.cache != "off":
         from rueval.models.cache import RequestCache

@@ -71,6 +71,9 @@ class OpenAICompletionsModel(LanguageModel):
     contacted when the identity or the first result is asked for.
     """
 
+    backend = "openai"  # the -m prefix, which opens the cache identity
+    probe: tuple[str, dict] = ("/completions", {"prompt": "0"})  # a one-token request: its system_fingerprint
+
     def __init__(
         self,
         model: str,
@@ -88,7 +91,8 @@ class OpenAICompletionsModel(LanguageModel):
         self.concurrency = max(1, concurrency)
         self.prompts_per_request = max(1, prompts_per_request)
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay)
+        connections = self.concurrency * len(self.urls)
+        self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay, connections)
         self.tokenizer = _load_tokenizer(tokenizer) if tokenizer is not None else None
         if self.tokenizer is not None:
             bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
@@ -105,13 +109,13 @@ class OpenAICompletionsModel(LanguageModel):
 
     @property
     def identity(self) -> str:
-        """``openai:MODEL`` and what the servers say about the weights: their `/v1/models` entry
-        (root, parent, created) and the completions' ``system_fingerprint``; the URLs only for
-        servers that list no models."""
+        """``openai:MODEL`` (``backend:MODEL``) and what the servers say about the weights: their
+        `/v1/models` entry (root, parent, created) and the answers' ``system_fingerprint``; the URLs
+        only for servers that list no models."""
         with self._check_lock:
             if self._identity is None:
                 self._check_servers()
-                parts = [f"openai:{self.model}"]
+                parts = [f"{self.backend}:{self.model}"]
                 if self._card is None:
                     parts[0] += "@" + ",".join(sorted(self.urls))
                 parts += (
@@ -290,23 +294,30 @@ class OpenAICompletionsModel(LanguageModel):
     def _completions(self, url: str, payload: dict, n_prompts: int) -> list[dict]:
         """POST /completions; the choices in prompt order. A server whose system_fingerprint
         changed since the identity was taken is serving other weights: its answer is refused."""
-        body = self._client.request(url, "/completions", {"model": self.model, **payload})
-        choices = body.get("choices") if isinstance(body, dict) else None
+        body = self._post(url, "/completions", payload)
+        choices = body.get("choices")
         if not isinstance(choices, list) or len(choices) != n_prompts:
             raise RuevalError(f"the server at {url} answered /completions without one choice per prompt")
+        return sorted(choices, key=lambda c: c.get("index", 0))
+
+    def _post(self, url: str, path: str, payload: dict) -> dict:
+        """POST the model's request; the answer, refused when its system_fingerprint changed since
+        the identity was taken (the server is serving other weights)."""
+        body = self._client.request(url, path, {"model": self.model, **payload})
+        if not isinstance(body, dict):
+            raise RuevalError(f"the server at {url} answered {path} with {type(body).__name__}, not an object")
         if url in self._fingerprints and body.get("system_fingerprint") != self._fingerprints[url]:
             raise RuevalError(
                 f"the server at {url} changed its system_fingerprint from {self._fingerprints[url]} to "
                 f"{body.get('system_fingerprint')} during the run: its weights or serving changed; run again"
             )
-        return sorted(choices, key=lambda c: c.get("index", 0))
+        return body
 
     def _probe_fingerprint(self, url: str) -> Any:
-        """The system_fingerprint of a one-token completion (None where the server gives none)."""
+        """The system_fingerprint of a one-token answer (None where the server gives none)."""
         if url not in self._fingerprints:
-            body = self._client.request(
-                url, "/completions", {"model": self.model, "prompt": "0", "max_tokens": 1, "temperature": 0}
-            )
+            path, payload = self.probe
+            body = self._client.request(url, path, {"model": self.model, **payload, "max_tokens": 1, "temperature": 0})
             self._fingerprints[url] = body.get("system_fingerprint") if isinstance(body, dict) else None
         return self._fingerprints[url]
 

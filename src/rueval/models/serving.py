@@ -19,14 +19,13 @@ import queue
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
 import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
-from http.client import HTTPException
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from rueval.errors import RuevalError
 
@@ -202,17 +201,28 @@ class _State:
 
 
 class ServerClient:
-    """JSON over HTTP to OpenAI-compatible servers, with retries and exponential backoff: a
-    request that fails with 408/429/5xx, a dropped connection or a timeout is retried up to
-    ``max_retries`` times, waiting ``retry_delay`` seconds and doubling (capped at 30 s, or as
-    the server's Retry-After says)."""
+    """JSON over HTTP to OpenAI-compatible servers with httpx: one pooled ``httpx.Client`` (kept-alive
+    connections shared by the dispatcher's threads) and retries with exponential backoff: a request
+    that fails with 408/429/5xx, a dropped connection or a timeout is retried up to ``max_retries``
+    times, waiting ``retry_delay`` seconds and doubling (capped at 30 s, or as the server's
+    Retry-After says)."""
 
-    def __init__(self, model: str, api_key: str | None, timeout: float, max_retries: int, retry_delay: float):
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        retry_delay: float,
+        connections: int = 100,
+    ):
         self.model = model
-        self.api_key = api_key
         self.timeout = timeout
         self.max_retries = max(0, max_retries)
         self.retry_delay = retry_delay
+        headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self._http = httpx.Client(headers=headers, timeout=timeout, limits=limits)
 
     def request(self, server: str, path: str, payload: dict | None, retry_connection: bool = True) -> Any:
         return self.dated_request(server, path, payload, retry_connection)[0]
@@ -220,43 +230,38 @@ class ServerClient:
     def dated_request(
         self, server: str, path: str, payload: dict | None, retry_connection: bool = True
     ) -> tuple[Any, float]:
-        """One HTTP call with retries and exponential backoff; the decoded JSON answer. A server
-        that cannot be reached, times out or keeps failing raises ServerDown."""
+        """One HTTP call (POST with a payload, else GET) with retries; the decoded JSON answer and
+        the server's time of answering. A server that cannot be reached, times out or keeps failing
+        raises ServerDown."""
         url = server + path
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(payload, ensure_ascii=False).encode() if payload is not None else None
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:
-                request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                    answered_at = _server_time(response.headers.get("Date"))
-                break
-            except urllib.error.HTTPError as e:
-                message = server_message(e.read())
-                if e.code in RETRIED_STATUS and not last:
-                    self._wait(attempt, e.headers.get("Retry-After"))
-                    continue
-                raise self._http_error(server, url, e.code, message) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, HTTPException) as e:
-                reason = getattr(e, "reason", None) or e
+                if payload is None:
+                    response = self._http.get(url)
+                else:
+                    response = self._http.post(url, json=payload)
+            except httpx.TransportError as e:  # refused, dropped or timed out
                 if retry_connection and not last:
                     self._wait(attempt, None)
                     continue
                 tries = f" (tried {attempt + 1} times)" if attempt else ""
-                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+                if isinstance(e, httpx.TimeoutException):
                     raise ServerDown(f"the server at {url} did not answer within {self.timeout:g} s{tries}") from None
                 raise ServerDown(
-                    f"cannot reach an OpenAI-compatible server at {server}{tries}: {reason}; "
+                    f"cannot reach an OpenAI-compatible server at {server}{tries}: {e or type(e).__name__}; "
                     "is it running, and does the URL end in /v1?"
                 ) from None
+            if response.is_success:
+                break
+            if response.status_code in RETRIED_STATUS and not last:
+                self._wait(attempt, response.headers.get("Retry-After"))
+                continue
+            raise self._http_error(server, url, response.status_code, server_message(response.content))
         try:
-            return json.loads(raw), answered_at
+            return response.json(), _server_time(response.headers.get("Date"))
         except ValueError:
-            raise RuevalError(f"the server at {url} did not answer with JSON: {raw[:200]!r}") from None
+            raise RuevalError(f"the server at {url} did not answer with JSON: {response.content[:200]!r}") from None
 
     def _wait(self, attempt: int, retry_after: str | None) -> None:
         # the jitter keeps many clients that failed together from retrying together

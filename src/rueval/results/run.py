@@ -154,6 +154,7 @@ class TaskResult:
     data: dict[str, Any] = field(default_factory=dict)
     requests_computed: int | None = None
     protocol: str | None = None  # language models: how the task was scored, e.g. loglik-chat-template
+    unmatched_answers: int | None = None  # generate-match: generated answers that named no option (scored wrong)
     wall_time_s: float = 0.0
     fingerprint: str = ""
 
@@ -172,6 +173,8 @@ class TaskResult:
             data["requests_computed"] = self.requests_computed
         if self.protocol is not None:
             data["protocol"] = self.protocol
+        if self.unmatched_answers is not None:
+            data["unmatched_answers"] = self.unmatched_answers
         data.update({"ci": self.ci, "industrial": self.industrial})
         if self.slices:
             data["slices"] = self.slices
@@ -226,6 +229,9 @@ class TaskResult:
             data=dict(check.obj(data.get("data", {}), f"{at}data")),
             requests_computed=data.get("requests_computed"),
             protocol=None if data.get("protocol") is None else check.text(data["protocol"], f"{at}protocol"),
+            unmatched_answers=None
+            if data.get("unmatched_answers") is None
+            else int(check.number(data["unmatched_answers"], f"{at}unmatched_answers")),
             wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
             fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
         )

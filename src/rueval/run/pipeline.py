@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ def run(
     everything = {**kept, **ordered}
     summary = RunResult(
         settings=settings,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
         rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
         # timings of this run's own work: a reused task's figures are the earlier run's
@@ -149,6 +149,7 @@ def score(predicted: Predicted) -> TaskResult:
         },
         requests_computed=predicted.requests_computed,
         protocol=predicted.protocol,
+        unmatched_answers=predicted.unmatched_answers,
     )
     if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
         result.shots = few_shot_scores(task, examples, predicted)

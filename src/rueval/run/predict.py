@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -53,6 +53,7 @@ class Predicted:
     requests_computed: int | None = None  # LMs: requests the model computed for this task (the rest were cached)
     predictor: Predictor | None = None
     protocol: str | None = None  # LMs: how the task was scored (LMSolver.protocol)
+    unmatched_answers: int | None = None  # LMs answering choices by generating: answers that named no option
     samples: list[dict[str, Any]] = field(default_factory=list)  # the sample log, when asked for
 
     @property
@@ -128,6 +129,7 @@ def _pooled(
                 requests_computed=sum(owner[r] == task.name for r in computed),
                 predictor=_lm_predictor(solver, task, data),
                 protocol=solver.protocol(task_plans[0]),
+                unmatched_answers=_sum_or_none(solver.unmatched(plan, done) for plan in task_plans),
                 samples=[line for plan in task_plans for line in lm_samples(plan, done, by_setting[plan.setting])]
                 if log_samples
                 else [],
@@ -135,9 +137,14 @@ def _pooled(
             started = time.perf_counter()
 
 
+def _sum_or_none(counts: Iterable[int | None]) -> int | None:
+    values = [count for count in counts if count is not None]
+    return sum(values) if values else None
+
+
 def _normalizes(solver: LMSolver, plan: Plan) -> bool:
     """Log-likelihood scoring of options is also read per byte (lm-eval's acc_norm)."""
-    return solver.scoring == "loglik" and plan.picks_options
+    return solver.scoring == "loglik" and plan.picks_options and not solver.generates_choices
 
 
 def _lm_predictor(solver: LMSolver, task: Task, data: TaskData) -> Predictor:

@@ -46,6 +46,7 @@ def _language_model(
     from rueval.models.factory import open_engine  # torch and transformers load only for LMs
     from rueval.solvers.lm import ChatFormat, LMSolver
 
+    apply_chat_template = apply_chat_template or spec.startswith("openai-chat:")  # its server renders the turns
     chat = ChatFormat(apply_chat_template, system_instruction, fewshot_as_multiturn)  # checked before loading
     return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed, chat)
 

@@ -9,7 +9,10 @@ generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2).
 
 For instruction-tuned models the plan step can render each context through the tokenizer's chat
 template (``ChatFormat``, lm-evaluation-harness's --apply-chat-template, --system-instruction and
---fewshot-as-multiturn); options are then scored after the rendered template.
+--fewshot-as-multiturn); options are then scored after the rendered template. A chat backend
+(``takes_messages``: `openai-chat:`) gets the same turns as messages, which its server renders; when
+it scores options by generating (``choice_scoring == "generate"``, MERA's way) the plan asks for
+a greedy answer and ``answer`` matches it to an option (``match_option``).
 """
 
 from __future__ import annotations
@@ -20,15 +23,18 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.fewshot import episode_demos
+from rueval.metrics import normalize_answer
 from rueval.models.base import Generation, Loglikelihood, Request
 from rueval.models.engine import Engine
+from rueval.models.openai_chat import encode_messages
 from rueval.solvers.base import ModelSize, Setting, Solver
 from rueval.tasks import Example, Task
 from rueval.tasks.prompts import get_prompt
-from rueval.tasks.prompts.base import DEMO_SEPARATOR, Question
+from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question
 
 SCORINGS = ("loglik", "ppl")
 TAPE_TOP_P = 0.8
+MATCH_MAX_TOKENS = 32  # a generated answer to a choice question: the option's words come first
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,10 @@ class LMSolver(Solver):
             raise ValueError(f"unknown scoring {scoring!r}")
         self.engine, self.name, self.scoring, self.seed, self.chat = engine, name, scoring, seed, chat
         self._train: dict[str, Sequence[Example]] = {}
-        self._tokenizer = _chat_tokenizer(engine, name) if chat.template else None
+        self._messages = getattr(getattr(engine, "model", None), "takes_messages", False)  # an openai-chat: backend
+        if self._messages and scoring == "ppl":
+            raise RuevalError(f"--scoring ppl scores whole prompts; {name} scores the assistant's answer: use loglik")
+        self._tokenizer = _chat_tokenizer(engine, name) if chat.template and not self._messages else None
 
     @property
     def identity(self) -> str:
@@ -107,7 +116,9 @@ class LMSolver(Solver):
             for i, question in enumerate(prompt.questions(example)):
                 shown = [(d[i].context, d[i].target) for d in demo_questions if d[i].target is not None]
                 context = self._render(shown, question.context)
-                if question.choices:
+                if question.choices and self.generates_choices:
+                    requests = (Generation(context, MATCH_MAX_TOKENS, seed=self.seed),)
+                elif question.choices:
                     requests = tuple(
                         self._loglikelihood(context, self._continuation(choice.continuation))
                         for choice in question.choices
@@ -124,19 +135,29 @@ class LMSolver(Solver):
         prompt = get_prompt(plan.task)
         predictions = []
         for example, per_example in zip(plan.examples, plan.asked, strict=True):
-            answers = [
-                self._best(asked, [results[r] for r in asked.requests], normalize)
-                if asked.question.choices
-                else results[asked.requests[0]].strip()
-                for asked in per_example
-            ]
+            answers = [self._answer_one(asked, results, normalize) for asked in per_example]
             predictions.append(prompt.prediction(example, answers))
         return predictions
 
     def protocol(self, plan: Plan) -> str:
         """How the plan's task is scored, as results.json states it: e.g. loglik, ppl-chat-template, generate."""
+        if self._messages:
+            if not plan.picks_options:
+                return "generate-chat"
+            return "generate-match" if self.generates_choices else "loglik-chat-logprobs"
         scored = self.scoring if plan.picks_options else "generate"
         return f"{scored}-chat-template" if self.chat.template else scored
+
+    def unmatched(self, plan: Plan, results: Mapping[Request, Any]) -> int | None:
+        """How many generated answers to choice questions matched no option (None: options were scored)."""
+        if not (plan.picks_options and self.generates_choices):
+            return None
+        return sum(
+            match_option(asked.question.choices, results[asked.requests[0]]) is None
+            for per_example in plan.asked
+            for asked in per_example
+            if asked.question.choices
+        )
 
     # -- the Solver interface: zero-shot -----------------------------------------------------------
     def fit(self, task: Task, train: Sequence[Example]) -> None:
@@ -151,7 +172,7 @@ class LMSolver(Solver):
     def _render(self, shown: Sequence[tuple[str, str]], question: str) -> str:
         """The context of one question after the demonstrations ``shown`` (context, target)."""
         system = [self.chat.system] if self.chat.system else []
-        if self._tokenizer is None:
+        if self._tokenizer is None and not self._messages:
             return DEMO_SEPARATOR.join([*system, *(context + target for context, target in shown), question])
         messages = [{"role": "system", "content": text} for text in system]
         if self.chat.multiturn:
@@ -164,6 +185,8 @@ class LMSolver(Solver):
         else:
             together = DEMO_SEPARATOR.join([*(context + target for context, target in shown), question])
             messages.append({"role": "user", "content": together.rstrip()})
+        if self._messages:
+            return encode_messages(messages)
         rendered = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         bos = self._tokenizer.bos_token
         # the backend starts every sequence with BOS itself: a template that writes it would double it
@@ -171,12 +194,33 @@ class LMSolver(Solver):
 
     def _continuation(self, continuation: str) -> str:
         """After a chat template the answer opens the assistant's turn: lm-eval drops the target delimiter."""
-        return continuation.lstrip() if self._tokenizer is not None else continuation
+        return continuation.lstrip() if self._tokenizer is not None or self._messages else continuation
 
     def _loglikelihood(self, context: str, continuation: str) -> Loglikelihood:
         if self.scoring == "ppl":
             return Loglikelihood("", context + continuation)
         return Loglikelihood(context, continuation)
+
+    @property
+    def generates_choices(self) -> bool:
+        """Whether choice questions are answered by generating (a chat backend without prompt logprobs)."""
+        return self._messages and self.engine.model.choice_scoring == "generate"
+
+    def _answer_one(self, asked: Asked, results: Mapping[Request, Any], normalize: bool) -> Any:
+        if not asked.question.choices:
+            return results[asked.requests[0]].strip()
+        if self.generates_choices:
+            return self._matched(asked, results[asked.requests[0]])
+        return self._best(asked, [results[r] for r in asked.requests], normalize)
+
+    def _matched(self, asked: Asked, generated: str) -> Any:
+        """The label of the option the generated answer names. An answer that names none is scored as
+        wrong: it stands for the first option that is not the gold one (the labels stay the task's)."""
+        choice = match_option(asked.question.choices, generated)
+        if choice is None:
+            gold = asked.question.target
+            choice = next((c for c in asked.question.choices if c.continuation != gold), asked.question.choices[0])
+        return choice.label
 
     def _best(self, asked: Asked, results: list, normalize: bool) -> Any:
         def value(index: int) -> float:
@@ -188,6 +232,15 @@ class LMSolver(Solver):
             return result.logprob
 
         return asked.question.choices[max(range(len(results)), key=value)].label
+
+
+def match_option(choices: Sequence[Choice], generated: str) -> Choice | None:
+    """The option a generated answer names, after normalisation (case, ё, punctuation, spaces): the
+    one it equals, else the longest one it starts with as whole words; None if it names none."""
+    answer = normalize_answer(generated)
+    texts = [(normalize_answer(choice.continuation), choice) for choice in choices]
+    named = [(text, choice) for text, choice in texts if text and (answer == text or answer.startswith(text + " "))]
+    return max(named, key=lambda pair: len(pair[0]))[1] if named else None
 
 
 def _chat_tokenizer(engine: Engine, name: str) -> Any:

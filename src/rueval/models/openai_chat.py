@@ -1,0 +1,178 @@
+"""Chat-completions servers (`-m openai-chat:MODEL --base-url URL`): servers that only speak
+``/v1/chat/completions`` (vLLM's chat endpoint, llama.cpp server, hosted APIs). The servers, the
+HTTP client, the dispatcher and the cache identity are the `openai:` backend's; only the requests
+differ.
+
+A context reaches this backend as its chat messages (``encode_messages``: the solver's plan step
+builds the system, user and assistant turns, and the server renders them with its own template).
+
+Options are scored in one of two ways, chosen once per run (``scoring``):
+
+- ``logprobs``: the option is sent as the assistant's message, continued rather than closed
+  (vLLM's ``continue_final_message``), and scored by the prompt logprobs of its tokens (vLLM's
+  ``prompt_logprobs`` extension). Which prompt tokens are the option's follows the completions
+  backend's character-boundary rule, counted from the end of the rendered prompt. This equals
+  ``-m hf: --apply-chat-template`` on the same weights and template.
+- ``generate``: the server generates an answer (greedy) and the solver matches it to an option,
+  as MERA does; servers without prompt logprobs (hosted APIs, llama.cpp) can only be used so.
+
+The two give different scores: the protocol is written to results.json per task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from rueval.errors import RuevalError
+from rueval.models.base import Generation, Loglikelihood, LoglikelihoodResult, cut_at_stop
+from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel
+from rueval.models.serving import ClientError
+
+CHAT_SCORINGS = ("auto", "logprobs", "generate")
+CHAT_PATH = "/chat/completions"
+log = logging.getLogger(__name__)
+
+
+def encode_messages(messages: Sequence[dict[str, str]]) -> str:
+    """Chat messages as a request's context: JSON, readable in sample logs and cache keys."""
+    return json.dumps(list(messages), ensure_ascii=False)
+
+
+def decode_messages(context: str) -> list[dict[str, str]]:
+    try:
+        messages = json.loads(context)
+    except ValueError:
+        messages = None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise RuevalError(f"openai-chat: a context must be chat messages (encode_messages), got {context[:80]!r}")
+    return messages
+
+
+class OpenAIChatModel(OpenAICompletionsModel):
+    """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint, one conversation per
+    HTTP request. ``scoring``: how options are scored (CHAT_SCORINGS; ``auto`` asks the first
+    server once whether it returns prompt logprobs)."""
+
+    backend = "openai-chat"
+    probe = (CHAT_PATH, {"messages": [{"role": "user", "content": "0"}]})
+    takes_messages = True  # contexts are encode_messages(...) strings
+
+    def __init__(self, model: str, base_url: str | Sequence[str], scoring: str = "auto", **options: Any):
+        if scoring not in CHAT_SCORINGS:
+            raise RuevalError(f"--chat-scoring {scoring}: expected one of {', '.join(CHAT_SCORINGS)}")
+        super().__init__(model, base_url, prompts_per_request=1, **options)
+        self._scoring = None if scoring == "auto" else scoring
+
+    @property
+    def choice_scoring(self) -> str:
+        """``logprobs`` or ``generate``, decided once for the whole run."""
+        with self._check_lock:
+            if self._scoring is None:
+                self._check_servers()
+                url = self._live_urls()[0]
+                try:
+                    self._score(url, Loglikelihood(encode_messages([{"role": "user", "content": "0"}]), "0"))
+                    self._scoring = "logprobs"
+                except (ClientError, NoPromptLogprobs) as e:
+                    log.warning(
+                        "%s gives no prompt logprobs on %s (%s): options are scored by generating the answer and "
+                        "matching it (protocol generate-match), which is not comparable with log-likelihood scores",
+                        url,
+                        CHAT_PATH,
+                        e,
+                    )
+                    self._scoring = "generate"
+            return self._scoring
+
+    # -- log-likelihood ------------------------------------------------------------------------
+    def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
+        return [self._score(url, request) for request in requests]
+
+    def _score(self, url: str, request: Loglikelihood) -> LoglikelihoodResult:
+        """The continuation as the assistant's unfinished message, scored by its prompt logprobs."""
+        if not request.context:
+            raise RuevalError("openai-chat: options are scored after chat messages; --scoring ppl needs openai: or hf:")
+        messages = [*decode_messages(request.context), {"role": "assistant", "content": request.continuation}]
+        payload = {
+            "messages": messages,
+            "add_generation_prompt": False,
+            "continue_final_message": True,
+            "prompt_logprobs": 1,
+            "return_token_ids": True,
+            "max_tokens": 1,
+            "temperature": 0,
+        }
+        body = self._post(url, CHAT_PATH, payload)
+        entries = body.get("prompt_logprobs")
+        if not isinstance(entries, list) or not entries:
+            raise NoPromptLogprobs(
+                f"the server at {url} returned no prompt_logprobs for '{self.model}' on {CHAT_PATH}; "
+                "vLLM returns them (keep --max-logprobs >= 1); use --chat-scoring generate for other servers"
+            )
+        ids = body.get("prompt_token_ids")
+        tokens = [_prompt_token(entry, ids[i] if isinstance(ids, list) else None) for i, entry in enumerate(entries)]
+        total, greedy, n, after = 0.0, True, 0, 0
+        text = ""
+        # the continuation ends the prompt: its tokens are the last ones, back to the one that straddles
+        # its start, and the empty-text tokens (a character's first bytes) that start at it
+        for token in reversed(tokens):
+            if token is None or after > len(request.continuation):
+                break
+            piece, logprob, top = token
+            if after == len(request.continuation) and piece:
+                break
+            total += logprob
+            greedy = greedy and logprob >= top - GREEDY_TOLERANCE
+            n += 1
+            after += len(piece)
+            text = piece + text
+        if not text.endswith(request.continuation):
+            raise RuevalError(
+                f"the chat prompt the server at {url} rendered does not end with the assistant's message "
+                f"{request.continuation!r} (its template closes the message even with continue_final_message); "
+                "use --chat-scoring generate"
+            )
+        return LoglikelihoodResult(total, n, greedy)
+
+    # -- generation ----------------------------------------------------------------------------
+    def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
+        return [self._generate_one(url, request) for request in requests]
+
+    def _generate_one(self, url: str, r: Generation) -> str:
+        sample = r.temperature > 0 or r.top_p < 1  # as the completions backend
+        payload = {
+            "messages": decode_messages(r.prompt),
+            "max_tokens": r.max_new_tokens,
+            "temperature": (r.temperature or 1.0) if sample else 0.0,
+            "top_p": r.top_p if sample else 1.0,
+            "seed": r.seed,
+        }
+        if r.stop:
+            payload["stop"] = list(r.stop)
+        choices = self._post(url, CHAT_PATH, payload).get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        if not isinstance(message, dict):
+            raise RuevalError(f"the server at {url} answered {CHAT_PATH} without a message")
+        return cut_at_stop(str(message.get("content") or ""), r.stop)
+
+
+class NoPromptLogprobs(RuevalError):
+    """A chat server that does not return the prompt's logprobs."""
+
+
+def _prompt_token(entry: Any, token_id: Any) -> tuple[str, float, float] | None:
+    """One prompt position of vLLM's ``prompt_logprobs`` ({token id: {logprob, rank, decoded_token}},
+    the prompt's own token and the top one): (its text, its logprob, the top logprob); None for the
+    first position, which nothing predicts. Without the prompt's token ids the prompt's own token is
+    the one of the largest rank (the top one has rank 1)."""
+    if not isinstance(entry, dict) or not entry:
+        return None
+    own = entry.get(str(token_id)) if token_id is not None else None
+    if own is None:
+        own = max(entry.values(), key=lambda value: value.get("rank") or 1)
+    top = max(float(value["logprob"]) for value in entry.values())
+    return str(own.get("decoded_token") or ""), float(own["logprob"]), top
