@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from statistics import fmean
 from typing import Any
 
@@ -49,7 +51,7 @@ def grouped_exact_match(golds: Sequence[Any], preds: Sequence[Any], groups: Sequ
     return fmean(right.values())
 
 
-_ASCII_PUNCTUATION = frozenset(string.punctuation)
+_DELETE_ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ENGLISH_ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
@@ -59,7 +61,7 @@ def squad_normalize(text: str) -> str:
     (RussianNLP/RussianSuperGLUE, jiant-russian-v2/jiant/metrics/span_metrics.py, from the ReCoRD
     script), and so does TAPE's MultiQ/CheGeKa scoring (ai-forever/MERA, modules/scoring, through
     transformers' squad_metrics, from the SQuAD 2.0 script)."""
-    text = "".join(ch for ch in text.lower() if ch not in _ASCII_PUNCTUATION)
+    text = text.lower().translate(_DELETE_ASCII_PUNCTUATION)
     return " ".join(_ENGLISH_ARTICLES.sub(" ", text).split())
 
 
@@ -67,7 +69,13 @@ def normalize_answer(text: str) -> str:
     """rueval's Russian-aware normalisation (opt-in, "russian"): the official one after ё -> е and with
     every Unicode punctuation mark deleted (« », —, … too), so "«Пётр»" matches "петр"."""
     text = text.replace("ё", "е").replace("Ё", "Е")
-    return squad_normalize("".join(ch for ch in text if not unicodedata.category(ch).startswith("P")))
+    return squad_normalize(text.translate(_unicode_punctuation_deleted()))
+
+
+@cache
+def _unicode_punctuation_deleted() -> dict[int, None]:
+    """A str.translate table deleting every character of a Unicode punctuation category (P*)."""
+    return dict.fromkeys(c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("P"))
 
 
 # Answer normalisations by name (Task.normalization): the official ones and rueval's opt-in.
