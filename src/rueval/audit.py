@@ -346,6 +346,7 @@ class CharNgramVectors:
     def rows(self, positions: Sequence[int]) -> sparse.csr_matrix:
         """The l2-normalised TF-IDF rows of the texts at these positions, n-grams from rare to common."""
         counts = (self.word_counts[positions] @ self.word_ngrams).tocsr()
+        counts.sort_indices()  # once here, not in every search the rows take part in
         counts.data *= self.idf[counts.indices]
         return normalize(counts)
 
