@@ -39,7 +39,7 @@ TOP_ARTIFACTS = 10
 SUFFIX_SHARE = 0.95  # similar_pairs: of the threshold, the norm of the common end its bound leaves out (see there)
 QUERY_CHUNK = 1024  # similar_pairs: queries bounded at once, bounding memory
 PAIR_CHUNK = 16384  # similar_pairs: pairs scored at once, bounding memory
-SEARCH_CHUNK = 8192  # train texts vectorised and searched at once, bounding memory
+SEARCH_CHUNK = 4096  # train texts vectorised and searched at once, bounding memory
 
 
 @dataclass(frozen=True)
