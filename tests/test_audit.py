@@ -281,3 +281,19 @@ def test_cli_audit_with_a_bad_data_path_exits_2(cli, tmp_path):
     assert result.exit_code == 2
     assert "no such directory" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_near_duplicate_in_two_evaluation_splits_is_listed_in_each():
+    task = get_task("rcb")
+
+    def split(name, records):
+        examples = [Example(r["idx"], r, r.get("label")) for r in records]
+        return Split(task, name, examples, f"{name}.jsonl", "")
+
+    near_copy = {**VAL[1], "idx": 300}
+    found = rueval.audit.duplicates(split("train", TRAIN), [split("val", VAL), split("test", [*TEST, near_copy])])
+    val_pairs, test_pairs = found["val"]["near_pairs"], found["test"]["near_pairs"]
+    assert [(p["train"], p["eval"]) for p in val_pairs] == [(1, 101)]
+    assert [(p["train"], p["eval"]) for p in test_pairs] == [(1, 300)]
+    assert test_pairs[0]["similarity"] == val_pairs[0]["similarity"] < 1
+    assert found["test"]["exact_pairs"] == [{"train": 3, "eval": 200, "similarity": 1.0}]

@@ -36,7 +36,7 @@ from rueval.text import lemmas_of, words
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams
 TOP_ARTIFACTS = 10
-SUFFIX_SHARE = 0.75  # similar_pairs: of the threshold, the norm of the common end its bound leaves out
+SUFFIX_SHARE = 0.95  # similar_pairs: of the threshold, the norm of the common end its bound leaves out (see there)
 QUERY_CHUNK = 1024  # similar_pairs: queries bounded at once, bounding memory
 PAIR_CHUNK = 16384  # similar_pairs: pairs scored at once, bounding memory
 SEARCH_CHUNK = 4096  # train texts vectorised and searched at once, bounding memory
@@ -246,32 +246,21 @@ def _lemmatised(task: Task, examples: Sequence[Example]) -> list[list[str]]:
 def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]]:
     """Per evaluation split, the train/eval pairs whose input texts are identical after
     normalisation (exact) or, otherwise, have a cosine similarity of TF-IDF character n-grams of
-    at least NEAR_DUPLICATE_THRESHOLD (near). One vocabulary is fitted on every distinct
-    normalised text of all the splits; train is searched in chunks, so memory stays bounded."""
+    at least NEAR_DUPLICATE_THRESHOLD (near)."""
     train_rows = _rows_by_text(train)
     eval_rows = [_rows_by_text(split) for split in evals]
-    distinct = list(dict.fromkeys([*train_rows, *(text for rows in eval_rows for text in rows)]))
-    position = {text: k for k, text in enumerate(distinct)}
-    vectors = CharNgramVectors(distinct) if any(distinct) else None
-    train_texts = list(train_rows)
-    train_positions = [position[text] for text in train_texts]
+    eval_texts = list(dict.fromkeys(text for rows in eval_rows for text in rows))
+    similar = near_texts(list(train_rows), eval_texts, f"near duplicates of {train.task.name}")
 
     def compare(split: Split, rows: dict[str, list[int]]) -> dict[str, Any]:
         exact = [(i, j, 1.0) for text, js in rows.items() for j in js for i in train_rows.get(text, ())]
-        near: list[tuple[int, int, float]] = []
-        if vectors is not None:
-            eval_texts = list(rows)
-            queries = vectors.rows([position[text] for text in eval_texts])
-            for start in progress(
-                range(0, len(train_texts), SEARCH_CHUNK), f"near duplicates of {split.task.name}/{split.name}"
-            ):
-                index = vectors.rows(train_positions[start : start + SEARCH_CHUNK])
-                for k, t, similarity in zip(
-                    *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, rare_first=True), strict=True
-                ):
-                    eval_text, train_text = eval_texts[k], train_texts[start + t]
-                    if eval_text != train_text:  # identical texts are the exact duplicates
-                        near += [(i, j, float(similarity)) for j in rows[eval_text] for i in train_rows[train_text]]
+        near = [
+            (i, j, similarity)
+            for eval_text, js in rows.items()
+            for train_text, similarity in similar.get(eval_text, ())
+            for j in js
+            for i in train_rows[train_text]
+        ]
         near.sort(key=lambda pair: (-pair[2], pair[1], pair[0]))
 
         def listed(pairs: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
@@ -291,6 +280,29 @@ def duplicates(train: Split, evals: Sequence[Split]) -> dict[str, dict[str, Any]
         }
 
     return {split.name: compare(split, rows) for split, rows in zip(evals, eval_rows, strict=True)}
+
+
+def near_texts(train_texts: list[str], eval_texts: list[str], label: str) -> dict[str, list[tuple[str, float]]]:
+    """Per evaluation text, the other train texts at a cosine of at least NEAR_DUPLICATE_THRESHOLD.
+    One vocabulary is fitted on all the distinct texts; every evaluation text (of all the splits at
+    once) is searched against train in chunks, so memory stays bounded."""
+    distinct = list(dict.fromkeys([*train_texts, *eval_texts]))
+    found: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    if not any(distinct):
+        return found
+    position = {text: k for k, text in enumerate(distinct)}
+    vectors = CharNgramVectors(distinct)
+    queries = vectors.rows([position[text] for text in eval_texts])
+    train_positions = [position[text] for text in train_texts]
+    for start in progress(range(0, len(train_texts), SEARCH_CHUNK), label):
+        index = vectors.rows(train_positions[start : start + SEARCH_CHUNK])
+        for k, t, similarity in zip(
+            *similar_pairs(queries, index, NEAR_DUPLICATE_THRESHOLD, rare_first=True), strict=True
+        ):
+            eval_text, train_text = eval_texts[k], train_texts[start + t]
+            if eval_text != train_text:  # identical texts are the exact duplicates
+                found[eval_text].append((train_text, float(similarity)))
+    return found
 
 
 def _rows_by_text(split: Split) -> dict[str, list[int]]:
@@ -334,6 +346,7 @@ class CharNgramVectors:
     def rows(self, positions: Sequence[int]) -> sparse.csr_matrix:
         """The l2-normalised TF-IDF rows of the texts at these positions, n-grams from rare to common."""
         counts = (self.word_counts[positions] @ self.word_ngrams).tocsr()
+        counts.sort_indices()  # once here, not in every search the rows take part in
         counts.data *= self.idf[counts.indices]
         return normalize(counts)
 

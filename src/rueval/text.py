@@ -14,8 +14,12 @@ import razdel
 
 from rueval.progress import progress
 
-# Below this many characters of distinct text, starting worker processes costs more than it saves.
-PARALLEL_MIN_CHARS = 2_000_000
+# Below this many new word forms, starting worker processes costs more than it saves.
+PARALLEL_MIN_FORMS = 50_000
+
+# Lower-cased word form -> lemma: each distinct form is parsed once per process, whichever text,
+# command or rule asks (a dict, not an lru_cache, so lemmas_of can fill it from worker processes).
+_LEMMAS: dict[str, str] = {}
 
 
 def tokens(text: str) -> list[str]:
@@ -47,7 +51,15 @@ def parse(word: str):
 
 
 def lemma(word: str) -> str:
-    return parse(word.lower()).normal_form.replace("ё", "е")
+    form = word.lower()
+    found = _LEMMAS.get(form)
+    if found is None:
+        found = _LEMMAS[form] = _lemma_of_form(form)
+    return found
+
+
+def _lemma_of_form(form: str) -> str:
+    return parse(form).normal_form.replace("ё", "е")
 
 
 def lemmas(text: str) -> list[str]:
@@ -56,15 +68,20 @@ def lemmas(text: str) -> list[str]:
 
 
 def lemmas_of(texts: Iterable[str], label: str = "lemmatising") -> dict[str, list[str]]:
-    """The lemmas of each distinct text, each lemmatised once; many texts in several processes.
-    Workers are forked: they inherit the loaded analyser, and the command line's entry point is not re-run."""
+    """The lemmas of each distinct text: each text tokenised once, each new word form parsed once,
+    many new forms in several processes. Workers are forked: they inherit the loaded analyser,
+    and the command line's entry point is not re-run."""
     distinct = list(dict.fromkeys(texts))
+    tokenised = {text: words(text) for text in progress(distinct, label, total=len(distinct))}
+    forms = list(
+        dict.fromkeys(word.lower() for found in tokenised.values() for word in found if word.lower() not in _LEMMAS)
+    )
     workers = min(os.cpu_count() or 1, 8)
-    if workers < 2 or sum(map(len, distinct)) < PARALLEL_MIN_CHARS:
-        return {text: lemmas(text) for text in progress(distinct, label, total=len(distinct))}
-    morph()  # loaded once, before the fork
-    chunk = max(1, min(500, len(distinct) // (8 * workers)))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        found = progress(pool.map(lemmas, distinct, chunksize=chunk), label, total=len(distinct))
-        # unpickled strings are new objects: interned, each lemma is held once
-        return {text: [sys.intern(lemma) for lemma in found_lemmas] for text, found_lemmas in zip(distinct, found)}
+    if workers >= 2 and len(forms) >= PARALLEL_MIN_FORMS:
+        morph()  # loaded once, before the fork
+        chunk = max(1, min(2000, len(forms) // (8 * workers)))
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            found = progress(pool.map(_lemma_of_form, forms, chunksize=chunk), f"{label}: word forms", total=len(forms))
+            # unpickled strings are new objects: interned, each lemma is held once
+            _LEMMAS.update((form, sys.intern(found_lemma)) for form, found_lemma in zip(forms, found))
+    return {text: [lemma(word) for word in found] for text, found in tokenised.items()}
