@@ -527,11 +527,14 @@ def test_danetqa_searches_the_question_as_the_authors_regular_expressions_do():
 
 
 def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
+    import rueval.text
     from rueval.solvers.heuristics import base
 
     analysed = []
     real = base.lemmas
-    monkeypatch.setattr(base, "lemmas", lambda text: analysed.append(text) or real(text))
+    counted = lambda text: analysed.append(text) or real(text)  # noqa: E731
+    monkeypatch.setattr(base, "lemmas", counted)  # one text at a time
+    monkeypatch.setattr(rueval.text, "lemmas", counted)  # in bulk (prefetch_lemmas -> lemmas_of)
     task = get_task("rucos")
     queries = [
         example("rucos", {"passage": RUCOS_PASSAGE, "query": f"@placeholder прилетел в Москву {i}."}, idx=i)

@@ -22,7 +22,7 @@ rule, since its rules were written for its own data; so does ``rules="all"``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import fmean
 from typing import Any
 
@@ -46,6 +46,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "danetqa": danetqa.RULES,
     "rucos": rucos.RULES,
 }
+# Tasks whose rules read long texts, lemmatised in bulk before the rules run one example at a time.
+PREFETCH: dict[str, Callable[[Iterable[Example]], None]] = {"rucos": rucos.prefetch}
 FALLBACK_DRAWS = 5  # seeded draws of a random fallback that the rule choice averages over
 
 
@@ -80,16 +82,24 @@ class HeuristicSolver(Solver):
         self.rules = RULES.get(task.name, ())
         if self.choice == "fitted" and task.train_from is None:
             with memoized_texts():
+                _prefetch(task, train)
                 self.rules = select_rules(task, self.rules, train, self.fallback)
 
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:
         examples = list(examples)
         with memoized_texts():
+            if self.rules:
+                _prefetch(task, examples)
             predictions = [first_prediction(self.rules, example) for example in examples]
         uncovered = [i for i, prediction in enumerate(predictions) if prediction is None]
         for i, prediction in zip(uncovered, self.fallback.predict(task, [examples[i] for i in uncovered]), strict=True):
             predictions[i] = prediction
         return predictions
+
+
+def _prefetch(task: Task, examples: Iterable[Example]) -> None:
+    if task.name in PREFETCH:
+        PREFETCH[task.name](examples)
 
 
 def select_rules(
@@ -149,6 +159,7 @@ def coverage(task: Task | str, examples: Iterable[Example]) -> list[RuleCoverage
     uncovered = 0
     labelled = [example for example in examples if example.label is not None]
     with memoized_texts():
+        _prefetch(task, labelled)
         for example in progress(labelled, f"heuristics on {task.name}", total=len(labelled)):
             fired = False
             for i, rule in enumerate(rules):

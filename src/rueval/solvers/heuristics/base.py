@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
 from rueval.tasks import Example
-from rueval.text import lemmas, parse, tokens, words
+from rueval.text import lemmas, lemmas_of, parse, tokens, words
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ def per_call_memo(function: Callable[..., Any]) -> Callable[..., Any]:
             memo[args] = function(*args)
         return memo[args]
 
+    memoized.memo = memo  # type: ignore[attr-defined]  # for prefetch_lemmas
     return memoized
 
 
@@ -82,6 +83,17 @@ def memoized_texts() -> Iterator[None]:
 def lemma_sequence(text: str) -> tuple[str, ...]:
     """The text's lemmas in order."""
     return tuple(lemmas(text))
+
+
+def prefetch_lemmas(texts: Iterable[str], label: str) -> None:
+    """Lemmatise many texts at once (rueval.text.lemmas_of: in several processes when there is much
+    text) into the open block's lemma_sequence memo, instead of one by one as the rules ask."""
+    if not _open_blocks:
+        return
+    memo = lemma_sequence.memo  # type: ignore[attr-defined]
+    missing = [text for text in dict.fromkeys(texts) if (text,) not in memo]
+    for text, found in lemmas_of(missing, label).items():
+        memo[(text,)] = tuple(found)
 
 
 @per_call_memo
@@ -130,8 +142,18 @@ def stripped_lemma_set(text: str) -> frozenset[str]:
 
 
 def count_runs(sequence: Sequence[str], run: Sequence[str]) -> int:
-    """How many times ``run`` occurs as a contiguous part of ``sequence``."""
+    """How many times ``run`` occurs as a contiguous part of ``sequence`` (overlapping occurrences too)."""
     n = len(run)
     if not n:
         return 0
-    return sum(1 for i in range(len(sequence) - n + 1) if tuple(sequence[i : i + n]) == tuple(run))
+    sequence, run = tuple(sequence), tuple(run)
+    if n == 1:
+        return sequence.count(run[0])
+    count, start = 0, 0
+    while True:  # jump from one occurrence of the run's first item to the next (index scans in C)
+        try:
+            start = sequence.index(run[0], start)
+        except ValueError:
+            return count
+        count += sequence[start : start + n] == run
+        start += 1

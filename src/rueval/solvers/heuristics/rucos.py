@@ -27,9 +27,10 @@ reproduces it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence, per_call_memo
+from rueval.solvers.heuristics.base import Rule, count_runs, lemma_sequence, per_call_memo, prefetch_lemmas
 from rueval.tasks import Example
 
 MIN_MENTIONS = 3  # Section 3.9: "entities whose stems appeared less than three times were removed"
@@ -44,23 +45,26 @@ class Entity:
 
 def entities_outside_query(example: Example) -> tuple[Entity, ...]:
     """The passage's entities that the query does not name, in order of first mention."""
-    return _entities_outside_query(example.text("passage"), example.text("query"), example.candidates)
+    query = lemma_sequence(example.text("query").replace("@placeholder", " "))
+    entities = passage_entities(example.text("passage"), example.candidates)
+    return tuple(entity for entity in entities if not count_runs(query, entity.lemmas))
 
 
-@per_call_memo  # both rules read it
-def _entities_outside_query(passage_text: str, query_text: str, candidates: tuple[str, ...]) -> tuple[Entity, ...]:
+@per_call_memo  # once per passage, however many queries and rules read it
+def passage_entities(passage_text: str, candidates: tuple[str, ...]) -> tuple[Entity, ...]:
+    """The passage's entities in order of first mention."""
     passage = lemma_sequence(passage_text)
-    query = lemma_sequence(query_text.replace("@placeholder", " "))
     mentions: dict[tuple[str, ...], Counter[str]] = {}
     for mention in candidates:
         key = lemma_sequence(mention)
         if key:
             mentions.setdefault(key, Counter())[mention] += 1
-    return tuple(
-        Entity(forms.most_common(1)[0][0], key, count_runs(passage, key))
-        for key, forms in mentions.items()
-        if not count_runs(query, key)
-    )
+    return tuple(Entity(forms.most_common(1)[0][0], key, count_runs(passage, key)) for key, forms in mentions.items())
+
+
+def prefetch(examples: Iterable[Example]) -> None:
+    """Lemmatise the distinct passages in bulk: the bulk of the rules' work."""
+    prefetch_lemmas((example.text("passage") for example in examples), "lemmatising rucos passages")
 
 
 def frequent_entity_not_in_query(example: Example) -> str | None:
