@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 
 from rueval.errors import RuevalError
 from rueval.models.engine import Engine
+from rueval.progress import step
 
 BACKENDS = ("hf", "openai")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -79,17 +80,19 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     if spec.backend == "hf":
         from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
 
-        model = HFCausalLM(
-            spec.target,
-            device=options.device,
-            dtype=options.dtype,
-            batch_size=options.batch_size,
-            trust_remote_code=options.trust_remote_code,
-            revision=options.revision,
-            device_map=options.device_map,
-            peft=options.peft,
-            load_in=options.load_in,
-        )
+        with step(f"loading {spec} on {options.device_map or options.device} ({options.dtype})") as loading:
+            model = HFCausalLM(
+                spec.target,
+                device=options.device,
+                dtype=options.dtype,
+                batch_size=options.batch_size,
+                trust_remote_code=options.trust_remote_code,
+                revision=options.revision,
+                device_map=options.device_map,
+                peft=options.peft,
+                load_in=options.load_in,
+            )
+            loading.outcome = f"{model.parameters() / 1e6:.1f}M parameters"
     else:
         from rueval.models.openai import OpenAICompletionsModel
 

@@ -6,6 +6,7 @@ every task, k and episode (rueval.run.predict); the run store owns the run direc
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -15,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, load_task_data, open_data, tape_set_of
+from rueval.data import MAX_LINE_BYTES, DataSource, eval_split, load_task_data, open_data, tape_set_of
+from rueval.errors import RuevalError
 from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
+from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import lm_eval_results
@@ -39,7 +42,7 @@ def run(
     data: str | None = None,
     split: str | None = None,
     seed: int = 0,
-    limit: int | None = None,
+    limit: float | None = None,
     solver_options: Mapping[str, Any] | None = None,
     slices: Sequence[str] = (),
     shots: Sequence[int] = (0,),
@@ -57,15 +60,21 @@ def run(
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
     (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
-    Python API's in-memory models), named ``model`` in the results."""
+    Python API's in-memory models), named ``model`` in the results. ``limit``: the first N records of
+    each task, or below 1 that share of them, rounded up (lm-eval's --limit)."""
     started = time.perf_counter()
+    limit = check_limit(limit)
     source = open_data(data, max_line_bytes, tape_set)
     solver_options = dict(solver_options or {})
     if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
         solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
     solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
-    loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]
+    limits = {task.name: records_limit(source, task, split, limit) for task in tasks}
+    loaded = [(task, load_task_data(source, task, split, limits[task.name])) for task in tasks]
+    for task, task_data in loaded:
+        train = f", {len(task_data.train.examples)} train" if task_data.train else ""
+        detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
     # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
     settings = {
         "model": model,
@@ -101,11 +110,13 @@ def run(
         result = score(predicted)
         diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
         if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
-            result.perturbations = robustness.evaluate(source, task, predicted, limit)
+            result.perturbations = robustness.evaluate(source, task, predicted, limits[task.name])
         result.fingerprint = fingerprint(settings, task, predicted.data)
         result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
         results[task.name] = result
+        scoring_seconds = result.wall_time_s - predicted.seconds
+        detail(f"{task.name}: predicted in {predicted.seconds:.1f} s, scored in {scoring_seconds:.1f} s")
     ordered = {task.name: results[task.name] for task, _ in loaded}
     everything = {**kept, **ordered}
     summary = RunResult(
@@ -122,6 +133,25 @@ def run(
     store.write_results(summary)
     write_json(out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
     return summary
+
+
+def check_limit(limit: float | None) -> int | float | None:
+    """--limit as lm-eval reads it: a whole number of records, or a share of them between 0 and 1."""
+    if limit is None or 0 < limit < 1:
+        return limit
+    if limit < 1 or limit != int(limit):
+        raise RuevalError(f"--limit {limit}: expected a whole number of records, or a share between 0 and 1")
+    return int(limit)
+
+
+def records_limit(source: DataSource, task: Task, split: str | None, limit: float | None) -> int | None:
+    """``limit`` as a number of records of the task's eval split: a share below 1 rounded up, as lm-eval does."""
+    if limit is None or limit >= 1:
+        return None if limit is None else int(limit)
+    examples = eval_split(source, task, split, None).examples
+    # MuSeRC and RuCoS give several examples per record; their idx starts with the record's
+    records = {example.idx[0] if isinstance(example.idx, tuple) else example.idx for example in examples}
+    return math.ceil(limit * len(records))
 
 
 def score(predicted: Predicted) -> TaskResult:
