@@ -74,10 +74,11 @@ from rueval.cli.options import (
     user_errors,
 )
 from rueval.errors import RuevalError
-from rueval.progress import info, set_level, warn
+from rueval.progress import set_level, warn
 from rueval.tasks import resolve_tasks
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
+RUN_ONLY = ("resume", "out", "force", "quiet", "verbose")
 
 
 def robustness_options(
@@ -98,7 +99,7 @@ def robustness_options(
         perturb, seed, filter_model, translation_model, addsent_model, filter_threshold, filter_min_share, base_url
     )
     for note in robustness.notes:
-        info(f"note: {note}")
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     return robustness
 
 
@@ -179,8 +180,8 @@ def run(
     """Score a model on tasks; write OUT/results.json and OUT/predictions/<task>.jsonl.
 
     Rerunning into the same OUT resumes: finished tasks and computed LM requests are reused."""
-    shown = ("resume", "out", "force", "quiet", "verbose")  # how this call runs and shows, not what it scores
-    options = {name: value for name, value in locals().items() if name not in shown}
+    # saved for --resume: what the run scores, not how this call runs and shows it
+    options = {name: value for name, value in locals().items() if name not in RUN_ONLY}
     set_level(quiet, verbose)
     if resume:
         if out is None:
@@ -231,7 +232,7 @@ def run(
         errors.print(message, highlight=False, soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
     for note in summary.notes:
-        info(f"note: {note}")
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(results_table(summary))
     if slices:
         console.print(slices_table(summary))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, DataSource, eval_split, load_task_data, open_data, tape_set_of
+from rueval.data import MAX_LINE_BYTES, DataSource, TaskData, load_task_data, open_data, tape_set_of
 from rueval.errors import RuevalError
 from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
@@ -29,7 +30,7 @@ from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
 from rueval.solvers import FINETUNE_PREFIX, Setting, Solver, make_solver
-from rueval.tasks import Task
+from rueval.tasks import Example, Task
 
 if TYPE_CHECKING:
     from rueval.run.robustness import Robustness
@@ -70,8 +71,7 @@ def run(
         solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
     solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
-    limits = {task.name: records_limit(source, task, split, limit) for task in tasks}
-    loaded = [(task, load_task_data(source, task, split, limits[task.name])) for task in tasks]
+    loaded = [(task, limited_data(source, task, split, limit)) for task in tasks]
     for task, task_data in loaded:
         train = f", {len(task_data.train.examples)} train" if task_data.train else ""
         detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
@@ -110,7 +110,7 @@ def run(
         result = score(predicted)
         diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
         if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
-            result.perturbations = robustness.evaluate(source, task, predicted, limits[task.name])
+            result.perturbations = robustness.evaluate(source, task, predicted, records_read(predicted.data, limit))
         result.fingerprint = fingerprint(settings, task, predicted.data)
         result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
@@ -144,14 +144,28 @@ def check_limit(limit: float | None) -> int | float | None:
     return int(limit)
 
 
-def records_limit(source: DataSource, task: Task, split: str | None, limit: float | None) -> int | None:
-    """``limit`` as a number of records of the task's eval split: a share below 1 rounded up, as lm-eval does."""
+def limited_data(source: DataSource, task: Task, split: str | None, limit: float | None) -> TaskData:
+    """The task's data, its eval split cut to the first ``limit`` records or, below 1, to that share
+    of its records rounded up, as lm-eval does (a copy made by a perturbation is no record of its own)."""
+    if limit is None or limit >= 1:
+        return load_task_data(source, task, split, None if limit is None else int(limit))
+    data = load_task_data(source, task, split, None)
+    records = list(dict.fromkeys(_record(example) for example in data.eval.examples))
+    kept = set(records[: math.ceil(limit * len(records))])
+    examples = [example for example in data.eval.examples if _record(example) in kept]
+    return replace(data, eval=replace(data.eval, examples=examples))
+
+
+def records_read(data: TaskData, limit: float | None) -> int | None:
+    """How many records of the eval split a limited run read (the perturbed copies read with them follow it)."""
     if limit is None or limit >= 1:
         return None if limit is None else int(limit)
-    examples = eval_split(source, task, split, None).examples
-    # MuSeRC and RuCoS give several examples per record; their idx starts with the record's
-    records = {example.idx[0] if isinstance(example.idx, tuple) else example.idx for example in examples}
-    return math.ceil(limit * len(records))
+    return len({_record(example) for example in data.eval.examples})
+
+
+def _record(example: Example) -> Any:
+    """The record an example came from: MuSeRC and RuCoS give several per record, their idx starting with its."""
+    return example.idx[0] if isinstance(example.idx, tuple) else example.idx
 
 
 def score(predicted: Predicted) -> TaskResult:

@@ -48,8 +48,7 @@ def _language_model(
     from rueval.models.factory import open_engine  # torch and transformers load only for LMs
     from rueval.solvers.lm import ChatFormat, GenerationSettings, LMSolver
 
-    # checked before loading
-    chat = ChatFormat(apply_chat_template, system_instruction, fewshot_as_multiturn)
+    chat = ChatFormat(apply_chat_template, system_instruction, fewshot_as_multiturn)  # checked before loading
     generation = GenerationSettings.from_mapping(gen_kwargs or {})
     engine = open_engine(ModelSpec.parse(spec), ModelOptions(**options))
     return LMSolver(engine, spec, scoring, seed, chat, generation)
