@@ -188,7 +188,7 @@ def test_long_steps_say_what_they_do_and_quiet_hides_them(cli, tmp_path, monkeyp
     shown = cli("run", "-t", "terra", "-m", "tfidf", "-o", tmp_path / "a")
     assert shown.exit_code == 0, shown.stderr
     fitting = f"fitting TF-IDF on {train_size('TERRa')} terra train examples"
-    assert f"{fitting}...\n" in shown.stderr and re.search(rf"{fitting}: done in \d+\.\d s", shown.stderr)
+    assert re.search(rf"{fitting}: done in \d+\.\d s", shown.stderr)
     quiet = cli("run", "-t", "terra", "-m", "tfidf", "-o", tmp_path / "b", "--quiet", "--limit", "0.5")
     assert quiet.exit_code == 0
     # the warning stays, the steps and notes go; the results table is printed as ever
@@ -214,7 +214,7 @@ def test_audit_says_which_stage_it_is_in(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(progress, "_level", progress.NORMAL)
     result = cli("audit", "-t", "terra", "-o", tmp_path / "audit")
     assert result.exit_code == 0, result.stderr
-    assert f"terra: duplicates of {train_size('TERRa')} train examples in 2 split(s)..." in result.stderr
+    assert f"terra: duplicates of {train_size('TERRa')} train examples in 2 split(s): done in" in result.stderr
     assert "terra: artifact tokens, lemmatising" in result.stderr
     quiet = cli("audit", "-t", "terra", "-o", tmp_path / "quiet", "-q")
     assert quiet.exit_code == 0 and quiet.stderr == ""

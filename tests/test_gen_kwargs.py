@@ -82,7 +82,6 @@ def test_a_runs_gen_kwargs_are_recorded_and_keep_it_apart_from_other_settings(cl
     # loading the model is a step that says so, with the model's size
     parameters = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).parameters())
     loading = f"loading hf:{tiny_gpt2_dir} on cpu (auto)"
-    assert f"{loading}..." in result.stderr
     assert re.search(rf"{re.escape(loading)}: done in \d+\.\d s, {parameters / 1e6:.1f}M parameters", result.stderr)
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["solver_options"]["gen_kwargs"] == {"temperature": 0.0, "max_gen_toks": 8}

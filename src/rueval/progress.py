@@ -6,6 +6,7 @@ once how much of this is shown (``set_level``: --quiet, --verbose)."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from time import monotonic
@@ -18,6 +19,7 @@ from rueval.errors import RuevalError
 
 T = TypeVar("T")
 LOG_EVERY = 5.0  # seconds between plain progress lines when stderr is not a terminal
+STEP_NOTICE = 1.0  # seconds a step runs before it says it is under way
 _console = Console(stderr=True)
 _showing = False  # a bar is on screen: an inner loop's counter stays quiet (rich shows one live display)
 QUIET, NORMAL, VERBOSE = 0, 1, 2
@@ -58,11 +60,17 @@ class Step:
 
 @contextmanager
 def step(description: str) -> Iterator[Step]:
-    """Say that ``description`` starts and, when it ends, how long it took."""
-    info(f"{description}...")
+    """Say, once it has run STEP_NOTICE seconds, that ``description`` is under way, and when it ends
+    how long it took. A step that fails at once says nothing: its error stays the one line printed."""
+    notice = threading.Timer(STEP_NOTICE, info, (f"{description}...",))
+    notice.daemon = True
+    notice.start()
     started = monotonic()
     current = Step()
-    yield current
+    try:
+        yield current
+    finally:
+        notice.cancel()
     outcome = f", {current.outcome}" if current.outcome else ""
     info(f"{description}: done in {monotonic() - started:.1f} s{outcome}")
 
