@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import read_jsonl
+from test_chat import SYSTEM, chat_model  # noqa: F401 - the tiny model with a chat template, a fixture
 
 import rueval
 from rueval.errors import RuevalError
@@ -108,3 +111,65 @@ def test_evaluate_writes_sample_logs_when_asked(tmp_path):
     results = rueval.evaluate("majority", tasks=["rcb"], out=tmp_path / "run", log_samples=True)
     lines = (tmp_path / "run" / "samples" / "rcb.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == results.tasks["rcb"].n
+
+
+def test_chat_options_render_prompts_through_the_template(request, tmp_path):
+    model_dir = request.getfixturevalue("chat_model")
+    results = rueval.evaluate(
+        f"hf:{model_dir}",
+        tasks="parus",
+        limit=2,
+        out=tmp_path / "run",
+        log_samples=True,
+        apply_chat_template=True,
+        system_instruction=SYSTEM,
+        fewshot_as_multiturn=True,
+        shots=1,
+    )
+    assert results.tasks["parus"].protocol == "loglik-chat-template"
+    assert results.settings["solver_options"]["fewshot_as_multiturn"] is True
+    for line in read_jsonl(tmp_path / "run" / "samples" / "parus.jsonl"):
+        context = line["arguments"]["gen_args_0"]["arg_0"]
+        # the system turn, the demonstration as a user and an assistant turn, then the question's user turn
+        assert context.startswith(f"<|system|>{SYSTEM}\n<|user|>") and context.endswith("<|assistant|>")
+        assert context.count("<|user|>") == 2 and context.count("<|assistant|>") == 2
+
+
+def test_a_loaded_model_takes_the_chat_and_generation_options(request):
+    model_dir = request.getfixturevalue("chat_model")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    options = {"tasks": "multiq", "limit": 2, "tokenizer": tokenizer, "apply_chat_template": True}
+    greedy = rueval.evaluate(model, **options, gen_kwargs="temperature=0,max_gen_toks=4")
+    assert greedy.tasks["multiq"].protocol == "generate-chat-template"
+    assert greedy.settings["solver_options"]["gen_kwargs"] == {"temperature": 0.0, "max_gen_toks": 4}
+    # greedy: another seed gives the same answers
+    other_seed = rueval.evaluate(model, **options, seed=3, gen_kwargs={"do_sample": False, "max_gen_toks": 4})
+    assert [r.prediction for r in other_seed.predictions["multiq"]] == [
+        r.prediction for r in greedy.predictions["multiq"]
+    ]
+    with pytest.raises(RuevalError, match="--gen_kwargs top_k: unknown key"):
+        rueval.evaluate(model, tasks="multiq", tokenizer=tokenizer, gen_kwargs={"top_k": 5})
+
+
+def test_chat_options_for_a_model_that_is_no_language_model_are_refused():
+    with pytest.raises(RuevalError, match="takes no model options; apply_chat_template"):
+        rueval.evaluate("majority", tasks="parus", apply_chat_template=True)
+
+
+def test_limit_below_one_is_a_share_of_each_split_rounded_up():
+    from rueval.data.local import SAMPLES_DIR
+
+    results = rueval.evaluate("majority", tasks=["rcb", "muserc"], limit=0.1)
+    rcb_records = len(read_jsonl(SAMPLES_DIR / "RCB" / "val.jsonl"))
+    assert results.tasks["rcb"].n == math.ceil(0.1 * rcb_records)
+    # MuSeRC: a record is a passage with several answers to score; the share counts passages
+    records = read_jsonl(SAMPLES_DIR / "MuSeRC" / "val.jsonl")
+    passages = records[: math.ceil(0.1 * len(records))]
+    assert len(passages) < len(records)
+    answers = sum(len(q["answers"]) for p in passages for q in p["passage"]["questions"])
+    assert results.tasks["muserc"].n == answers
+    assert results.settings["limit"] == 0.1 and results.partial
+    with pytest.raises(RuevalError, match="--limit 2.5: expected a whole number"):
+        rueval.evaluate("majority", tasks=["rcb"], limit=2.5)

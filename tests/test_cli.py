@@ -1,4 +1,6 @@
 import json
+import math
+import re
 import shutil
 import zipfile
 from collections import Counter
@@ -6,6 +8,7 @@ from collections import Counter
 import pytest
 from conftest import read_jsonl, write_jsonl
 
+from rueval import progress
 from rueval.data.local import SAMPLES_DIR
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import TASKS
@@ -174,3 +177,70 @@ def test_make_tiny_model_gives_a_model_to_try_offline(cli, tmp_path):
     scored = cli("run", "-m", f"hf:{tmp_path / 'tiny'}", "-t", "parus", "--limit", "3", "-o", tmp_path / "out")
     assert scored.exit_code == 0, scored.stderr
     assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["parus"]["n"] == 3
+
+
+def train_size(folder: str) -> int:
+    return len(read_jsonl(SAMPLES_DIR / folder / "train.jsonl"))
+
+
+def test_long_steps_say_what_they_do_and_quiet_hides_them(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)  # restored after the test
+    shown = cli("run", "-t", "terra", "-m", "tfidf", "-o", tmp_path / "a")
+    assert shown.exit_code == 0, shown.stderr
+    fitting = f"fitting TF-IDF on {train_size('TERRa')} terra train examples"
+    assert re.search(rf"{fitting}: done in \d+\.\d s", shown.stderr)
+    quiet = cli("run", "-t", "terra", "-m", "tfidf", "-o", tmp_path / "b", "--quiet", "--limit", "0.5")
+    assert quiet.exit_code == 0
+    # the warning stays, the steps and notes go; the results table is printed as ever
+    assert quiet.stderr.splitlines() == [
+        "warning: --limit 0.5 scores part of each split: these are not the benchmark's scores"
+    ]
+    assert "terra" in quiet.stdout and "results:" in quiet.stdout
+    both = cli("run", "-t", "terra", "-o", tmp_path / "c", "--quiet", "--verbose")
+    assert both.exit_code == 2 and "--quiet and --verbose" in both.stderr
+
+
+def test_verbose_gives_each_tasks_size_and_timing(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    result = cli("run", "-t", "terra,parus", "-m", "tfidf", "-o", tmp_path / "out", "--verbose")
+    assert result.exit_code == 0, result.stderr
+    for task, folder in (("terra", "TERRa"), ("parus", "PARus")):
+        val = len(read_jsonl(SAMPLES_DIR / folder / "val.jsonl"))
+        assert f"{task}: {val} val examples, {train_size(folder)} train\n" in result.stderr
+        assert re.search(rf"{task}: predicted in \d+\.\d s, scored in \d+\.\d s", result.stderr)
+
+
+def test_audit_says_which_stage_it_is_in(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    result = cli("audit", "-t", "terra", "-o", tmp_path / "audit")
+    assert result.exit_code == 0, result.stderr
+    assert f"terra: duplicates of {train_size('TERRa')} train examples in 2 split(s): done in" in result.stderr
+    assert "terra: artifact tokens, lemmatising" in result.stderr
+    quiet = cli("audit", "-t", "terra", "-o", tmp_path / "quiet", "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_limit_below_one_is_a_share_of_each_split_and_other_values_are_refused(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    out = tmp_path / "out"
+    result = cli("run", "-t", "rcb", "--limit", "0.25", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "warning: --limit 0.25 scores part of each split" in result.stderr
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["tasks"]["rcb"]["n"] == math.ceil(0.25 * len(read_jsonl(SAMPLES_DIR / "RCB" / "val.jsonl")))
+    assert summary["limit"] == 0.25 and "partial: first 25% of the" in result.stdout
+    for bad in ("1.5", "0", "-2"):
+        refused = cli("run", "-t", "rcb", "--limit", bad, "-o", tmp_path / bad)
+        assert refused.exit_code == 2 and f"--limit {float(bad)}: expected a whole number" in refused.stderr
+
+
+def test_verbose_counts_a_language_models_requests_and_the_cached_ones(cli, tiny_gpt2_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    args = ("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "parus", "--limit", "2", "--verbose")
+    first = cli(*args, "-o", tmp_path / "a")
+    assert first.exit_code == 0, first.stderr
+    # PARus asks for each of an example's two options: 2 examples, 4 requests, all different
+    assert "4 requests planned for 1 task(s), 4 distinct" in first.stderr
+    assert "0 of 4 distinct requests cached, 4 to compute" in first.stderr
+    again = cli(*args, "-o", tmp_path / "b")  # another run directory: the request cache serves them
+    assert "4 of 4 distinct requests cached, 0 to compute" in again.stderr

@@ -1,8 +1,12 @@
 """Progress off a terminal: a plain line every LOG_EVERY seconds with the count, rate and ETA."""
 
 import re
+import time
+
+import pytest
 
 from rueval import progress
+from rueval.errors import RuevalError
 from rueval.models.base import Generation
 from rueval.models.engine import Engine
 
@@ -50,3 +54,67 @@ def test_the_engine_counts_requests_as_the_backend_reports_them(monkeypatch, cap
     assert texts == ["А", "Б", "В", "А"] and engine.computed == 3
     lines = capsys.readouterr().err.splitlines()
     assert [re.sub(r", .*", "", line) for line in lines] == [f"MultiQ: {n}/3 requests" for n in (1, 2, 3)]
+
+
+def test_a_long_step_says_what_it_does_and_how_long_it_took(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(progress, "monotonic", clock)
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    monkeypatch.setattr(progress, "STEP_NOTICE", 0.05)
+    with progress.step("fitting TF-IDF on 2,616 train texts") as fitting:
+        time.sleep(1.0)  # real time: the notice comes after STEP_NOTICE seconds
+        clock.now += 3.14
+        fitting.outcome = "5,000 features"
+    assert capsys.readouterr().err.splitlines() == [
+        "fitting TF-IDF on 2,616 train texts...",
+        "fitting TF-IDF on 2,616 train texts: done in 3.1 s, 5,000 features",
+    ]
+
+
+def test_a_short_step_says_only_that_it_is_done(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    with progress.step("choosing rules"):
+        pass
+    time.sleep(progress.STEP_NOTICE + 0.2)  # the notice was cancelled, not merely late
+    assert re.fullmatch(r"choosing rules: done in 0\.\d s\n", capsys.readouterr().err)
+
+
+def test_a_step_that_fails_at_once_says_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    with pytest.raises(ValueError, match="no weights"):
+        with progress.step("loading hf:broken"):
+            raise ValueError("no weights")
+    time.sleep(progress.STEP_NOTICE + 0.2)
+    assert capsys.readouterr().err == ""  # the error is the one line the user sees
+
+
+def test_quiet_hides_progress_and_information_but_not_warnings(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(progress, "monotonic", clock)
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    progress.set_level(quiet=True)
+    with progress.counting("generating", 10, "requests") as counter:
+        for _ in range(10):
+            clock.now += 5.0
+            counter.advance()
+    with progress.step("fitting"):
+        pass
+    progress.info("loaded 3 tasks")
+    progress.detail("TERRa: 307 val examples")
+    progress.warn("limited scores are not the benchmark's")
+    assert capsys.readouterr().err.splitlines() == ["warning: limited scores are not the benchmark's"]
+
+
+def test_verbose_adds_detail_lines(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    progress.detail("hidden by default")
+    progress.set_level(verbose=True)
+    progress.info("shown")
+    progress.detail("TERRa: 307 val examples")
+    assert capsys.readouterr().err.splitlines() == ["shown", "TERRa: 307 val examples"]
+
+
+def test_quiet_and_verbose_together_are_refused(monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)
+    with pytest.raises(RuevalError, match="--quiet and --verbose"):
+        progress.set_level(quiet=True, verbose=True)

@@ -6,7 +6,7 @@ The same run as `rueval run`, through the same pipeline; files are written only 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,8 @@ from rueval.models.base import LanguageModel
 from rueval.results import PredictionRow, RunResult
 from rueval.results.run import read_predictions
 from rueval.tasks import resolve_tasks
+
+LM_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn", "gen_kwargs")
 
 
 @dataclass
@@ -36,10 +38,14 @@ def evaluate(
     tokenizer: Any = None,
     split: str | None = None,
     seed: int = 0,
-    limit: int | None = None,
+    limit: float | None = None,
     scoring: str = "loglik",
     force: bool = False,
     log_samples: bool = False,
+    apply_chat_template: bool = False,
+    system_instruction: str | None = None,
+    fewshot_as_multiturn: bool = False,
+    gen_kwargs: str | Mapping[str, Any] | None = None,
     **model_options: Any,
 ) -> Evaluation:
     """Evaluate ``model`` on ``tasks`` (names, or "rsg", "tape", "all").
@@ -48,13 +54,19 @@ def evaluate(
     transformers causal LM with its ``tokenizer``, or any ``rueval.models.base.LanguageModel``.
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
     ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
+    ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
     ``log_samples``: write OUT/samples/<task>.jsonl (lm-eval's per-example logs; needs ``out``).
+    ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
+    "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
 
     task_list = resolve_tasks(tasks if isinstance(tasks, str) else ",".join(tasks))
     shot_list = [shots] if isinstance(shots, int) else list(shots)
-    name, solver, solver_options = _solver(model, tokenizer, scoring, seed, model_options)
+    chat = {"apply_chat_template": apply_chat_template, "system_instruction": system_instruction}
+    chat["fewshot_as_multiturn"] = fewshot_as_multiturn
+    lm_options = _lm_options(chat, gen_kwargs)
+    name, solver, solver_options = _solver(model, tokenizer, scoring, seed, {**model_options, **lm_options})
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)
         summary = run(
@@ -78,8 +90,20 @@ def evaluate(
     return Evaluation(**{f.name: getattr(summary, f.name) for f in fields(RunResult)}, predictions=predictions)
 
 
+def _lm_options(chat: dict[str, Any], gen_kwargs: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The chat and generation options given (those not given stay out: runs keep their fingerprints)."""
+    given = {name: value for name, value in chat.items() if value}
+    if gen_kwargs:
+        from rueval.solvers.lm import GenerationSettings
+
+        parse = GenerationSettings.parse if isinstance(gen_kwargs, str) else GenerationSettings.from_mapping
+        given["gen_kwargs"] = parse(gen_kwargs).describe()
+    return given
+
+
 def _solver(model: Any, tokenizer: Any, scoring: str, seed: int, model_options: dict[str, Any]):
-    """(the name results give the model, a solver made here or None for the pipeline to make, its options)."""
+    """(the name results give the model, a solver made here or None for the pipeline to make, its options).
+    ``model_options``: ModelOptions' fields and the chat and generation options."""
     if isinstance(model, str):
         from rueval.models.factory import ModelSpec
 
@@ -92,18 +116,26 @@ def _solver(model: Any, tokenizer: Any, scoring: str, seed: int, model_options: 
                 f"model {model!r} takes no model options; {', '.join(model_options)} are for language models"
             )
         return model, None, {}
+    lm_options = {name: model_options.pop(name) for name in LM_OPTIONS if name in model_options}
     if model_options:
         raise RuevalError(f"{', '.join(model_options)}: options for a model spec; an in-memory model is used as it is")
     if not isinstance(model, LanguageModel):
         if tokenizer is None:
             raise RuevalError(
-                f"model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, got {type(model).__name__}"
+                "model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, "
+                f"got {type(model).__name__}"
             )
         from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
 
         model = HFCausalLM.from_loaded(model, tokenizer)
     from rueval.models.engine import Engine
-    from rueval.solvers.lm import LMSolver
+    from rueval.solvers.lm import ChatFormat, GenerationSettings, LMSolver
 
     name = model.identity
-    return name, LMSolver(Engine(model), name, scoring, seed), {"scoring": scoring}
+    chat = ChatFormat(
+        lm_options.get("apply_chat_template", False),
+        lm_options.get("system_instruction"),
+        lm_options.get("fewshot_as_multiturn", False),
+    )
+    generation = GenerationSettings.from_mapping(lm_options.get("gen_kwargs", {}))
+    return name, LMSolver(Engine(model), name, scoring, seed, chat, generation), {"scoring": scoring, **lm_options}

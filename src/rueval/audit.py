@@ -27,7 +27,7 @@ from sklearn.preprocessing import normalize
 from rueval import __version__
 from rueval.data import DataSource, Split, load_train, open_data
 from rueval.metrics import normalize_answer, score_task
-from rueval.progress import progress
+from rueval.progress import progress, step
 from rueval.results import AuditResult, Coverage, TaskAudit
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
@@ -102,14 +102,17 @@ def audit_task(item: AuditData) -> TaskAudit:
         notes=notes,
     )
     if train is not None:
-        result.duplicates = duplicates(train, item.evals)
+        with step(f"{task.name}: duplicates of {len(train.examples):,} train examples in {len(item.evals)} split(s)"):
+            result.duplicates = duplicates(train, item.evals)
         if train.labelled:
             result.prior_only = {s.name: prior_only(task, train.examples, s.examples) for s in labelled_evals}
             if task.kind != "span":
-                result.artifacts = artifact_tokens(task, train.examples)
+                with step(f"{task.name}: artifact tokens, lemmatising {len(train.examples):,} train examples"):
+                    result.artifacts = artifact_tokens(task, train.examples)
     if task.name in RULES:
         for split in labelled:  # the last row of each: no rule fires
-            result.heuristics[split.name] = Coverage(len(split.examples), coverage(task, split.examples))
+            with step(f"{task.name}: rule coverage of {len(split.examples):,} {split.name} examples"):
+                result.heuristics[split.name] = Coverage(len(split.examples), coverage(task, split.examples))
     return result
 
 

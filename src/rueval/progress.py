@@ -1,10 +1,12 @@
 """Progress on stderr: a bar with the count and an ETA on a terminal; in logs and pipes, a plain
 line every few seconds with the count, the rate and the ETA (long runs on clusters are watched
-through their log files)."""
+through their log files). Long steps say what they are doing (``step``), and the command line sets
+once how much of this is shown (``set_level``: --quiet, --verbose)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from time import monotonic
@@ -13,10 +15,68 @@ from typing import TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from rueval.errors import RuevalError
+
 T = TypeVar("T")
 LOG_EVERY = 5.0  # seconds between plain progress lines when stderr is not a terminal
+STEP_NOTICE = 1.0  # seconds a step runs before it says it is under way
 _console = Console(stderr=True)
 _showing = False  # a bar is on screen: an inner loop's counter stays quiet (rich shows one live display)
+QUIET, NORMAL, VERBOSE = 0, 1, 2
+_level = NORMAL
+
+
+def set_level(quiet: bool = False, verbose: bool = False) -> None:
+    """How much is shown: quiet hides progress and information (warnings and errors stay), verbose adds detail."""
+    global _level
+    if quiet and verbose:
+        raise RuevalError("--quiet and --verbose: give one of them")
+    _level = QUIET if quiet else VERBOSE if verbose else NORMAL
+
+
+def info(message: str) -> None:
+    """A line on what is happening, hidden by --quiet."""
+    if _level >= NORMAL:
+        _say(message)
+
+
+def detail(message: str) -> None:
+    """A line of detail (sizes, counts, timings), shown with --verbose."""
+    if _level >= VERBOSE:
+        _say(message)
+
+
+def warn(message: str) -> None:
+    """A line the user must see, even with --quiet."""
+    _say(f"warning: {message}")
+
+
+class Step:
+    """A long step under way; ``outcome`` is added to its closing line (e.g. "124M parameters")."""
+
+    def __init__(self) -> None:
+        self.outcome = ""
+
+
+@contextmanager
+def step(description: str) -> Iterator[Step]:
+    """Say, once it has run STEP_NOTICE seconds, that ``description`` is under way, and when it ends
+    how long it took. A step that fails at once says nothing: its error stays the one line printed."""
+    notice = threading.Timer(STEP_NOTICE, info, (f"{description}...",))
+    notice.daemon = True
+    notice.start()
+    started = monotonic()
+    current = Step()
+    try:
+        yield current
+    finally:
+        notice.cancel()
+    outcome = f", {current.outcome}" if current.outcome else ""
+    info(f"{description}: done in {monotonic() - started:.1f} s{outcome}")
+
+
+def _say(message: str) -> None:
+    _console.print(message, markup=False, highlight=False, soft_wrap=True)
 
 
 class Counter:
@@ -33,7 +93,7 @@ class Counter:
         if self._bar is not None:
             bar, task = self._bar
             bar.advance(task, n)
-        elif not _console.is_terminal and monotonic() - self._logged >= LOG_EVERY:
+        elif _level > QUIET and not _console.is_terminal and monotonic() - self._logged >= LOG_EVERY:
             self._logged = monotonic()
             sys.stderr.write(self.line() + "\n")
             sys.stderr.flush()
@@ -51,7 +111,7 @@ class Counter:
 def counting(description: str, total: int | None, unit: str = "items") -> Iterator[Counter]:
     global _showing
     counter = Counter(description, total, unit)
-    if not _console.is_terminal or _showing:
+    if not _console.is_terminal or _showing or _level == QUIET:
         yield counter
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit))

@@ -40,6 +40,7 @@ from rueval.cli.options import (
     FtPrecisionOption,
     FtSaveOption,
     FtSeedOption,
+    GenKwargsOption,
     LimitOption,
     LoadInOption,
     LogSamplesOption,
@@ -48,9 +49,11 @@ from rueval.cli.options import (
     ModelOption,
     NumFewshotOption,
     PeftOption,
+    QuietOption,
     RevisionOption,
     RuleChoice,
     RulesOption,
+    RunLimitOption,
     ScoringName,
     ScoringOption,
     SeedOption,
@@ -62,6 +65,7 @@ from rueval.cli.options import (
     TasksOption,
     TranslationModelOption,
     TrustRemoteCodeOption,
+    VerboseOption,
     console,
     errors,
     from_plain,
@@ -72,9 +76,11 @@ from rueval.cli.options import (
     user_errors,
 )
 from rueval.errors import RuevalError
+from rueval.progress import set_level, warn
 from rueval.tasks import resolve_tasks
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
+RUN_ONLY = ("resume", "out", "force", "quiet", "verbose")
 
 
 def robustness_options(
@@ -117,7 +123,7 @@ def run(
         Optional[Path], typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
     ] = None,
     seed: SeedOption = 0,
-    limit: LimitOption = None,
+    limit: RunLimitOption = None,
     model_args: ModelArgsOption = None,
     num_fewshot: NumFewshotOption = None,
     fallback: FallbackOption = FallbackName.majority,
@@ -144,6 +150,7 @@ def run(
     system_instruction: SystemInstructionOption = None,
     fewshot_as_multiturn: FewshotAsMultiturnOption = False,
     log_samples: LogSamplesOption = False,
+    gen_kwargs: GenKwargsOption = None,
     perturb: Annotated[
         Optional[str],
         typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
@@ -170,22 +177,29 @@ def run(
     resume: Annotated[
         bool, typer.Option(help="Continue the interrupted run in OUT (-o) with the options it was started with.")
     ] = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Score a model on tasks; write OUT/results.json and OUT/predictions/<task>.jsonl.
 
     Rerunning into the same OUT resumes: finished tasks and computed LM requests are reused."""
-    options = {name: value for name, value in locals().items() if name not in ("resume", "out", "force")}
+    # saved for --resume: what the run scores, not how this call runs and shows it
+    options = {name: value for name, value in locals().items() if name not in RUN_ONLY}
+    set_level(quiet, verbose)
     if resume:
         if out is None:
             raise RuevalError("--resume needs the run's output directory: -o OUT")
-        return run(**load_run_arguments(out), out=out)
+        return run(**load_run_arguments(out), out=out, quiet=quiet, verbose=verbose)
+    from rueval.run.pipeline import check_limit
+
+    options["limit"] = limit = check_limit(limit)
     if data is not None and data != "hf" and Path(data).exists():
         options["data"] = data = str(Path(data).resolve())  # saved absolute: --resume works from anywhere
     model, from_model_args = lm_eval_model(model, model_args)  # lm-eval's form; run.json keeps the options as given
     if num_fewshot is not None:
         shots = str(num_fewshot)
     if limit is not None:
-        console.print(f"note: --limit {limit} scores part of each split: these are not the benchmark's scores")
+        warn(f"--limit {limit} scores part of each split: these are not the benchmark's scores")
     out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", model)
     from rueval.report.table import industrial_text, perturbations_table, results_table, slices_table
     from rueval.run import run as run_tasks
@@ -250,10 +264,13 @@ def perturb(
     translation_model: TranslationModelOption = None,
     addsent_model: AddsentModelOption = None,
     base_url: BaseUrlOption = None,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write perturbed test sets in TAPE's episodes layout (OUT/<task>/test.jsonl, `perturbation` field)."""
     from rueval.run.robustness import write_attack_sets
 
+    set_level(quiet, verbose)
     robustness = robustness_options(
         perturbations,
         seed,
@@ -301,10 +318,13 @@ def submit(
     ft_precision: FtPrecisionOption = "fp32",
     ft_heldout: FtHeldoutOption = 0.1,
     ft_save: FtSaveOption = None,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip."""
     from rueval.submit import submit as write_submission
 
+    set_level(quiet, verbose)
     options = plain({name: value for name, value in locals().items() if name not in ("out", "data", "seed", "shots")})
     written = write_submission(model, data, out, seed, solver_options(model, options), shots)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)

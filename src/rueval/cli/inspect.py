@@ -12,14 +12,17 @@ from rueval import __version__
 from rueval.cli.app import app
 from rueval.cli.options import (
     DataOption,
+    QuietOption,
     RunDirsArgument,
     SeedOption,
     SplitOption,
     TasksOption,
+    VerboseOption,
     console,
     user_errors,
 )
 from rueval.errors import RuevalError
+from rueval.progress import set_level
 from rueval.tasks import TASKS, get_task, resolve_tasks
 
 
@@ -54,8 +57,11 @@ def heuristics(
     task: Annotated[str, typer.Option("--task", "-t", help="The task whose heuristic rules to measure.")],
     data: DataOption = None,
     split: SplitOption = None,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Per heuristic rule: how many examples it covers, and how many of those it gets right."""
+    set_level(quiet, verbose)
     from rueval.data import eval_split, open_data
     from rueval.report.table import heuristics_table
     from rueval.solvers.heuristics import RULES, coverage
@@ -74,8 +80,11 @@ def audit(
     tasks: TasksOption = "all",
     data: DataOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for audit.json.")] = Path("audits"),
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Audit datasets: label shares and prior-only scores, artifact tokens, train/eval duplicates, rule coverage."""
+    set_level(quiet, verbose)
     from rueval.audit import audit as audit_tasks
     from rueval.report.table import audit_tables
 

@@ -18,7 +18,7 @@ from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LO
 from rueval.models.openai_chat import CHAT_SCORINGS
 from rueval.solvers import FINETUNE_PREFIX, SOLVERS
 from rueval.solvers.heuristics import RULE_CHOICES
-from rueval.solvers.lm import SCORINGS
+from rueval.solvers.lm import SCORINGS, GenerationSettings
 from rueval.solvers.trivial import STRATEGIES
 
 console = Console()
@@ -89,7 +89,27 @@ SplitOption = Annotated[
     Optional[SplitName], typer.Option(help="Split to score. Default: test when it is labelled, else val.")
 ]
 LimitOption = Annotated[
-    Optional[int], typer.Option(min=1, help="Score only the first N records of each task (not the benchmark's scores).")
+    Optional[int], typer.Option(min=1, help="Only the first N records of each task (not the benchmark's scores).")
+]
+RunLimitOption = Annotated[
+    Optional[float],
+    typer.Option(
+        help="Score only the first N records of each task, or below 1 that share of them, rounded up (lm-eval's "
+        "--limit); limited scores are not the benchmark's."
+    ),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Show no progress or information, only the results.")]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Also show each step's detail: sizes, request counts, timings.")
+]
+GenKwargsOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--gen_kwargs",
+        "--gen-kwargs",
+        help="LMs, generation tasks (lm-eval's form): temperature=0,top_p=...,max_gen_toks=N,until=TEXT,"
+        "do_sample=false. Default: TAPE's sampling, top_p 0.8 at temperature 1.",
+    ),
 ]
 BaseUrlOption = Annotated[
     Optional[str],
@@ -242,13 +262,14 @@ def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
         # the other backends' runs keep their fingerprints
         if not model.startswith("openai-chat:") and model_options.pop("chat_scoring", "auto") != "auto":
             raise RuevalError(f"--chat-scoring is for openai-chat: models; {model} scores options by log-likelihood")
-        # only the chat options given: runs without them keep their fingerprints
+        # only the chat and generation options given: runs without them keep their fingerprints
         chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
+        if options.get("gen_kwargs"):  # checked here, before the model loads; saved in their JSON form
+            chat["gen_kwargs"] = GenerationSettings.parse(options["gen_kwargs"]).describe()
         return {"scoring": options["scoring"], **model_options, **chat}
-    if any(options.get(name) for name in CHAT_OPTIONS):
-        raise RuevalError(
-            f"--apply-chat-template, --system-instruction, --fewshot-as-multiturn: {model} is no language model"
-        )
+    given = [name for name in (*CHAT_OPTIONS, "gen_kwargs") if options.get(name)]
+    if given:
+        raise RuevalError(f"{', '.join('--' + name.replace('_', '-') for name in given)}: {model} is no language model")
     return {}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request
 from rueval.models.cache import RequestCache, request_key
-from rueval.progress import counting
+from rueval.progress import counting, detail
 
 # each kind of request, the backend method that computes it, and the order that puts shared prefixes together
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
@@ -61,6 +61,7 @@ class Engine:
             stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
             done.update({request: self._decode(request, stored[key]) for request, key in keys.items() if key in stored})
         missing = [request for request in keys if request not in done]
+        detail(f"{description}: {len(done):,} of {len(keys):,} distinct requests cached, {len(missing):,} to compute")
         computed: set[Request] = set()
         yield done, computed
         with counting(description, len(missing), "requests") as counter:

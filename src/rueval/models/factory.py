@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from rueval.errors import RuevalError
 from rueval.models.distributed import world
 from rueval.models.engine import Engine
+from rueval.progress import step
 
 BACKENDS = ("hf", "openai", "openai-chat")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -81,17 +82,20 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     if spec.backend == "hf":
         from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
 
-        model = HFCausalLM(
-            spec.target,
-            device=_device(options),
-            dtype=options.dtype,
-            batch_size=options.batch_size,
-            trust_remote_code=options.trust_remote_code,
-            revision=options.revision,
-            device_map=options.device_map,
-            peft=options.peft,
-            load_in=options.load_in,
-        )
+        device = _device(options)
+        with step(f"loading {spec} on {options.device_map or device} ({options.dtype})") as loading:
+            model = HFCausalLM(
+                spec.target,
+                device=device,
+                dtype=options.dtype,
+                batch_size=options.batch_size,
+                trust_remote_code=options.trust_remote_code,
+                revision=options.revision,
+                device_map=options.device_map,
+                peft=options.peft,
+                load_in=options.load_in,
+            )
+            loading.outcome = f"{model.parameters() / 1e6:.1f}M parameters"
     elif not options.base_url:
         raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
     elif spec.backend == "openai":

@@ -41,7 +41,9 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
 def results_table(summary: RunResult) -> Table:
     """Every task's metrics with their 95% intervals; a few-shot run shows each k's mean ± std over its
     episodes. A --limit run is marked partial; tasks reused from an earlier run are marked so."""
-    partial = f", partial: first {summary.settings['limit']} records of each split" if summary.partial else ""
+    limit = summary.settings.get("limit")
+    first = f"{limit:.0%} of the records" if isinstance(limit, float) and limit < 1 else f"{limit} records"
+    partial = f", partial: first {first} of each split" if summary.partial else ""
     table = Table(title=f"{summary.model} on {summary.data} (scores x100{partial})")
     table.add_column("task", no_wrap=True)
     table.add_column("bench")

@@ -57,7 +57,7 @@ def lm_eval_results(run: RunResult) -> dict[str, Any]:
             "batch_size": (settings.get("solver_options") or {}).get("batch_size"),
             "device": (settings.get("solver_options") or {}).get("device"),
             "limit": settings.get("limit"),
-            "gen_kwargs": settings.get("gen_kwargs"),
+            "gen_kwargs": (settings.get("solver_options") or {}).get("gen_kwargs"),
             "random_seed": settings.get("seed"),
             "fewshot_seed": settings.get("seed"),
         },

@@ -6,8 +6,10 @@ every task, k and episode (rueval.run.predict); the run store owns the run direc
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, load_task_data, open_data, tape_set_of
+from rueval.data import MAX_LINE_BYTES, DataSource, TaskData, load_task_data, open_data, tape_set_of
+from rueval.errors import RuevalError
 from rueval.files import write_json
 from rueval.metrics import rsg_total, score_task
 from rueval.models.distributed import on_main, world
+from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import lm_eval_results
@@ -27,7 +31,7 @@ from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
 from rueval.slices import check_slice_names
 from rueval.solvers import FINETUNE_PREFIX, Setting, Solver, make_solver
-from rueval.tasks import Task
+from rueval.tasks import Example, Task
 
 if TYPE_CHECKING:
     from rueval.run.robustness import Robustness
@@ -40,7 +44,7 @@ def run(
     data: str | None = None,
     split: str | None = None,
     seed: int = 0,
-    limit: int | None = None,
+    limit: float | None = None,
     solver_options: Mapping[str, Any] | None = None,
     slices: Sequence[str] = (),
     shots: Sequence[int] = (0,),
@@ -58,15 +62,20 @@ def run(
 
     ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
     (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
-    Python API's in-memory models), named ``model`` in the results."""
+    Python API's in-memory models), named ``model`` in the results. ``limit``: the first N records of
+    each task, or below 1 that share of them, rounded up (lm-eval's --limit)."""
     started = time.perf_counter()
+    limit = check_limit(limit)
     source = open_data(data, max_line_bytes, tape_set)
     solver_options = dict(solver_options or {})
     if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
         solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
     solver = solver or make_solver(model, seed, **solver_options)
     # All data is read and checked before any work: bad input fails fast and writes nothing.
-    loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]
+    loaded = [(task, limited_data(source, task, split, limit)) for task in tasks]
+    for task, task_data in loaded:
+        train = f", {len(task_data.train.examples)} train" if task_data.train else ""
+        detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
     # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
     settings = {
         "model": model,
@@ -104,11 +113,13 @@ def run(
         result = score(predicted)
         diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
         if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
-            result.perturbations = robustness.evaluate(source, task, predicted, limit)
+            result.perturbations = robustness.evaluate(source, task, predicted, records_read(predicted.data, limit))
         result.fingerprint = fingerprint(settings, task, predicted.data)
         result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
         store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
         results[task.name] = result
+        scoring_seconds = result.wall_time_s - predicted.seconds
+        detail(f"{task.name}: predicted in {predicted.seconds:.1f} s, scored in {scoring_seconds:.1f} s")
     if (launch := world()) is not None:
         store.notes.append(launch.note())
     ordered = {task.name: results[task.name] for task, _ in loaded}
@@ -127,6 +138,39 @@ def run(
     store.write_results(summary)
     write_json(out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
     return summary
+
+
+def check_limit(limit: float | None) -> int | float | None:
+    """--limit as lm-eval reads it: a whole number of records, or a share of them between 0 and 1."""
+    if limit is None or 0 < limit < 1:
+        return limit
+    if limit < 1 or limit != int(limit):
+        raise RuevalError(f"--limit {limit}: expected a whole number of records, or a share between 0 and 1")
+    return int(limit)
+
+
+def limited_data(source: DataSource, task: Task, split: str | None, limit: float | None) -> TaskData:
+    """The task's data, its eval split cut to the first ``limit`` records or, below 1, to that share
+    of its records rounded up, as lm-eval does (a copy made by a perturbation is no record of its own)."""
+    if limit is None or limit >= 1:
+        return load_task_data(source, task, split, None if limit is None else int(limit))
+    data = load_task_data(source, task, split, None)
+    records = list(dict.fromkeys(_record(example) for example in data.eval.examples))
+    kept = set(records[: math.ceil(limit * len(records))])
+    examples = [example for example in data.eval.examples if _record(example) in kept]
+    return replace(data, eval=replace(data.eval, examples=examples))
+
+
+def records_read(data: TaskData, limit: float | None) -> int | None:
+    """How many records of the eval split a limited run read (the perturbed copies read with them follow it)."""
+    if limit is None or limit >= 1:
+        return None if limit is None else int(limit)
+    return len({_record(example) for example in data.eval.examples})
+
+
+def _record(example: Example) -> Any:
+    """The record an example came from: MuSeRC and RuCoS give several per record, their idx starting with its."""
+    return example.idx[0] if isinstance(example.idx, tuple) else example.idx
 
 
 def score(predicted: Predicted) -> TaskResult:

@@ -27,7 +27,7 @@ from rueval.errors import RuevalError
 from rueval.metrics import exact_match, is_correct, token_f1
 from rueval.models.base import Generation, Request
 from rueval.models.distributed import world
-from rueval.progress import progress
+from rueval.progress import detail, progress
 from rueval.solvers import Setting, Solver
 from rueval.solvers.lm import LMSolver, Plan
 from rueval.tasks import Example, Task
@@ -106,6 +106,8 @@ def _pooled(
         for plan in task_plans:
             for request in plan.requests:
                 owner.setdefault(request, name)
+    planned = sum(len(plan.requests) for task_plans in plans.values() for plan in task_plans)
+    detail(f"{solver.name}: {planned:,} requests planned for {len(pending)} task(s), {len(owner):,} distinct")
     waiting = list(pending)
     started = time.perf_counter()
     launch, description = world(), f"{solver.name} on {len(pending)} task(s)"

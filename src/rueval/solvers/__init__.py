@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -41,14 +42,17 @@ def _language_model(
     apply_chat_template: bool = False,
     system_instruction: str | None = None,
     fewshot_as_multiturn: bool = False,
+    gen_kwargs: Mapping[str, Any] | None = None,
     **options,
 ) -> Solver:
     from rueval.models.factory import open_engine  # torch and transformers load only for LMs
-    from rueval.solvers.lm import ChatFormat, LMSolver
+    from rueval.solvers.lm import ChatFormat, GenerationSettings, LMSolver
 
     apply_chat_template = apply_chat_template or spec.startswith("openai-chat:")  # its server renders the turns
     chat = ChatFormat(apply_chat_template, system_instruction, fewshot_as_multiturn)  # checked before loading
-    return LMSolver(open_engine(ModelSpec.parse(spec), ModelOptions(**options)), spec, scoring, seed, chat)
+    generation = GenerationSettings.from_mapping(gen_kwargs or {})
+    engine = open_engine(ModelSpec.parse(spec), ModelOptions(**options))
+    return LMSolver(engine, spec, scoring, seed, chat, generation)
 
 
 def _finetune(

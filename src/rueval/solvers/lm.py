@@ -5,7 +5,8 @@ computes all their requests in one engine call, so the prefix tree shares across
 Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
 (`ppl`, TAPE's Equation 1: the whole prompt's mean log-probability per token). Open answers are
-generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2).
+generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2), unless ``GenerationSettings``
+(lm-evaluation-harness's --gen_kwargs) say otherwise.
 
 For instruction-tuned models the plan step can render each context through the tokenizer's chat
 template (``ChatFormat``, lm-evaluation-harness's --apply-chat-template, --system-instruction and
@@ -18,7 +19,7 @@ a greedy answer and ``answer`` matches it to an option (``match_option``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -35,6 +36,89 @@ from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question
 SCORINGS = ("loglik", "ppl")
 TAPE_TOP_P = 0.8
 MATCH_MAX_TOKENS = 32  # a generated answer to a choice question: the option's words come first
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How open answers are generated, as lm-evaluation-harness's --gen_kwargs spells it; what is not
+    given keeps TAPE's sampling (top_p 0.8 at temperature 1, seeded by the run's seed). temperature 0
+    or do_sample false is greedy decoding; ``max_gen_toks`` replaces the prompt's token budget and
+    ``until`` its stop sequences."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    do_sample: bool | None = None
+    max_gen_toks: int | None = None
+    until: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and self.temperature < 0:
+            raise RuevalError(f"--gen_kwargs temperature={self.temperature}: expected 0 or more")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise RuevalError(f"--gen_kwargs top_p={self.top_p}: expected a number in (0, 1]")
+        if self.max_gen_toks is not None and self.max_gen_toks < 1:
+            raise RuevalError(f"--gen_kwargs max_gen_toks={self.max_gen_toks}: expected a positive whole number")
+        if self.do_sample and self.temperature == 0:
+            raise RuevalError("--gen_kwargs do_sample=true with temperature=0: sampling needs a temperature above 0")
+
+    @classmethod
+    def parse(cls, text: str) -> GenerationSettings:
+        """`temperature=0,top_p=0.9,max_gen_toks=64,until=\\n,do_sample=false` (a `\\n` in until is a newline)."""
+        given: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, equals, value = part.partition("=")
+            if not equals:
+                raise RuevalError(f"--gen_kwargs {part}: expected KEY=VALUE")
+            given[key.strip()] = value.strip()
+        return cls.from_mapping(given)
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any]) -> GenerationSettings:
+        """From the parsed or saved keys (text or JSON values); an unknown key or bad value names the key."""
+        readers = {"temperature": float, "top_p": float, "max_gen_toks": int, "do_sample": _flag, "until": _stops}
+        values = {}
+        for key, value in given.items():
+            if key not in readers:
+                raise RuevalError(f"--gen_kwargs {key}: unknown key; expected one of: {', '.join(readers)}")
+            try:
+                values[key] = readers[key](value)
+            except (TypeError, ValueError):
+                raise RuevalError(f"--gen_kwargs {key}={value}: not a valid {key}") from None
+        return cls(**values)
+
+    def describe(self) -> dict[str, Any]:
+        """The keys given, as JSON (results.json, the run's fingerprint, lm-eval's config.gen_kwargs)."""
+        return {
+            key: list(value) if key == "until" else value for key, value in asdict(self).items() if value is not None
+        }
+
+    @property
+    def greedy(self) -> bool:
+        return self.do_sample is False or self.temperature == 0
+
+    def request(self, context: str, budget: int, stop: tuple[str, ...], seed: int) -> Generation:
+        """The generation request for ``context``; greedy requests carry no seed (their text does not depend on it)."""
+        budget = self.max_gen_toks or budget
+        stop = self.until if self.until is not None else stop
+        if self.greedy:
+            return Generation(context, budget, stop, top_p=1.0, temperature=0.0, seed=0)
+        top_p = self.top_p if self.top_p is not None else TAPE_TOP_P
+        return Generation(context, budget, stop, top_p=top_p, temperature=self.temperature or 1.0, seed=seed)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() not in ("true", "false"):
+        raise ValueError(value)
+    return str(value).lower() == "true"
+
+
+def _stops(value: Any) -> tuple[str, ...]:
+    stops = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(stop, str) and stop for stop in stops):
+        raise ValueError(value)
+    return tuple(stop.replace("\\n", "\n") for stop in stops)
 
 
 @dataclass(frozen=True)
@@ -84,11 +168,18 @@ class Plan:
 
 class LMSolver(Solver):
     def __init__(
-        self, engine: Engine, name: str, scoring: str = "loglik", seed: int = 0, chat: ChatFormat = ChatFormat()
+        self,
+        engine: Engine,
+        name: str,
+        scoring: str = "loglik",
+        seed: int = 0,
+        chat: ChatFormat = ChatFormat(),
+        generation: GenerationSettings = GenerationSettings(),
     ):
         if scoring not in SCORINGS:
             raise ValueError(f"unknown scoring {scoring!r}")
         self.engine, self.name, self.scoring, self.seed, self.chat = engine, name, scoring, seed, chat
+        self.generation = generation
         self._train: dict[str, Sequence[Example]] = {}
         self._messages = getattr(getattr(engine, "model", None), "takes_messages", False)  # an openai-chat: backend
         if self._messages and scoring == "ppl":
@@ -124,8 +215,7 @@ class LMSolver(Solver):
                         for choice in question.choices
                     )
                 else:
-                    sampled = {"top_p": TAPE_TOP_P, "temperature": 1.0, "seed": self.seed}
-                    requests = (Generation(context, budget, prompt.stop, **sampled),)
+                    requests = (self.generation.request(context, budget, prompt.stop, self.seed),)
                 per_example.append(Asked(question, context, requests))
             asked.append(per_example)
         return Plan(task, setting, list(examples), asked)

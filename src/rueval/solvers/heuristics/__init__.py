@@ -28,7 +28,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.metrics import is_correct, score_task
-from rueval.progress import progress
+from rueval.progress import progress, step
 from rueval.results import NO_RULE, RuleCoverage
 from rueval.solvers.base import Solver
 from rueval.solvers.heuristics import danetqa, lidirus, muserc, parus, rcb, rucos, russe, terra
@@ -81,7 +81,7 @@ class HeuristicSolver(Solver):
         self.fallback.fit(task, train)
         self.rules = RULES.get(task.name, ())
         if self.choice == "fitted" and task.train_from is None:
-            with memoized_texts():
+            with memoized_texts(), step(f"choosing {task.name}'s rules on {len(train):,} train examples"):
                 _prefetch(task, train)
                 self.rules = select_rules(task, self.rules, train, self.fallback)
 

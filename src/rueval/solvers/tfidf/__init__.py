@@ -27,6 +27,7 @@ from rueval import __version__
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
 from rueval.paths import cache_dir
+from rueval.progress import step
 from rueval.solvers.base import Solver
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import Example, Task
@@ -52,7 +53,8 @@ class TfidfSolver(Solver):
         if path.exists():
             self._model = joblib.load(path)
             return
-        model.fit(task, labelled)
+        with step(f"fitting TF-IDF on {len(labelled):,} {task.name} train examples"):
+            model.fit(task, labelled)
         with atomic_path(path) as tmp:
             joblib.dump(model, tmp)
         self._model = model
