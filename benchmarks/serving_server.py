@@ -1,0 +1,129 @@
+"""The serving benchmark's server: tests/openai_server.py's CompletionServer, scoring all the
+prompts of one request in one padded forward (as a real server batches them), and counting.
+
+    python benchmarks/serving_server.py MODEL_DIR --port N [--name tiny] [--threads 1]
+
+The test server runs a forward per prompt. Here a scoring request (greedy, ``echo`` with
+``logprobs`` and ``max_tokens`` 0 or 1, which is what rueval and lm-eval's local-completions
+send) runs its prompts as one right-padded batch; the one greedy token that ``max_tokens=1``
+asks for is the argmax of the same forward's last row. Anything else goes to the test server's
+per-prompt path. ``GET /stats`` answers the counters: HTTP completion requests, prompts, prompt
+tokens and forwards. ``--threads`` sets torch's threads: one per server, as one GPU per server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from openai_server import CompletionServer, _Handler  # noqa: E402
+
+
+class BatchingServer(CompletionServer):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.stats = {"requests": 0, "prompts": 0, "prompt_tokens": 0, "forwards": 0}
+        self._stats_lock = threading.Lock()
+
+    def __enter__(self) -> BatchingServer:
+        super().__enter__()
+        self._httpd.RequestHandlerClass = _StatsHandler  # type: ignore[union-attr]
+        return self
+
+    def completions(self, body: dict) -> tuple[int, dict]:
+        try:
+            prompts = self._prompts(body.get("prompt"))
+        except ValueError:
+            prompts = []
+        with self._stats_lock:
+            self.stats["requests"] += 1
+            self.stats["prompts"] += len(prompts)
+            self.stats["prompt_tokens"] += sum(len(ids) for _, ids in prompts)
+        scoring = (
+            body.get("echo")
+            and body.get("logprobs") is not None
+            and body.get("max_tokens") in (0, 1)
+            and float(body.get("temperature", 1.0)) == 0
+            and not body.get("stop")
+            and body.get("model") == self.name
+            and prompts
+        )
+        if not scoring:
+            return super().completions(body)
+        with self._model_lock:
+            choices = self._score_batch(prompts, body["max_tokens"])
+        return 200, {"id": "cmpl-bench", "object": "text_completion", "model": self.name, "choices": choices}
+
+    def _score_batch(self, prompts: list[tuple[str, list[int]]], max_tokens: int) -> list[dict]:
+        """Every prompt's echoed logprobs (and greedy token) from one right-padded forward."""
+        width = max(len(ids) for _, ids in prompts)
+        pad = self.tokenizer.eos_token_id
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for _, ids in prompts])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for _, ids in prompts])
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids, attention_mask=mask).logits.float().log_softmax(-1)
+        with self._stats_lock:
+            self.stats["forwards"] += 1
+        choices = []
+        for index, ((text, ids), rows) in enumerate(zip(prompts, logits, strict=True)):
+            generated = [int(rows[len(ids) - 1].argmax())] if max_tokens else []
+            full = ids + generated
+            texts = self._token_texts(full)
+            tokens, values, tops, offsets, offset = [], [], [], [], 0
+            for i, token in enumerate(full):
+                tokens.append(texts[i])
+                offsets.append(offset)
+                offset += len(texts[i])
+                if i == 0:
+                    values.append(None)
+                    tops.append(None)
+                    continue
+                row = rows[i - 1]
+                best = int(row.argmax())
+                values.append(float(row[token]))
+                tops.append({texts[i]: float(row[token]), self.tokenizer.decode([best]): float(row[best])})
+            completion = "".join(texts[len(ids) :])
+            choices.append(
+                {
+                    "index": index,
+                    "text": text + completion,
+                    "logprobs": {
+                        "tokens": tokens,
+                        "token_logprobs": values,
+                        "top_logprobs": tops,
+                        "text_offset": offsets,
+                    },
+                    "finish_reason": "length",
+                }
+            )
+        return choices
+
+
+class _StatsHandler(_Handler):
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/stats":
+            with self.app._stats_lock:  # type: ignore[attr-defined]
+                return self._send(200, dict(self.app.stats))  # type: ignore[attr-defined]
+        super().do_GET()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_dir", type=Path)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--name", default="tiny")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    with BatchingServer(args.model_dir, name=args.name, port=args.port) as server:
+        print(f"serving {args.name} at {server.url}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
