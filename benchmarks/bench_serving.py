@@ -53,6 +53,7 @@ from results_file import write_results
 HERE = Path(__file__).parent
 MODEL = {"n_layer": 4, "n_embd": 256, "n_head": 4, "vocab_size": 4000, "seed": 0}
 SHOTS, EPISODES = 4, 5
+SERVER_FLAGS: list[str] = []  # --no-prefix-cache
 LM_EVAL_SETTINGS = {  # what differs from lm-eval's defaults; the tokenizer is always the served model's
     "default": {},
     "best": {"num_concurrent": 8, "batch_size": 16},
@@ -66,7 +67,7 @@ def write_lm_eval_task(data_dir: Path, tasks_dir: Path) -> str:
     from rueval.tasks.prompts.base import DEMO_SEPARATOR
     from rueval.tasks.prompts.parus import PROMPT
 
-    task, train, examples = load_split(data_dir, 10**9)
+    _, train, examples = load_split(data_dir, 10**9)
     tasks_dir.mkdir(parents=True)
     files = {}
     for split, split_examples in (("train", train), ("val", examples)):
@@ -111,11 +112,12 @@ def free_port() -> int:
 
 
 def start_servers(n: int, model_dir: Path, log_dir: Path) -> list[tuple[subprocess.Popen, str]]:
+    """n server processes on free ports, once each answers /v1/models."""
     servers = []
     for i in range(n):
         port = free_port()
         log = (log_dir / f"server-{port}.log").open("w")
-        command = [sys.executable, str(HERE / "serving_server.py"), str(model_dir), "--port", str(port)]
+        command = [sys.executable, str(HERE / "serving_server.py"), str(model_dir), "--port", str(port), *SERVER_FLAGS]
         servers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), f"http://127.0.0.1:{port}/v1"))
     for process, url in servers:
         deadline = time.monotonic() + 120
@@ -145,7 +147,7 @@ def stop_servers(servers: list[tuple[subprocess.Popen, str]]) -> dict[str, int]:
 def timed(command: list[str], env: dict[str, str], log: Path) -> float:
     started = time.perf_counter()
     with log.open("w") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        code = subprocess.run(command, check=False, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
     if code:
         sys.exit(f"{' '.join(command[:4])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
     return time.perf_counter() - started
@@ -222,13 +224,13 @@ def run_lm_eval(setting: str, shots: int, model_dir: Path, task: str, tasks_dir:
 # -- the run -----------------------------------------------------------------------------------
 def table(rows: list[dict[str, Any]], items: int) -> str:
     lines = [
-        "| tool | servers | setting | items/s | wall s | HTTP requests | prompt tokens | forwards | accuracy |",
+        "| tool | servers | setting | items/s | wall s | HTTP requests | prompt tokens | computed tokens | accuracy |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['tool']} | {r['servers']} | {r['setting']} | {r['items_per_s']:.1f} | {r['wall_s']:.1f} "
-            f"| {r['requests']} | {r['prompt_tokens']} | {r['forwards']} | {r['accuracy']:.3f} |"
+            f"| {r['requests']} | {r['prompt_tokens']} | {r['computed_tokens']} | {r['accuracy']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -251,11 +253,13 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=349)
     parser.add_argument("--quick", action="store_true", help="60 items")
     parser.add_argument("--lm-eval-python", default="/tmp/lmeval-serving/bin/python")
+    parser.add_argument("--no-prefix-cache", action="store_true", help="servers compute every prompt's every token")
     parser.add_argument("--skip-lm-eval", action="store_true", help="rueval only")
     parser.add_argument("--name", default="bench_serving", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     args = parser.parse_args()
     items = 60 if args.quick else args.items
+    SERVER_FLAGS.extend(["--no-prefix-cache"] if args.no_prefix_cache else [])
 
     from rueval.models.tiny import build_tiny_gpt2
 
@@ -270,10 +274,10 @@ def main() -> None:
         rows = []
         for shots in (0, SHOTS):
             setting = f"{shots}-shot" + (f" x {EPISODES}" if shots else "")
-            runs = [lambda n=n: run_rueval(n, shots, model_dir, data_dir, work) for n in (1, 2)]
+            runs = [lambda n=n, shots=shots: run_rueval(n, shots, model_dir, data_dir, work) for n in (1, 2)]
             if not args.skip_lm_eval:
                 runs += [
-                    lambda s=s: run_lm_eval(
+                    lambda s=s, shots=shots: run_lm_eval(
                         s, shots, model_dir, task, work / "lm-eval-tasks", work, args.lm_eval_python
                     )
                     for s in LM_EVAL_SETTINGS
@@ -296,6 +300,7 @@ def main() -> None:
         items=items,
         model=MODEL,
         lm_eval_settings=LM_EVAL_SETTINGS,
+        prefix_cache=not args.no_prefix_cache,
         ratios=speedups,
         total_s=time.perf_counter() - started,
         load_average=os.getloadavg()[0],

@@ -17,20 +17,22 @@ import argparse
 import sys
 import threading
 from pathlib import Path
+from typing import Self
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from openai_server import CompletionServer, _Handler  # noqa: E402
+from openai_server import CompletionServer, _Handler
 
 
 class BatchingServer(CompletionServer):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.stats = {"requests": 0, "prompts": 0, "prompt_tokens": 0, "forwards": 0}
+        self.prefix_cache = True
+        self.stats = {"requests": 0, "prompts": 0, "prompt_tokens": 0, "forwards": 0, "computed_tokens": 0}
         self._stats_lock = threading.Lock()
 
-    def __enter__(self) -> BatchingServer:
+    def __enter__(self) -> Self:
         super().__enter__()
         self._httpd.RequestHandlerClass = _StatsHandler  # type: ignore[union-attr]
         return self
@@ -61,14 +63,7 @@ class BatchingServer(CompletionServer):
 
     def _score_batch(self, prompts: list[tuple[str, list[int]]], max_tokens: int) -> list[dict]:
         """Every prompt's echoed logprobs (and greedy token) from one right-padded forward."""
-        width = max(len(ids) for _, ids in prompts)
-        pad = self.tokenizer.eos_token_id
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for _, ids in prompts])
-        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for _, ids in prompts])
-        with torch.inference_mode():
-            logits = self.model(input_ids=input_ids, attention_mask=mask).logits.float().log_softmax(-1)
-        with self._stats_lock:
-            self.stats["forwards"] += 1
+        logits = self._forward([ids for _, ids in prompts])
         choices = []
         for index, ((text, ids), rows) in enumerate(zip(prompts, logits, strict=True)):
             generated = [int(rows[len(ids) - 1].argmax())] if max_tokens else []
@@ -103,6 +98,32 @@ class BatchingServer(CompletionServer):
             )
         return choices
 
+    def _forward(self, batch: list[list[int]]) -> torch.Tensor:
+        """Log-softmaxed logits of right-padded rows. With the prefix cache on, the tokens that
+        every row starts with are computed once and their keys and values shared by all rows
+        (what vLLM's automatic prefix caching saves, within one request)."""
+        shared = min(len(ids) for ids in batch) - 1 if self.prefix_cache else 0
+        for i in range(shared):
+            if any(ids[i] != batch[0][i] for ids in batch):
+                shared = i
+                break
+        width = max(len(ids) for ids in batch)
+        pad = self.tokenizer.eos_token_id
+        rest = torch.tensor([ids[shared:] + [pad] * (width - len(ids)) for ids in batch])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch])
+        with torch.inference_mode():
+            if shared:
+                head = self.model(input_ids=torch.tensor([batch[0][:shared]]), use_cache=True)
+                head.past_key_values.batch_repeat_interleave(len(batch))
+                tail = self.model(input_ids=rest, attention_mask=mask, past_key_values=head.past_key_values).logits
+                logits = torch.cat([head.logits.expand(len(batch), -1, -1), tail], dim=1)
+            else:
+                logits = self.model(input_ids=rest, attention_mask=mask).logits
+        with self._stats_lock:
+            self.stats["forwards"] += 1
+            self.stats["computed_tokens"] += shared + len(batch) * (width - shared)
+        return logits.float().log_softmax(-1)
+
 
 class _StatsHandler(_Handler):
     def do_GET(self) -> None:
@@ -118,9 +139,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="tiny")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-prefix-cache", action="store_true", help="compute every row's every token")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with BatchingServer(args.model_dir, name=args.name, port=args.port) as server:
+        server.prefix_cache = not args.no_prefix_cache
         print(f"serving {args.name} at {server.url}", flush=True)
         threading.Event().wait()
 
