@@ -14,6 +14,7 @@ tokens and forwards. ``--threads`` sets torch's threads: one per server, as one 
 from __future__ import annotations
 
 import argparse
+import codecs
 import sys
 import threading
 from pathlib import Path
@@ -123,6 +124,33 @@ class BatchingServer(CompletionServer):
             self.stats["forwards"] += 1
             self.stats["computed_tokens"] += shared + len(batch) * (width - shared)
         return logits.float().log_softmax(-1)
+
+    def _token_texts(self, ids: list[int]) -> list[str]:
+        """The test server's incremental detokenization in one pass (it decodes every prefix):
+        each byte-level token's bytes go through an incremental UTF-8 decoder, so a token that
+        completes a character carries it and the bytes before it carry empty texts."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        texts = []
+        for token in self.tokenizer.convert_ids_to_tokens(ids):
+            if all(c in BYTE_OF_CHAR for c in token):
+                texts.append(decoder.decode(bytes(BYTE_OF_CHAR[c] for c in token)))
+            else:  # a special token, which is not byte-encoded
+                texts.append(decoder.decode(b"", final=True) + token)
+        return texts
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet, char -> byte: printable Latin-1 bytes stand for
+    themselves, the other bytes for the characters from U+0100 on, in byte order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = dict(zip(printable, printable, strict=True))
+    for b in range(256):
+        if b not in chars:
+            chars[b] = 256 + len(chars) - len(printable)
+    return {chr(c): b for b, c in chars.items()}
+
+
+BYTE_OF_CHAR = _byte_level_alphabet()
 
 
 class _StatsHandler(_Handler):
