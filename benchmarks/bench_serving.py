@@ -114,7 +114,7 @@ def free_port() -> int:
 def start_servers(n: int, model_dir: Path, log_dir: Path) -> list[tuple[subprocess.Popen, str]]:
     """n server processes on free ports, once each answers /v1/models."""
     servers = []
-    for i in range(n):
+    for _ in range(n):
         port = free_port()
         log = (log_dir / f"server-{port}.log").open("w")
         command = [sys.executable, str(HERE / "serving_server.py"), str(model_dir), "--port", str(port), *SERVER_FLAGS]
@@ -132,11 +132,12 @@ def start_servers(n: int, model_dir: Path, log_dir: Path) -> list[tuple[subproce
     return servers
 
 
-def stop_servers(servers: list[tuple[subprocess.Popen, str]]) -> dict[str, int]:
+def stop_servers(servers: list[tuple[subprocess.Popen, str]]) -> dict[str, Any]:
     """Each server's counters, summed; then the servers are stopped."""
-    totals: dict[str, int] = {}
+    totals: dict[str, Any] = {"requests_per_server": []}
     for process, url in servers:
         stats = json.loads(urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10).read())
+        totals["requests_per_server"].append(stats["requests"])
         for key, value in stats.items():
             totals[key] = totals.get(key, 0) + value
         process.terminate()

@@ -30,6 +30,7 @@ class BatchingServer(CompletionServer):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.prefix_cache = True
+        self._decoded: dict[int, str] = {}  # token id -> its text alone, for top_logprobs
         self.stats = {"requests": 0, "prompts": 0, "prompt_tokens": 0, "forwards": 0, "computed_tokens": 0}
         self._stats_lock = threading.Lock()
 
@@ -82,7 +83,7 @@ class BatchingServer(CompletionServer):
                 row = rows[i - 1]
                 best = int(row.argmax())
                 values.append(float(row[token]))
-                tops.append({texts[i]: float(row[token]), self.tokenizer.decode([best]): float(row[best])})
+                tops.append({texts[i]: float(row[token]), self._decode_one(best): float(row[best])})
             completion = "".join(texts[len(ids) :])
             choices.append(
                 {
@@ -124,6 +125,11 @@ class BatchingServer(CompletionServer):
             self.stats["forwards"] += 1
             self.stats["computed_tokens"] += shared + len(batch) * (width - shared)
         return logits.float().log_softmax(-1)
+
+    def _decode_one(self, token: int) -> str:
+        if token not in self._decoded:
+            self._decoded[token] = self.tokenizer.decode([token])
+        return self._decoded[token]
 
     def _token_texts(self, ids: list[int]) -> list[str]:
         """The test server's incremental detokenization in one pass (it decodes every prefix):
