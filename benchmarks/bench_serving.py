@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -145,13 +146,19 @@ def stop_servers(servers: list[tuple[subprocess.Popen, str]]) -> dict[str, Any]:
     return totals
 
 
-def timed(command: list[str], env: dict[str, str], log: Path) -> float:
-    started = time.perf_counter()
+def timed(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """The command's wall time and CPU time (user + system, all its threads)."""
+    started, cpu = time.perf_counter(), _children_cpu()
     with log.open("w") as out:
         code = subprocess.run(command, check=False, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
     if code:
         sys.exit(f"{' '.join(command[:4])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- the tools ---------------------------------------------------------------------------------
@@ -168,7 +175,7 @@ def run_rueval(n_servers: int, shots: int, model_dir: Path, data_dir: Path, work
     ]
     # fmt: on
     try:
-        wall = timed(command, env, work / f"{name}.log")
+        wall, client_cpu_s = timed(command, env, work / f"{name}.log")
     finally:
         stats = stop_servers(servers)
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -178,6 +185,7 @@ def run_rueval(n_servers: int, shots: int, model_dir: Path, data_dir: Path, work
         "servers": n_servers,
         "wall_s": wall,
         "scoring_s": scoring_s,
+        "client_cpu_s": client_cpu_s,
         **stats,
         "accuracy": rueval_accuracy(results),
     }
@@ -205,7 +213,7 @@ def run_lm_eval(setting: str, shots: int, model_dir: Path, task: str, tasks_dir:
         "PYTHONPATH": "",
     }
     seeds = range(EPISODES) if shots else [0]
-    accuracies, wall = [], 0.0
+    accuracies, wall, client_cpu_s = [], 0.0, 0.0
     try:
         for seed in seeds:
             output = work / f"{name}-seed{seed}"
@@ -216,7 +224,8 @@ def run_lm_eval(setting: str, shots: int, model_dir: Path, task: str, tasks_dir:
                 "--num_fewshot", str(shots), "--seed", str(seed), "--output_path", str(output),
             ]
             # fmt: on
-            wall += timed(command, env, work / f"{name}-seed{seed}.log")
+            run_wall, run_cpu = timed(command, env, work / f"{name}-seed{seed}.log")
+            wall, client_cpu_s = wall + run_wall, client_cpu_s + run_cpu
             (results_file,) = output.rglob("results_*.json")
             accuracies.append(json.loads(results_file.read_text(encoding="utf-8"))["results"][task]["acc,none"])
     finally:
@@ -225,6 +234,7 @@ def run_lm_eval(setting: str, shots: int, model_dir: Path, task: str, tasks_dir:
         "tool": f"lm-eval ({setting})",
         "servers": 1,
         "wall_s": wall,
+        "client_cpu_s": client_cpu_s,
         **stats,
         "accuracy": sum(accuracies) / len(accuracies),
     }

@@ -8,7 +8,7 @@ The test server runs a forward per prompt. Here a scoring request (greedy, ``ech
 send) runs its prompts as one right-padded batch; the one greedy token that ``max_tokens=1``
 asks for is the argmax of the same forward's last row. Anything else goes to the test server's
 per-prompt path. ``GET /stats`` answers the counters: HTTP completion requests, prompts, prompt
-tokens and forwards. ``--threads`` sets torch's threads: one per server, as one GPU per server.
+tokens, forwards, tokens computed (padding included) and the process's CPU seconds. ``--threads`` sets torch's threads: one per server, as one GPU per server.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import codecs
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Self
 
@@ -163,7 +164,8 @@ class _StatsHandler(_Handler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/stats":
             with self.app._stats_lock:  # type: ignore[attr-defined]
-                return self._send(200, dict(self.app.stats))  # type: ignore[attr-defined]
+                stats = dict(self.app.stats)  # type: ignore[attr-defined]
+            return self._send(200, stats | {"cpu_s": time.process_time()})
         super().do_GET()
 
 
