@@ -63,3 +63,24 @@ def sample_runs(tmp_path_factory) -> dict[str, Path]:
             result = CliRunner().invoke(app, ["run", "-m", model, "-o", str(base / model)], catch_exceptions=False)
             assert result.exit_code == 0, result.output
     return {model: base / model for model in ("majority", "weighted-random")}
+
+
+# a small template in the usual shape: a marker per turn, a newline after each, the assistant's marker to answer
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+SYSTEM = "Ты помощник."
+
+
+@pytest.fixture(scope="session")
+def chat_model(tiny_gpt2_dir, tmp_path_factory):
+    """The tiny model, its tokenizer given TEMPLATE."""
+    target = tmp_path_factory.mktemp("chat") / "model"
+    shutil.copytree(tiny_gpt2_dir, target)
+    config_file = target / "tokenizer_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["chat_template"] = TEMPLATE
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    (target / "chat_template.jinja").unlink(missing_ok=True)
+    return target

@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl
-from test_chat import SYSTEM, chat_model  # noqa: F401 - the tiny model with a chat template, a fixture
+from conftest import SYSTEM, read_jsonl
 
 import rueval
 from rueval.errors import RuevalError

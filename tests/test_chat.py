@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from conftest import read_jsonl
+from conftest import SYSTEM, read_jsonl
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
@@ -15,26 +14,6 @@ from rueval.solvers import Setting, make_solver
 from rueval.solvers.lm import ChatFormat
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
-
-# a small template in the usual shape: a marker per turn, a newline after each, the assistant's marker to answer
-TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-SYSTEM = "Ты помощник."
-
-
-@pytest.fixture(scope="module")
-def chat_model(tiny_gpt2_dir, tmp_path_factory):
-    """The tiny model, its tokenizer given TEMPLATE."""
-    target = tmp_path_factory.mktemp("chat") / "model"
-    shutil.copytree(tiny_gpt2_dir, target)
-    config_file = target / "tokenizer_config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    config["chat_template"] = TEMPLATE
-    config_file.write_text(json.dumps(config), encoding="utf-8")
-    (target / "chat_template.jinja").unlink(missing_ok=True)
-    return target
 
 
 def parus(limit=2):

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 
 import pytest
-from conftest import read_jsonl
+from conftest import SYSTEM, read_jsonl
 from openai_server import CompletionServer
 from transformers import AutoTokenizer
 
@@ -21,25 +20,6 @@ from rueval.solvers.lm import match_option
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
 from rueval.tasks.prompts.base import Choice
-
-TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-SYSTEM = "Ты помощник."
-
-
-@pytest.fixture(scope="module")
-def chat_model(tiny_gpt2_dir, tmp_path_factory):
-    """The tiny model, its tokenizer given TEMPLATE."""
-    target = tmp_path_factory.mktemp("chat") / "model"
-    shutil.copytree(tiny_gpt2_dir, target)
-    config_file = target / "tokenizer_config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    config["chat_template"] = TEMPLATE
-    config_file.write_text(json.dumps(config), encoding="utf-8")
-    (target / "chat_template.jinja").unlink(missing_ok=True)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -274,16 +274,7 @@ class OpenAICompletionsModel(LanguageModel):
     # -- generation ----------------------------------------------------------------------------
     def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
         r = requests[0]  # the chunk shares its sampling settings
-        sample = r.temperature > 0 or r.top_p < 1  # as the HF backend: nucleus sampling at temperature 1 by default
-        payload = {
-            "prompt": [self._generation_prompt(g.prompt) for g in requests],
-            "max_tokens": r.max_new_tokens,
-            "temperature": (r.temperature or 1.0) if sample else 0.0,
-            "top_p": r.top_p if sample else 1.0,
-            "seed": r.seed,
-        }
-        if r.stop:
-            payload["stop"] = list(r.stop)
+        payload = {"prompt": [self._generation_prompt(g.prompt) for g in requests], **sampling_fields(r)}
         choices = self._completions(url, payload, len(requests))
         return [cut_at_stop(str(c.get("text") or ""), r.stop) for c in choices]
 
@@ -377,3 +368,18 @@ def _load_tokenizer(tokenizer: Any) -> Any:
         return AutoTokenizer.from_pretrained(tokenizer)
     except (OSError, ValueError) as e:
         raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
+
+
+def sampling_fields(r: Generation) -> dict[str, Any]:
+    """The request fields that say how to generate: as the HF backend, nucleus sampling at temperature 1
+    unless the request is greedy (temperature 0 and top_p 1)."""
+    sample = r.temperature > 0 or r.top_p < 1
+    fields = {
+        "max_tokens": r.max_new_tokens,
+        "temperature": (r.temperature or 1.0) if sample else 0.0,
+        "top_p": r.top_p if sample else 1.0,
+        "seed": r.seed,
+    }
+    if r.stop:
+        fields["stop"] = list(r.stop)
+    return fields

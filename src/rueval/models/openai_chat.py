@@ -28,7 +28,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood, LoglikelihoodResult, cut_at_stop
-from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel
+from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields
 from rueval.models.serving import ClientError
 
 CHAT_SCORINGS = ("auto", "logprobs", "generate")
@@ -142,16 +142,7 @@ class OpenAIChatModel(OpenAICompletionsModel):
         return [self._generate_one(url, request) for request in requests]
 
     def _generate_one(self, url: str, r: Generation) -> str:
-        sample = r.temperature > 0 or r.top_p < 1  # as the completions backend
-        payload = {
-            "messages": decode_messages(r.prompt),
-            "max_tokens": r.max_new_tokens,
-            "temperature": (r.temperature or 1.0) if sample else 0.0,
-            "top_p": r.top_p if sample else 1.0,
-            "seed": r.seed,
-        }
-        if r.stop:
-            payload["stop"] = list(r.stop)
+        payload = {"messages": decode_messages(r.prompt), **sampling_fields(r)}
         choices = self._post(url, CHAT_PATH, payload).get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
