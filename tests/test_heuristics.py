@@ -530,10 +530,10 @@ def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
     import rueval.text
 
     analysed = []
-    real = rueval.text.words
+    real = rueval.text.word_forms
     counted = lambda text: analysed.append(text) or real(text)
     # every lemmatisation tokenises its text first, one at a time (base.lemmas) or in bulk (lemmas_of)
-    monkeypatch.setattr(rueval.text, "words", counted)
+    monkeypatch.setattr(rueval.text, "word_forms", counted)
     task = get_task("rucos")
     queries = [
         example("rucos", {"passage": RUCOS_PASSAGE, "query": f"@placeholder прилетел в Москву {i}."}, idx=i)

@@ -14,7 +14,7 @@ LAYERS = {
     "data": ("rueval.data",),
     "tasks": ("rueval.tasks", "rueval.metrics", "rueval.stats", "rueval.results", "rueval.slices", "rueval.fewshot"),
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
-    "run": ("rueval.run", "rueval.audit", "rueval.submit"),
+    "run": ("rueval.run", "rueval.audit", "rueval.duplicates", "rueval.submit"),
     "report": ("rueval.report",),
     "cli": ("rueval.cli", "rueval.__main__", "rueval.api"),
 }

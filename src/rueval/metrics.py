@@ -13,7 +13,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from statistics import fmean
 from typing import Any
 
@@ -112,9 +112,15 @@ def normalizer(normalization: str) -> Callable[[str], str]:
     return NORMALIZATIONS[normalization]
 
 
+@lru_cache(maxsize=1 << 18)
+def _normalized(text: str, normalization: str) -> str:
+    """An answer normalised, kept: scoring meets the same gold answers and predictions many times
+    (every rule the heuristics try, every episode)."""
+    return normalizer(normalization)(text)
+
+
 def token_f1(gold: str, pred: str, normalization: str = "russian") -> float:
-    normalize = normalizer(normalization)
-    gold_tokens, pred_tokens = normalize(gold).split(), normalize(pred).split()
+    gold_tokens, pred_tokens = _normalized(gold, normalization).split(), _normalized(pred, normalization).split()
     if not gold_tokens or not pred_tokens:
         return 0.0 if normalization in _F1_WITHOUT_TOKENS_IS_ZERO else float(gold_tokens == pred_tokens)
     common = sum((Counter(gold_tokens) & Counter(pred_tokens)).values())
@@ -125,8 +131,7 @@ def token_f1(gold: str, pred: str, normalization: str = "russian") -> float:
 
 
 def exact_match(gold: str, pred: str, normalization: str = "russian") -> float:
-    normalize = normalizer(normalization)
-    return float(normalize(gold) == normalize(pred))
+    return float(_normalized(gold, normalization) == _normalized(pred, normalization))
 
 
 def span_f1(golds: Sequence[Iterable[str]], preds: Sequence[str], normalization: str) -> float:

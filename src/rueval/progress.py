@@ -87,13 +87,14 @@ class Counter:
         self.done = 0
         self._start = self._logged = monotonic()
         self._bar: tuple[Progress, int] | None = None
+        self._logs = _level > QUIET and not _console.is_terminal  # asked once: rich looks at the environment
 
     def advance(self, n: int = 1) -> None:
         self.done += n
         if self._bar is not None:
             bar, task = self._bar
             bar.advance(task, n)
-        elif _level > QUIET and not _console.is_terminal and monotonic() - self._logged >= LOG_EVERY:
+        elif self._logs and monotonic() - self._logged >= LOG_EVERY:
             self._logged = monotonic()
             sys.stderr.write(self.line() + "\n")
             sys.stderr.flush()

@@ -92,8 +92,7 @@ def prefetch_lemmas(texts: Iterable[str], label: str) -> None:
         return
     memo = lemma_sequence.memo  # type: ignore[attr-defined]
     missing = [text for text in dict.fromkeys(texts) if (text,) not in memo]
-    for text, found in lemmas_of(missing, label).items():
-        memo[(text,)] = tuple(found)
+    memo.update(((text,), found) for text, found in lemmas_of(missing, label).items())
 
 
 @per_call_memo

@@ -26,7 +26,6 @@ reproduces it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,8 +44,13 @@ class Entity:
 
 def entities_outside_query(example: Example) -> tuple[Entity, ...]:
     """The passage's entities that the query does not name, in order of first mention."""
-    query = lemma_sequence(example.text("query").replace("@placeholder", " "))
-    entities = passage_entities(example.text("passage"), example.candidates)
+    return _entities_outside(_query_words(example), example.text("passage"), example.candidates)
+
+
+@per_call_memo  # once per query, however many rules read it
+def _entities_outside(query_text: str, passage_text: str, candidates: tuple[str, ...]) -> tuple[Entity, ...]:
+    query = lemma_sequence(query_text)
+    entities = passage_entities(passage_text, candidates)
     return tuple(entity for entity in entities if not count_runs(query, entity.lemmas))
 
 
@@ -54,17 +58,29 @@ def entities_outside_query(example: Example) -> tuple[Entity, ...]:
 def passage_entities(passage_text: str, candidates: tuple[str, ...]) -> tuple[Entity, ...]:
     """The passage's entities in order of first mention."""
     passage = lemma_sequence(passage_text)
-    mentions: dict[tuple[str, ...], Counter[str]] = {}
+    mentions: dict[tuple[str, ...], dict[str, int]] = {}  # entity lemmas -> mention -> count
     for mention in candidates:
         key = lemma_sequence(mention)
         if key:
-            mentions.setdefault(key, Counter())[mention] += 1
-    return tuple(Entity(forms.most_common(1)[0][0], key, count_runs(passage, key)) for key, forms in mentions.items())
+            counts = mentions.setdefault(key, {})
+            counts[mention] = counts.get(mention, 0) + 1
+    return tuple(
+        # max keeps the first of equally common mentions, in order of first mention
+        Entity(max(counts, key=counts.__getitem__), key, count_runs(passage, key))
+        for key, counts in mentions.items()
+    )
+
+
+def _query_words(example: Example) -> str:
+    return example.text("query").replace("@placeholder", " ")
 
 
 def prefetch(examples: Iterable[Example]) -> None:
-    """Lemmatise the distinct passages in bulk: the bulk of the rules' work."""
-    prefetch_lemmas((example.text("passage") for example in examples), "lemmatising rucos passages")
+    """Lemmatise the distinct passages, queries and mentions in bulk: the bulk of the rules' work."""
+    examples = list(examples)
+    texts = [text for example in examples for text in (example.text("passage"), _query_words(example))]
+    texts += [mention for example in examples for mention in example.candidates]
+    prefetch_lemmas(texts, "lemmatising rucos passages and queries")
 
 
 def frequent_entity_not_in_query(example: Example) -> str | None:
