@@ -36,20 +36,40 @@ sys.argv = ["rueval", *sys.argv[2:]]
 from rueval.cli import main
 main()
 """
+# A process that loads the model as a run does, then ends its part in the launch: exit 3 if the
+# process group outlives its destruction (its gloo threads then race the interpreter's teardown).
+GROUP_FREED = """
+import sys, weakref
+from torch.distributed.distributed_c10d import _get_default_group
+from rueval.models.distributed import world
+from rueval.models.hf import HFCausalLM
+
+launch = world()
+group = weakref.ref(_get_default_group())
+HFCausalLM(sys.argv[sys.argv.index("-m") + 1].removeprefix("hf:"), device=launch.device)
+launch.close()
+sys.exit(3 if group() is not None else 0)
+"""
 ARGS = ["run", "-t", "parus,multiq", "--limit", "4", "--shots", "0,1", "--episodes", "2"]
 TIMINGS = {"created", "wall_time_s", "seconds", "examples_per_s", "latency_ms_per_example", "peak_rss_mb"}
 
 
 def launch(
-    tmp: Path, tiny: Path, out: Path, processes: int, failure: str = "none", accelerate: bool = False
+    tmp: Path,
+    tiny: Path,
+    out: Path,
+    processes: int,
+    failure: str = "none",
+    accelerate: bool = False,
+    program: str = PROCESS,
 ) -> list[tuple[int, str]]:
-    """Run the processes of one run to their end: each one's exit code and stderr. With ``accelerate``
+    """Run the processes of one run (``program``) to their end: each one's exit code and stderr. With ``accelerate``
     `accelerate launch` starts them (its multi-GPU launcher, which on a machine without GPUs starts
     CPU processes over gloo); else they are started here with the variables torchrun and accelerate
     launch set (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT)."""
     tmp.mkdir(exist_ok=True)
     script = tmp / "process.py"
-    script.write_text(PROCESS, encoding="utf-8")
+    script.write_text(program, encoding="utf-8")
     command = [str(script), failure, *ARGS, "-m", f"hf:{tiny}", "--log-samples", "-o", str(out)]
     env = {**os.environ, "RUEVAL_CACHE_DIR": str(tmp / "cache"), "RUEVAL_DISTRIBUTED_TIMEOUT": "60"}
     if accelerate:
@@ -129,6 +149,12 @@ def test_a_process_that_dies_ends_the_run_instead_of_hanging(tmp_path, tiny_gpt2
     errors = [line for line in main_err.splitlines() if line.startswith("error:")]
     assert worker_code == 9 and main_code == 2 and len(errors) == 1
     assert "process 1 of 2: gathering the results failed, another process died" in errors[0]
+
+
+def test_the_process_group_is_freed_when_a_process_leaves_the_launch(tmp_path, tiny_gpt2_dir):
+    # Once, transformers' imports kept the group alive: a process then ended with SIGABRT now and then.
+    ended = launch(tmp_path, tiny_gpt2_dir, tmp_path / "out", 2, program=GROUP_FREED)
+    assert [code for code, _ in ended] == [0, 0], ended
 
 
 def test_shares_are_even_runs_that_keep_episodes_and_options_together():

@@ -17,6 +17,7 @@ a process that dies or hangs ends the collectives after ``RUEVAL_DISTRIBUTED_TIM
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -132,12 +133,20 @@ def world() -> World | None:
         return None
     try:
         import torch
+        import torch.distributed.nn  # noqa: F401 - see below
         from accelerate import PartialState
     except ImportError:
         raise RuevalError("several processes (accelerate launch) need accelerate: pip install 'rueval[lm]'") from None
     cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes") or not torch.cuda.is_available()
+    # torch.distributed.nn takes the default group as default arguments when it is imported, and
+    # transformers imports it: imported after the group is made, it would keep the group (and gloo's
+    # threads) alive past destroy_process_group. Imported before, it holds nothing.
     state = PartialState(cpu=cpu, timeout=timedelta(seconds=timeout_seconds()))
-    return World(state.process_index, state.num_processes, str(state.device))
+    launch = World(state.process_index, state.num_processes, str(state.device))
+    # Whatever way the process ends (an error, SystemExit), the group goes while the interpreter is
+    # whole: left to interpreter teardown, gloo's threads can abort the process (SIGABRT).
+    atexit.register(launch.close)
+    return launch
 
 
 def timeout_seconds() -> int:
