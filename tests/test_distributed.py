@@ -74,7 +74,9 @@ def launch(
     env = {**os.environ, "RUEVAL_CACHE_DIR": str(tmp / "cache"), "RUEVAL_DISTRIBUTED_TIMEOUT": "60"}
     if accelerate:
         options = ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
-        started = [([sys.executable, "-m", "accelerate.commands.launch", *options, f"--num_processes={processes}"], env)]
+        started = [
+            ([sys.executable, "-m", "accelerate.commands.launch", *options, f"--num_processes={processes}"], env)
+        ]
     elif processes == 1:
         started = [([sys.executable], env)]
     else:

@@ -133,7 +133,7 @@ def world() -> World | None:
         return None
     try:
         import torch
-        import torch.distributed.nn  # noqa: F401 - see below
+        import torch.distributed.nn  # before the group is made: see below
         from accelerate import PartialState
     except ImportError:
         raise RuevalError("several processes (accelerate launch) need accelerate: pip install 'rueval[lm]'") from None
