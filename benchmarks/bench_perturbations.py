@@ -11,7 +11,8 @@ the multiple-choice tasks), so nearly every text is new and no analysis is reuse
 The constraints' protected spans (natasha NER and syntax, regular expressions) are computed once,
 batched, and timed on their own, as a run does; each perturbation is then timed on the same
 examples, without and (--filter) also with the semantic filter (character 3-gram similarity,
-rate halved on failure; an example that never passes keeps its original text). Writes benchmarks/results/bench_perturbations.json.
+rate halved on failure; an example that never passes keeps its original text).
+Writes benchmarks/results/bench_perturbations.json.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import platform
 import random
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -124,7 +125,7 @@ def main() -> None:
     OUT.write_text(
         json.dumps(
             {
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
                 "n": args.n,
                 "seed": args.seed,
                 "examples_per_task": {name: len(examples) for name, examples in data.items()},

@@ -8,7 +8,8 @@ The test server runs a forward per prompt. Here a scoring request (greedy, ``ech
 send) runs its prompts as one right-padded batch; the one greedy token that ``max_tokens=1``
 asks for is the argmax of the same forward's last row. Anything else goes to the test server's
 per-prompt path. ``GET /stats`` answers the counters: HTTP completion requests, prompts, prompt
-tokens, forwards, tokens computed (padding included) and the process's CPU seconds. ``--threads`` sets torch's threads: one per server, as one GPU per server.
+tokens, forwards, tokens computed (padding included) and the process's CPU seconds.
+``--threads`` sets torch's threads: one per server, as one GPU per server.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Self
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
 from openai_server import CompletionServer, _Handler
 
 

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import TEMPLATE, require_modules
 from typer.testing import CliRunner
 
 from rueval.cli import app
@@ -29,16 +30,6 @@ def cli():
     return invoke
 
 
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache folder: no state leaks between tests or from the user's home."""
@@ -48,6 +39,7 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A small random GPT-2 with a tokenizer trained on the bundled samples, built once per session."""
+    require_modules("torch", "transformers", "tokenizers", extra="lm")
     from rueval.models.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny"))
@@ -63,14 +55,6 @@ def sample_runs(tmp_path_factory) -> dict[str, Path]:
             result = CliRunner().invoke(app, ["run", "-m", model, "-o", str(base / model)], catch_exceptions=False)
             assert result.exit_code == 0, result.output
     return {model: base / model for model in ("majority", "weighted-random")}
-
-
-# a small template in the usual shape: a marker per turn, a newline after each, the assistant's marker to answer
-TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-SYSTEM = "Ты помощник."
 
 
 @pytest.fixture(scope="session")

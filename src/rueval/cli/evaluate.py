@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -120,7 +120,7 @@ def run(
     data: DataOption = None,
     split: SplitOption = None,
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
+        Path | None, typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
     ] = None,
     seed: SeedOption = 0,
     limit: RunLimitOption = None,
@@ -129,7 +129,7 @@ def run(
     fallback: FallbackOption = FallbackName.majority,
     rules: RulesOption = RuleChoice.fitted,
     slices: Annotated[
-        Optional[str], typer.Option(help="Score per TAPE subpopulation: all, or comma-separated slice names.")
+        str | None, typer.Option(help="Score per TAPE subpopulation: all, or comma-separated slice names.")
     ] = None,
     shots: ShotsOption = "0",
     episodes: EpisodesOption = 1,
@@ -152,7 +152,7 @@ def run(
     log_samples: LogSamplesOption = False,
     gen_kwargs: GenKwargsOption = None,
     perturb: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
     ] = None,
     filter_model: FilterModelOption = None,

@@ -4,7 +4,7 @@ leaderboard, export, make-tiny-model, version."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -99,7 +99,7 @@ def audit(
 def compare(
     run_a: Annotated[Path, typer.Argument(help="A run directory (results.json, predictions/).")],
     run_b: Annotated[Path, typer.Argument(help="Another run directory, scored on the same examples.")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the comparison to this JSON file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the comparison to this JSON file.")] = None,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 1000,
     seed: SeedOption = 0,
 ) -> None:
@@ -121,7 +121,7 @@ def report(
     runs: RunDirsArgument,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     assets: Annotated[
-        Optional[Path], typer.Option(help="Folder for the figures as PNG files. Default: <out>.assets/ beside OUT.")
+        Path | None, typer.Option(help="Folder for the figures as PNG files. Default: <out>.assets/ beside OUT.")
     ] = None,
 ) -> None:
     """One self-contained HTML page comparing runs with the papers' reference numbers."""

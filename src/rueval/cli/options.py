@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -81,18 +81,18 @@ ModelOption = Annotated[
     ),
 ]
 DataOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--data", help="A directory or zip in the official layout, or 'hf'. Default: the bundled samples."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
 SplitOption = Annotated[
-    Optional[SplitName], typer.Option(help="Split to score. Default: test when it is labelled, else val.")
+    SplitName | None, typer.Option(help="Split to score. Default: test when it is labelled, else val.")
 ]
 LimitOption = Annotated[
-    Optional[int], typer.Option(min=1, help="Only the first N records of each task (not the benchmark's scores).")
+    int | None, typer.Option(min=1, help="Only the first N records of each task (not the benchmark's scores).")
 ]
 RunLimitOption = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(
         help="Score only the first N records of each task, or below 1 that share of them, rounded up (lm-eval's "
         "--limit); limited scores are not the benchmark's."
@@ -103,7 +103,7 @@ VerboseOption = Annotated[
     bool, typer.Option("--verbose", "-v", help="Also show each step's detail: sizes, request counts, timings.")
 ]
 GenKwargsOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--gen_kwargs",
         "--gen-kwargs",
@@ -112,7 +112,7 @@ GenKwargsOption = Annotated[
     ),
 ]
 BaseUrlOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1; "
         "several comma-separated, or @FILE with one URL a line."
@@ -134,68 +134,69 @@ ScoringOption = Annotated[
     ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
 ]
 DeviceOption = Annotated[
-    Optional[str], typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1. Default: cuda when there is a GPU.")
+    str | None, typer.Option(help="hf: torch device, e.g. cpu, cuda, cuda:1. Default: cuda when there is a GPU.")
 ]
 DtypeOption = Annotated[DtypeName, typer.Option(help="hf: weights dtype.")]
 BatchSizeOption = Annotated[
     str, typer.Option("--batch-size", "--batch_size", help="hf: rows per forward pass, or auto.")
 ]
 ModelArgsOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--model_args",
         "--model-args",
-        help="lm-eval's form, with --model hf: pretrained=PATH_OR_HUB_ID[,dtype=...,revision=...,trust_remote_code=True].",
+        help="lm-eval's form, with --model hf: "
+        "pretrained=PATH_OR_HUB_ID[,dtype=...,revision=...,trust_remote_code=True].",
     ),
 ]
 NumFewshotOption = Annotated[
-    Optional[int], typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
+    int | None, typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
 ]
 # lm-eval's --model_args keys -> rueval's option names
 MODEL_ARGS = {"pretrained": "model", "dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
-RevisionOption = Annotated[Optional[str], typer.Option(help="hf: a hub branch, tag or commit.")]
+RevisionOption = Annotated[str | None, typer.Option(help="hf: a hub branch, tag or commit.")]
 DeviceMapOption = Annotated[
-    Optional[DeviceMapName],
+    DeviceMapName | None,
     typer.Option(help="hf: auto spreads the weights over the GPUs (accelerate); --device is then unused."),
 ]
 PeftOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]')."),
 ]
 LoadInOption = Annotated[
-    Optional[LoadInName], typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
+    LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
 CacheOption = Annotated[
     CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")
 ]
 FilterModelOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
 ]
 FilterThresholdOption = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(min=0, max=1, help="Semantic filter: least similarity. Default 0.6 (BERTScore 0.8, TAPE's)."),
 ]
 FilterMinShareOption = Annotated[
     float, typer.Option(min=0, max=1, help="Semantic filter: lower the threshold until this share passes (TAPE: 0).")
 ]
 TranslationModelOption = Annotated[
-    Optional[str], typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
+    str | None, typer.Option(help="back_translation: RU_EN,EN_RU seq2seq models (default Helsinki-NLP opus-mt).")
 ]
-AddsentModelOption = Annotated[Optional[str], typer.Option(help="add_sent: a transformers causal LM, name or path.")]
+AddsentModelOption = Annotated[str | None, typer.Option(help="add_sent: a transformers causal LM, name or path.")]
 FtEpochsOption = Annotated[float, typer.Option("--ft-epochs", min=0.01, help="finetune: epochs (jiant: 10).")]
 FtLrOption = Annotated[float, typer.Option("--ft-lr", min=0, help="finetune: learning rate (jiant: 1e-5).")]
 FtBatchSizeOption = Annotated[int, typer.Option("--ft-batch-size", min=1, help="finetune: batch size per process.")]
 FtMaxLengthOption = Annotated[int, typer.Option("--ft-max-length", min=8, help="finetune: tokens per input.")]
-FtSeedOption = Annotated[Optional[int], typer.Option("--ft-seed", help="finetune: training seed. Default: --seed.")]
+FtSeedOption = Annotated[int | None, typer.Option("--ft-seed", help="finetune: training seed. Default: --seed.")]
 FtAccumulationOption = Annotated[int, typer.Option("--ft-grad-accum", min=1, help="finetune: gradient accumulation.")]
 FtPrecisionOption = Annotated[str, typer.Option("--ft-precision", help="finetune: fp32, or fp16/bf16 on a GPU.")]
 FtHeldoutOption = Annotated[
     float, typer.Option("--ft-heldout", min=0, max=0.99, help="finetune: share of train held out to pick the model.")
 ]
-FtSaveOption = Annotated[Optional[Path], typer.Option("--ft-save", help="finetune: also save each task's model here.")]
+FtSaveOption = Annotated[Path | None, typer.Option("--ft-save", help="finetune: also save each task's model here.")]
 ApplyChatTemplateOption = Annotated[
     bool,
     typer.Option(
@@ -205,7 +206,7 @@ ApplyChatTemplateOption = Annotated[
     ),
 ]
 SystemInstructionOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--system-instruction",
         "--system_instruction",

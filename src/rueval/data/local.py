@@ -21,13 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Self, Union
+from typing import BinaryIO, Self
 
 from rueval.data.records import Dataset, Example, Record
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
 
-Node = Union[Path, zipfile.Path]
+Node = Path | zipfile.Path
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
 # TAPE's two copies of each dataset: the episodes files are its D_test and D_train (the test sets its

@@ -79,7 +79,7 @@ class World:
         computed: set[Request] = set()
         error = None
         try:
-            for done, computed in engine.stream(share, f"{description}, process {self.rank + 1} of {self.size}"):
+            for _ in engine.stream(share, f"{description}, process {self.rank + 1} of {self.size}"):
                 pass
         except Exception as e:  # noqa: BLE001 - any failure goes to the main process, which stops the run naming it
             error = f"{type(e).__name__}: {e}" if not isinstance(e, RuevalError) else str(e)

@@ -43,8 +43,8 @@ class Engine:
     def compute(self, requests: Sequence[Request], description: str = "computing") -> list[Any]:
         """Every request's result, in the requests' order."""
         done: dict[Request, Any] = {}
-        for done, _ in self.stream(requests, description):
-            pass
+        for results, _ in self.stream(requests, description):
+            done = results
         return [done[request] for request in requests]
 
     def stream(

@@ -224,7 +224,8 @@ class HFCausalLM(LanguageModel):
         probe = [([start, a, b, c, d], 2), ([start, a, b, c, e, f], 3), ([start, a, b, f, e], 3), ([start, a, c], 2)]
         with torch.inference_mode():
             plain = score_sequences(probe, self._forward, self._head, 8, 4096, pack_tokens=0)
-            try:  # start, a forwarded as a head (their subtree has 6 tokens to forward); b's subtree packed on its cache
+            # start, a forwarded as a head (their subtree has 6 tokens to forward); b's subtree packed on its cache
+            try:
                 packed = score_sequences(probe, self._forward, self._head, 8, 4096, pack_tokens=4)
             except Exception:  # noqa: BLE001 - any refusal of a 4D mask means: do not pack
                 return False

@@ -124,7 +124,8 @@ class OpenAICompletionsModel(LanguageModel):
                 fingerprints = {self._probe_fingerprint(url) for url in self._live_urls()}
                 if len(fingerprints) > 1:
                     raise RuevalError(
-                        f"the servers of '{self.model}' give different system_fingerprints: {sorted(map(str, fingerprints))}"
+                        f"the servers of '{self.model}' give different system_fingerprints: "
+                        f"{sorted(map(str, fingerprints))}"
                     )
                 if fingerprints != {None}:
                     parts.append(f"system_fingerprint={fingerprints.pop()}")

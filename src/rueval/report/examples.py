@@ -94,7 +94,8 @@ def _task_block(number: int, run_label: str, task: str, lines: list[dict[str, An
         else ""
     )
     title = f"<h3>{escape(task)} · {escape(run_label)}</h3>"
-    return f'{title}<div class="samples" id="{name}-all">{anchors}<nav>{links}</nav><div class="list">{shown}</div>{more}</div>'
+    body = f'{anchors}<nav>{links}</nav><div class="list">{shown}</div>{more}'
+    return f'{title}<div class="samples" id="{name}-all">{body}</div>'
 
 
 def _sample(line: Mapping[str, Any]) -> str:

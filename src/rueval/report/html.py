@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,7 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
     sections = [(anchor, title, body) for anchor, title, body in sections if body]
     sections.append(("references", "References", _references()))
     nav = "".join(f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title, _ in sections)
-    created = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = "".join(
         f'<section id="{anchor}"><h2>{escape(title)}</h2>{html}</section>' for anchor, title, html in sections
     )

@@ -165,7 +165,7 @@ def attack_plot(runs: Sequence[Run]) -> Plot | None:
                 runs,
                 colors,
                 names,
-                lambda run, name: _section(run, task, "perturbations").get(name, {}).get("asr"),
+                lambda run, name, task=task: _section(run, task, "perturbations").get(name, {}).get("asr"),
             )
             ax.set_title(task, fontsize=10)
             ax.set_ylabel("attack success rate, %")
@@ -199,7 +199,13 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
                         sizes.setdefault(bucket, values.get("n"))
                 buckets = list(sizes)
                 labels = [b if sizes[b] is None else f"{b}\n(n={sizes[b]})" for b in buckets]
-                _bars(ax, runs, colors, buckets, lambda run, b: _bucket_score(task, per_run[run.label].get(b)))
+                _bars(
+                    ax,
+                    runs,
+                    colors,
+                    buckets,
+                    lambda run, b, task=task, per_run=per_run: _bucket_score(task, per_run[run.label].get(b)),
+                )
                 ax.set_xticks(range(len(buckets)), labels, fontsize=7, rotation=30 if len(buckets) > 4 else 0)
                 ax.set_title(name, fontsize=10)
                 ax.set_ylabel("score, x100")

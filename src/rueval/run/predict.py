@@ -212,7 +212,8 @@ def sample_line(
 
 
 def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
-    """One example's metrics, as lm-eval logs them: accuracy, or for answers to find, EM and F1 against the best gold."""
+    """One example's metrics, as lm-eval logs them: accuracy, or for answers to find, EM and F1 against the
+    best gold."""
     if task.kind != "span":
         return {"acc": float(is_correct(task, gold, prediction))}
     return {

@@ -102,7 +102,8 @@ class RunStore:
     def record(
         self, task: Task, result: TaskResult, rows: list[PredictionRow], samples: list[dict[str, Any]] | None = None
     ) -> None:
-        """Write the task's predictions (and sample log), then its result: a result on disk always has its predictions."""
+        """Write the task's predictions (and sample log), then its result: a result on disk always has its
+        predictions."""
         write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
         if samples is not None:
             write_jsonl(self.samples_file(task.name), samples)

@@ -39,7 +39,8 @@ class Solver(ABC):
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]: ...
 
     def training_report(self, task: Task) -> dict[str, Any]:
-        """What fitting the task cost, for solvers that train (time, examples/s, memory, final loss); empty by default."""
+        """What fitting the task cost, for solvers that train (time, examples/s, memory, final loss); empty by
+        default."""
         return {}
 
     def size(self) -> ModelSize | None:

@@ -6,7 +6,7 @@ import zipfile
 from collections import Counter
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from support import read_jsonl, write_jsonl
 
 from rueval import progress
 from rueval.data.local import SAMPLES_DIR
@@ -142,7 +142,7 @@ def test_submit_writes_the_leaderboard_zip(cli, tmp_path):
     assert result.exit_code == 0, result.stderr
     with zipfile.ZipFile(target) as archive:
         names = sorted(archive.namelist())
-        files = {n: [json.loads(l) for l in archive.read(n).decode().splitlines()] for n in names}
+        files = {n: [json.loads(line) for line in archive.read(n).decode().splitlines()] for n in names}
     assert names == sorted(f"{t.folder}.jsonl" for t in TASKS.values() if t.benchmark == "rsg")
     for folder in ("RCB", "PARus", "TERRa", "RUSSE", "RWSD", "DaNetQA"):
         test = read_jsonl(SAMPLES_DIR / folder / "test.jsonl")

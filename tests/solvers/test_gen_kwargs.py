@@ -6,6 +6,10 @@ import json
 import re
 
 import pytest
+from support import require_modules
+
+require_modules("torch", "transformers", extra="lm")
+
 from transformers import AutoModelForCausalLM
 
 from rueval.data import load_task_data, open_data

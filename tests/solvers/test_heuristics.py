@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import write_jsonl
+from support import write_jsonl
 
 from rueval.errors import RuevalError
 from rueval.solvers import make_solver
@@ -531,7 +531,11 @@ def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
 
     analysed = []
     real = rueval.text.word_forms
-    counted = lambda text: analysed.append(text) or real(text)
+
+    def counted(text):
+        analysed.append(text)
+        return real(text)
+
     # every lemmatisation tokenises its text first, one at a time (base.lemmas) or in bulk (lemmas_of)
     monkeypatch.setattr(rueval.text, "word_forms", counted)
     task = get_task("rucos")

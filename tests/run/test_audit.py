@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_jsonl
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
+from support import write_jsonl
 
 import rueval.audit
 import rueval.duplicates
@@ -206,6 +206,7 @@ def test_duplicates_found_chunk_by_chunk_are_those_found_at_once(monkeypatch, rc
     assert chunked == whole and whole["val"]["near"] == 1
 
 
+@pytest.mark.slow  # spawns a process
 def test_duplicates_searched_in_a_second_process_equal_those_searched_inline(monkeypatch, rcb_dir, tmp_path):
     inline = audit([get_task("rcb")], str(rcb_dir), tmp_path / "inline").to_json()["tasks"]["rcb"]
     monkeypatch.setattr(rueval.audit, "BESIDE_MIN_EXAMPLES", 1)

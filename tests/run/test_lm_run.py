@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import read_jsonl
+from support import read_jsonl
 
 from rueval.data.local import SAMPLES_DIR
 from rueval.fewshot import episode_demos
@@ -90,6 +90,7 @@ def rows(cache_dir):
         return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
 
+@pytest.mark.slow  # launches and kills processes
 def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tiny_gpt2_dir):
     tasks = "parus,rcb,terra,danetqa,russe,rwsd,lidirus"
     args = ["run", "-m", f"hf:{tiny_gpt2_dir}", "-t", tasks, "--shots", "0,1", "--episodes", "3"]
@@ -181,6 +182,7 @@ def test_requests_pooled_across_tasks_k_and_episodes_are_computed_and_forwarded_
     assert predicted["terra"].requests_computed == 4 and predicted["lidirus"].requests_computed == 0
 
 
+@pytest.mark.slow  # launches and kills processes
 def test_a_generation_run_killed_mid_way_keeps_every_finished_batch(tmp_path, tiny_gpt2_dir):
     """MultiQ generates with nucleus sampling; batches of 2 are committed as each finishes."""
     capped = (

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from support import read_jsonl, require_modules, write_jsonl
 
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
@@ -171,6 +171,7 @@ def test_char_ngram_similarity():
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory) -> Path:
+    require_modules("torch", "transformers", "bert_score", extra="filter")
     """A random two-layer BERT with a WordPiece vocabulary trained here: BERTScore offline."""
     import torch
     from tokenizers import BertWordPieceTokenizer

@@ -14,6 +14,7 @@ from pathlib import Path
 import matplotlib.image
 import numpy as np
 import pytest
+from support import require
 from typer.testing import CliRunner
 
 from rueval.cli import app
@@ -189,8 +190,9 @@ def test_report_rejects_a_bad_run_directory(runs, tmp_path, text, message):
     assert not out.exists()
 
 
+@pytest.mark.slow  # starts a browser
 def test_report_renders_in_headless_chromium(full_report, tmp_path):
-    assert CHROMIUM.exists(), "the browser test needs Chromium: apt-get install -y chromium (see .ci/run)"
+    require(CHROMIUM.exists(), "needs Chromium: apt-get install -y chromium (.ci/run installs it)")
     screenshot = tmp_path / "page.png"
     flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
     flags += " --disable-component-update --disable-sync --window-size=1280,3000"
@@ -295,8 +297,9 @@ def screenshot(page: str, tmp_path: Path, name: str) -> np.ndarray:
     return rgb(matplotlib.image.imread(shot))
 
 
+@pytest.mark.slow  # starts a browser
 def test_the_right_wrong_filter_works_in_headless_chromium(logged_run, tmp_path):
-    assert CHROMIUM.exists(), "the browser test needs Chromium: apt-get install -y chromium (see .ci/run)"
+    require(CHROMIUM.exists(), "needs Chromium: apt-get install -y chromium (.ci/run installs it)")
     parus = read_log(logged_run, "parus")
     assert 0 < sum(line["correct"] for line in parus) < len(parus), "the view needs right and wrong examples"
     run = tmp_path / "run"  # the run with PARus's log alone: the one block on the page is the filtered one

@@ -3,7 +3,7 @@ import re
 import shutil
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from support import read_jsonl, write_jsonl
 
 TASK_LIST = "rcb,muserc,rucos,sit_ethics,winograd"
 SIGNIFICANT_ROW = re.compile(r"\d\.\d{3} \*")  # a p-value followed by the significance mark

@@ -69,7 +69,7 @@ TOPICS = [
 def nli_toy(topics, first_idx=0):
     """TERRa-like pairs whose label is decided by one verb of the hypothesis."""
     examples = []
-    for i, topic in enumerate(topics):
+    for topic in topics:
         for verb, label in (("подтвердили", "entailment"), ("опровергли", "not_entailment")):
             fields = {"premise": f"Журналисты написали про {topic}.", "hypothesis": f"Власти {verb} слухи про {topic}."}
             examples.append(Example(idx=first_idx + len(examples), fields=fields, label=label))

@@ -4,6 +4,10 @@ import os
 import shutil
 
 import pytest
+from support import require_modules
+
+require_modules("torch", "transformers", extra="lm")
+
 import torch
 from transformers import AutoModelForCausalLM
 

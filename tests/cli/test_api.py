@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SYSTEM, read_jsonl
+from support import SYSTEM, read_jsonl
 
 import rueval
 from rueval.errors import RuevalError
 from rueval.models.base import LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_example() -> str:
@@ -32,6 +32,7 @@ def test_the_readme_example_runs_on_a_loaded_model(tiny_gpt2_dir, capsys):
     assert lines[2].startswith("PredictionRow(idx=")
 
 
+@pytest.mark.slow  # launches a fresh interpreter
 def test_importing_rueval_loads_neither_the_pipeline_nor_torch():
     import subprocess
 

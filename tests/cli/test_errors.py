@@ -6,7 +6,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
+from support import write_jsonl
 
 PARUS = {
     "idx": 0,

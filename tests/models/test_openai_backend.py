@@ -8,6 +8,10 @@ import socket
 import time
 
 import pytest
+from support import require_modules
+
+require_modules("torch", "transformers", extra="lm")
+
 import torch
 from openai_server import CompletionServer
 from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -22,6 +22,8 @@ from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver
 from rueval.solvers.finetune.heads import head_for
 from rueval.tasks import BENCHMARKS, TASKS, Example
 
+pytestmark = pytest.mark.slow  # trains models, in this process and in launched ones
+
 # Fine-tunes on a separable task: label entailment <=> the hypothesis ends with a marker word.
 # Run in subprocesses (killed, or under torchrun) and in this process, so it is a script.
 SCRIPT = """

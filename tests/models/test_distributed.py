@@ -12,10 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import read_jsonl
+import pytest
+from support import read_jsonl
 
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.distributed import shares
+
+pytestmark = pytest.mark.slow  # launches processes
 
 # One process of a run: the CLI, with generations capped at a few tokens (a random model never stops
 # by itself) and, for the failure tests, process 2 made to fail inside the model.

@@ -6,7 +6,7 @@ import tracemalloc
 import zipfile
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from support import read_jsonl, write_jsonl
 
 from rueval.data import hub, open_data
 from rueval.data.local import MAX_LINE_BYTES, SAMPLES_DIR

@@ -7,7 +7,7 @@ import json
 from statistics import fmean
 
 import pytest
-from conftest import read_jsonl
+from support import read_jsonl
 
 from rueval.data import load_task_data, open_data
 from rueval.tasks import get_task

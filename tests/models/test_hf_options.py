@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from support import require_modules
+
+require_modules("torch", "transformers", "peft", extra="peft")
+
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM

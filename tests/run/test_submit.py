@@ -7,7 +7,7 @@ import zipfile
 from typing import Any
 
 import pytest
-from conftest import read_jsonl
+from support import read_jsonl
 
 from rueval.data.local import SAMPLES_DIR
 from rueval.submit import submission_lines
@@ -20,7 +20,8 @@ OFFICIAL_SAMPLE = {
     "LiDiRus.jsonl": ['{"idx": 0, "label": "not_entailment"}', '{"idx": 9, "label": "entailment"}'],
     "MuSeRC.jsonl": [
         (
-            '{"idx": 0, "passage": {"questions": [{"idx": 0, "answers": [{"idx": 0, "label": 1}, {"idx": 1, "label": 0}]},'
+            '{"idx": 0, "passage": {"questions": [{"idx": 0, "answers": '
+            '[{"idx": 0, "label": 1}, {"idx": 1, "label": 0}]},'
             ' {"idx": 1, "answers": [{"idx": 2, "label": 0}]}]}}'
         )
     ],

@@ -17,8 +17,26 @@ def test_tokens_words_and_sentences():
 # punctuation runs, yahoo!, letters of other scripts, all kinds of whitespace.
 FRAGMENTS = [
     *"а Б ё x Z 5 12 . , / \\ - – — − ‑ _ ! ? … : ; ) ( « » \" ' * % № Δ σ 😀".split(),
-    "мама", "кто", "то", "yahoo", "3", "2019", "...", ":-)", ";)", "--", "**", "т.е.",
-    " ", " ", " ", "  ", "\n", "\t", "\xa0", "\u2009",
+    "мама",
+    "кто",
+    "то",
+    "yahoo",
+    "3",
+    "2019",
+    "...",
+    ":-)",
+    ";)",
+    "--",
+    "**",
+    "т.е.",
+    " ",
+    " ",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\xa0",
+    "\u2009",
 ]
 
 

@@ -6,8 +6,12 @@ import math
 import re
 from pathlib import Path
 
-import emoji
 import pytest
+from support import require_modules
+
+require_modules("emoji", extra="emoji")
+
+import emoji
 
 from rueval.data import open_data
 from rueval.robustness.backends import EngineGenerator, Seq2SeqTranslator

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SYSTEM, read_jsonl
+from support import SYSTEM, read_jsonl
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError

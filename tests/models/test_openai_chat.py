@@ -8,8 +8,8 @@ import json
 import logging
 
 import pytest
-from conftest import SYSTEM, read_jsonl
 from openai_server import CompletionServer
+from support import SYSTEM, read_jsonl
 from transformers import AutoTokenizer
 
 from rueval.data import load_task_data, open_data
