@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rueval.data import DataSource, Split, TaskData, load_train, open_data
+from rueval.data import DataSource, Split, TaskData, check_written_ids, load_train, open_data, submission_ids
 from rueval.files import atomic_path
 from rueval.run.predict import predict_tasks
 from rueval.solvers import Setting, make_solver
@@ -68,6 +68,7 @@ def submit(
     for predicted in predict_tasks(solver, pending, [Setting(shots)]):
         task, test = predicted.task, predicted.data.eval
         lines = submission_lines(task, test.examples, predicted.headline)
+        check_written_ids(test, submission_ids(lines))
         files[f"{task.folder}.jsonl"] = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in files.items():

@@ -14,6 +14,29 @@ from rueval.errors import DataError, RuevalError
 
 
 @dataclass(frozen=True)
+class IdRule:
+    """Where a layout keeps a record's id, and what an id is there."""
+
+    fields: tuple[str, ...]  # the first of them a record has is its id
+    kinds: tuple[type, ...]  # int, and str for ids that are text (never empty)
+    required: bool  # False: a file whose records have none numbers them by position
+
+    def field_in(self, data: Mapping[str, Any]) -> str | None:
+        """The id field a record has, if any."""
+        return next((name for name in self.fields if name in data), None)
+
+
+# As the official files have them. RussianSuperGLUE: every record, MuSeRC question and answer and
+# RuCoS query has an integer idx (MERA's meta.id, an integer too, becomes the idx of its records).
+# TAPE: chegeka's question_id (integers) and ru_openbook's ID (text, "14-1486"); an idx where a record
+# carries one (MERA's records, rueval perturb's copies); the other TAPE files have no id at all.
+ID_RULES = {
+    "rsg": IdRule(("idx",), (int,), required=True),
+    "tape": IdRule(("ID", "question_id", "idx"), (int, str), required=False),
+}
+
+
+@dataclass(frozen=True)
 class Example:
     """One unit that gets one prediction.
 
@@ -80,6 +103,23 @@ class Record:
             raise self.error(path, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")
         return value
 
+    def id(self, layout: str) -> Any:
+        """The record's id by the rule of its layout ("rsg" or "tape", see ID_RULES): an integer, or
+        where the layout has text ids a non-empty string; its position among the file's records
+        where the layout's ids are optional and it has none. A DataError if missing or mistyped."""
+        rule = ID_RULES[layout]
+        field = rule.field_in(self.data)
+        if field is None:
+            if rule.required:
+                raise self.error(rule.fields[0], "missing; every record needs its id")
+            return self.position
+        value = self.data[field]
+        empty = isinstance(value, str) and not value.strip()
+        if isinstance(value, bool) or not isinstance(value, rule.kinds) or empty:
+            expected = " or ".join("an integer" if kind is int else "a non-empty string" for kind in rule.kinds)
+            raise self.error(field, f"expected {expected} as the id, got {_described(value)}")
+        return value
+
     def items(self, path: str) -> list[Record]:
         """The objects of a nested list (MuSeRC questions, RuCoS queries), each a Record."""
         records = []
@@ -89,6 +129,11 @@ class Record:
                 raise self.error(item, f"expected an object, got {type(data).__name__}")
             records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}."))
         return records
+
+
+def _described(value: Any) -> str:
+    kind = "null" if value is None else "boolean" if isinstance(value, bool) else type(value).__name__
+    return kind if value is None else f"{kind} {value!r:.60}"
 
 
 def _is_bool_for_int(value: Any, kind: type | tuple[type, ...]) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rueval.data import TaskData, load_train
+from rueval.data import TaskData, check_written_ids, load_train, submission_ids
 from rueval.data.mera import MERA_TASKS, PARUS_LABELS, RCB_LABELS, RWSD_LABELS, MeraSource
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
@@ -81,6 +81,8 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
         }
         for name in scored
     }
+    for name in scored:
+        check_written_ids(tests[name], submission_ids(files[f"{MERA_TASKS[name]}.json"]["data"]["test"]))
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in files.items():
             archive.writestr(name, json.dumps(document, ensure_ascii=False, indent=4))

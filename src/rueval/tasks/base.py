@@ -117,7 +117,7 @@ def parse_flat(task: Task, record: Record) -> list[Example]:
         label = tuple(_binary(record, c) for c in task.categories) if present else None
     else:
         label = task.parse_label(record)
-    return [Example(idx=record.data.get("idx", record.position), fields=record.data, label=label)]
+    return [Example(idx=record.id(task.benchmark), fields=record.data, label=label)]
 
 
 def _binary(record: Record, category: str) -> int:

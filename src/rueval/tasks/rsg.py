@@ -16,13 +16,21 @@ def _without(data: Any, *keys: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in keys}
 
 
+def parse_parus(task: Task, record: Record) -> list[Example]:
+    """A flat record whose question is "cause" or "effect": prompts and rules ask one or the other."""
+    question = record.get("question", str)
+    if question not in ("cause", "effect"):
+        raise record.error("question", f"expected cause or effect, got {question!r:.60}")
+    return parse_flat(task, record)
+
+
 def parse_muserc(task: Task, record: Record) -> list[Example]:
     """One example per answer option; answers of one question form a group (for EM)."""
-    passage_idx = record.get("idx")
+    passage_idx = record.id(task.benchmark)
     text = record.get("passage.text", str)
     examples = []
     for question in record.items("passage.questions"):
-        question_idx = question.get("idx")
+        question_idx = question.id(task.benchmark)
         question_text = question.get("question", str)
         for answer in question.items("answers"):
             fields = {
@@ -35,7 +43,7 @@ def parse_muserc(task: Task, record: Record) -> list[Example]:
             }
             examples.append(
                 Example(
-                    idx=(passage_idx, question_idx, answer.get("idx")),
+                    idx=(passage_idx, question_idx, answer.id(task.benchmark)),
                     fields=fields,
                     label=task.parse_label(answer),
                     group=(passage_idx, question_idx),
@@ -46,7 +54,7 @@ def parse_muserc(task: Task, record: Record) -> list[Example]:
 
 def parse_rucos(task: Task, record: Record) -> list[Example]:
     """One example per query; the passage's entity mentions are the answer candidates."""
-    passage_idx = record.get("idx")
+    passage_idx = record.id(task.benchmark)
     text = record.get("passage.text", str)
     candidates = []
     for entity in record.items("passage.entities"):
@@ -67,7 +75,7 @@ def parse_rucos(task: Task, record: Record) -> list[Example]:
         fields = {**_without(record.data, "passage", "qas"), **_without(query.data, "answers", "idx"), "passage": text}
         examples.append(
             Example(
-                idx=(passage_idx, query.get("idx")),
+                idx=(passage_idx, query.id(task.benchmark)),
                 fields=fields,
                 label=label,
                 candidates=tuple(candidates),
@@ -129,7 +137,7 @@ RSG_TASKS = (
         labels=(0, 1),
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
-        parser=parse_flat,
+        parser=parse_parus,
         main_fields=("premise",),
     ),
     Task(

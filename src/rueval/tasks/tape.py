@@ -16,7 +16,7 @@ def parse_multiq(task: Task, record: Record) -> list[Example]:
         label = tuple(dict.fromkeys(a.get("segment", str) for a in record.items("main_answers")))
         if not label:
             raise record.error("main_answers", "is empty; a labelled question needs at least one answer")
-    return [Example(idx=record.data.get("idx", record.position), fields=record.data, label=label)]
+    return [Example(idx=record.id(task.benchmark), fields=record.data, label=label)]
 
 
 def parse_chegeka(task: Task, record: Record) -> list[Example]:
@@ -24,7 +24,7 @@ def parse_chegeka(task: Task, record: Record) -> list[Example]:
     task.check_inputs(record)
     answer = record.get("answer", str, default=None)
     label = None if answer is None else tuple(a.strip() for a in answer.split(";") if a.strip()) or (answer,)
-    return [Example(idx=record.data.get("question_id", record.position), fields=record.data, label=label)]
+    return [Example(idx=record.id(task.benchmark), fields=record.data, label=label)]
 
 
 def _ethics(name: str, title: str, prefix: str, description: str, alias: str) -> Task:
