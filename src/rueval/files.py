@@ -50,7 +50,10 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    """One JSON line per row, written as the rows come (a large file is never held whole)."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def read_json(path: Path) -> Any:

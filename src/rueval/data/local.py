@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
-from rueval.data.records import ID_RULES, Dataset, Example, IdRule, Record
+from rueval.data.records import ID_RULES, Dataset, Example, IdRule, Record, RecordFields
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
 
@@ -184,6 +184,8 @@ def parse_examples(
         examples = task.parse(Record(data, file, line_no, group_ids.records))
         group_ids.add_record(data, line_no)
         for example in examples:
+            if example.fields is data:  # a flat record's own fields: kept as its text (RecordFields)
+                example = replace(example, fields=RecordFields(raw))
             group_ids.add_example(example, line_no)
             (unlabelled_line if example.label is None else labelled_line).setdefault(name, line_no)
             group.append(example)

@@ -6,8 +6,10 @@ what a loader needs to know of a task: its folder names, split files and record 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from rueval.errors import DataError, RuevalError
@@ -36,7 +38,7 @@ ID_RULES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Example:
     """One unit that gets one prediction.
 
@@ -75,6 +77,35 @@ class Example:
         if not isinstance(value, str):
             raise RuevalError(f"example {self.key}: field '{path}' should be text, got {value!r:.60}")
         return value
+
+
+class RecordFields(Mapping[str, Any]):
+    """A record's fields kept as its JSON text (UTF-8) and parsed when read, the last few records
+    read staying parsed: a large split then takes about its file's size in memory, where parsed
+    records (a dict, a string per text) take twice that. A mapping like the parsed record, equal to
+    it; what it gives is shared with the next reader, to read and never to change."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: bytes):
+        self._text = text
+
+    def __getitem__(self, name: str) -> Any:
+        return _parsed(self._text)[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_parsed(self._text))
+
+    def __len__(self) -> int:
+        return len(_parsed(self._text))
+
+    def __repr__(self) -> str:
+        return repr(_parsed(self._text))
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: bytes) -> dict[str, Any]:
+    return json.loads(text)
 
 
 @dataclass(frozen=True)
