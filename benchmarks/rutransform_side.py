@@ -1,7 +1,8 @@
 """RuTransform's model-free transformations on the rate benchmark's inputs, run in RuTransform's own
 virtualenv by benchmarks/rutransform_rates.py (not part of rueval, nor imported by it).
 
-    RUTRANSFORM_VENV/bin/python benchmarks/rutransform_side.py CHECKOUT INPUTS OUT --rate NAME=P ... [--seed S ...]
+    RUTRANSFORM_VENV/bin/python benchmarks/rutransform_side.py CHECKOUT INPUTS OUT --rate NAME=P ...
+        [--seed S ...] [--seed-per-sentence FIRST]
 
 Imports RuTransform's transformation modules from its checkout as they are, and only those: the
 package's __init__ files would import every transformation, and the model-based ones need
@@ -92,7 +93,8 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rate", action="append", default=[], help="NAME=P, one per transformation")
     parser.add_argument("--outputs", type=int, default=3, help="RuTransform's max_outputs (3 in its pipeline)")
-    parser.add_argument("--seed", type=int, action="append", help="RuTransform's seed (42 in its pipeline)")
+    parser.add_argument("--seed", type=int, action="append", help="a seed for every sentence (42 in its pipeline)")
+    parser.add_argument("--seed-per-sentence", type=int, help="then a run with seed FIRST + the sentence's index")
     args = parser.parse_args()
     rates = {name: float(p) for name, p in (item.split("=") for item in args.rate)}
     args.seed = args.seed or [42]
@@ -101,11 +103,13 @@ def main() -> None:
     emoji_dict = json.loads((spelling / "emoji_dict_ru.json").read_text(encoding="utf-8"))
     n, records = args.outputs, []
     bf, case, emo = modules["butter_fingers"], modules["change_char_case"], modules["emojify"]
-    for sentence in args.inputs.read_text(encoding="utf-8").splitlines():
-        record = {"text": sentence, "tokens": [token.text for token in nlp(sentence)]}
+    for i, sentence in enumerate(args.inputs.read_text(encoding="utf-8").splitlines()):
+        doc = nlp(sentence)
+        record = {"text": sentence, "tokens": [t.text for t in doc], "lemmas": [t.lemma_.lower() for t in doc]}
         for name in ("butter_fingers", "change_char_case", "emojify", "eda"):
             record[name] = []
-        for seed in args.seed:  # each call re-seeds Python's generator with it, as RuTransform's functions do
+        own = [] if args.seed_per_sentence is None else [args.seed_per_sentence + i]
+        for seed in [*args.seed, *own]:  # each call re-seeds Python's generator with it, as RuTransform's functions do
             record["butter_fingers"].append(
                 bf.butter_finger(sentence, nlp, prob=rates["butter_fingers"], seed=seed, max_outputs=n)
             )

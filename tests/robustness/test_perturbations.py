@@ -378,3 +378,42 @@ def test_add_sent_replaces_one_wrong_option_of_a_multiple_choice_question(tiny_g
     assert "ответ" in options  # cut to p x the words of the option it replaces (one word)
     real = AddSent(EngineGenerator(str(tiny_gpt2_dir), max_new_tokens=12), rate=1.0).perturb(example, task)
     assert re.findall(r"\(([A-D])\)", real.fields["question"]) == ["A", "B", "C", "D"]
+
+
+# --- TAPE's framework's rates (benchmarks/rutransform_rates.py) ---------------------------------
+
+RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
+LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def changed_letters(line: str, out: str) -> tuple[int, int]:
+    return sum(a != b for a, b in zip(line, out)), sum(map(str.isalpha, line))
+
+
+def replaced_dictionary_words(line: str, out: str) -> tuple[int, int]:
+    eligible = sum(lemma(word) in emoji_dictionary() for word in LETTERS.findall(line))
+    return len(LETTERS.findall(line)) - len(LETTERS.findall(out)), eligible
+
+
+RATE_MEASURES = {
+    "butter_fingers": (ButterFingers, changed_letters),
+    "change_char_case": (ChangeCharCase, changed_letters),
+    "emojify": (Emojify, replaced_dictionary_words),
+    "eda_delete": (EdaDelete, lambda line, out: (len(tokens(line)) - len(tokens(out)), len(tokens(line)))),
+    "eda_swap": (EdaSwap, lambda line, out: (int(out != line), 1)),
+}
+
+
+@pytest.mark.parametrize("name", RATE_MEASURES)
+def test_rates_on_the_docs_inputs_stay_within_a_tenth_of_rutransforms(name):
+    recorded = json.loads((RESULTS / "rutransform_rates.json").read_text(encoding="utf-8"))["results"]
+    theirs = {row["perturbation"]: row["rutransform"] for row in recorded if row["measure"] != "words replaced"}
+    lines = (RESULTS / "rutransform_inputs.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(set(lines)) == 1000
+    cls, measure = RATE_MEASURES[name]
+    changed = total = 0
+    for i, line in enumerate(lines):
+        perturbed = cls(seed=7).perturb(Example(i, {"text": line}, (0, 0, 0, 0, 0)), ETHICS)
+        counts = measure(line, line if perturbed is None else perturbed.fields["text"])
+        changed, total = changed + counts[0], total + counts[1]
+    assert changed / total == pytest.approx(theirs[name], rel=0.1)
