@@ -12,7 +12,15 @@ SRC = Path(rueval.__file__).parent
 LAYERS = {
     "core": ("rueval.errors", "rueval.paths", "rueval.progress", "rueval.text", "rueval.files", "rueval.memory"),
     "data": ("rueval.data",),
-    "tasks": ("rueval.tasks", "rueval.metrics", "rueval.stats", "rueval.results", "rueval.slices", "rueval.fewshot"),
+    "tasks": (
+        "rueval.tasks",
+        "rueval.metrics",
+        "rueval.scoring",
+        "rueval.stats",
+        "rueval.results",
+        "rueval.slices",
+        "rueval.fewshot",
+    ),
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
     "run": ("rueval.run", "rueval.audit", "rueval.duplicates", "rueval.submit"),
     "report": ("rueval.report",),

@@ -12,7 +12,6 @@ from support import read_jsonl, require_modules, write_jsonl
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError
-from rueval.metrics import is_correct
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.perturbations import BackTranslation, Perturbation
 from rueval.robustness.semantic_filter import (
@@ -25,6 +24,7 @@ from rueval.robustness.semantic_filter import (
 from rueval.robustness.spans import Edit
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.robustness import Robustness
+from rueval.scoring import is_correct
 from rueval.tasks import Example, get_task
 
 WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "change_char_case")

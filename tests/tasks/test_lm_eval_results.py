@@ -52,7 +52,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
     assert rcb["acc,none"] == pytest.approx(result.tasks["rcb"].metrics["accuracy"] / 100)  # a fraction, not percent
     assert rcb["macro_f1,none"] == pytest.approx(result.tasks["rcb"].metrics["macro_f1"] / 100)
     assert document["results"]["multiq"]["exact_match,none"] == pytest.approx(
-        result.tasks["multiq"].metrics["em"] / 100
+        result.tasks["multiq"].metrics["exact_match"] / 100
     )
     for entry in document["results"].values():
         metrics = [key for key in entry if key != "alias" and "_stderr," not in key]

@@ -24,10 +24,10 @@ from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import RuevalError
-from rueval.metrics import exact_match, is_correct, token_f1
 from rueval.models.base import Generation, Request
 from rueval.models.distributed import world
 from rueval.progress import detail, progress
+from rueval.scoring import example_metrics, is_correct
 from rueval.solvers import Setting, Solver
 from rueval.solvers.lm import LMSolver, Plan
 from rueval.tasks import Example, Task
@@ -208,17 +208,6 @@ def sample_line(
         "idx": example.idx,
         "prediction": prediction,
         "correct": is_correct(task, example.label, prediction),
-    }
-
-
-def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
-    """One example's metrics, as lm-eval logs them: accuracy, or for answers to find, EM and F1 against the
-    best gold."""
-    if task.kind != "span":
-        return {"acc": float(is_correct(task, gold, prediction))}
-    return {
-        "em": max(exact_match(answer, prediction, task.normalization) for answer in gold),
-        "f1": max(token_f1(answer, prediction, task.normalization) for answer in gold),
     }
 
 

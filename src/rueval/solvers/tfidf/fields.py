@@ -26,8 +26,8 @@ import razdel
 from scipy import sparse
 
 from rueval.errors import RuevalError
-from rueval.metrics import is_correct
 from rueval.progress import progress
+from rueval.scoring import is_correct
 from rueval.solvers.tfidf.features import CONFIGS, Fields, FieldVectors, LinearConfig, fit_classifier
 from rueval.tasks import Example, Task, split_options
 from rueval.text import sentences
