@@ -10,7 +10,7 @@ from support import SYSTEM, read_jsonl
 
 import rueval
 from rueval.errors import RuevalError
-from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +66,7 @@ class ConstantModel(LanguageModel):
     """Prefers the option whose text is longest: a model whose answers the test can predict."""
 
     identity = "test:longest-option"
+    capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def loglikelihood(self, requests, on_done=None):
         return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]

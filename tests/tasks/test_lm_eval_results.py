@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rueval
-from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.results.lm_eval import FILE_NAME
 
 # The top-level keys lm-evaluation-harness 0.4.x writes (lm_eval/evaluator.py: evaluate() and
@@ -67,6 +67,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
 
 class LongestOption(LanguageModel):
     identity = "test:longest-option"
+    capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def loglikelihood(self, requests, on_done=None):
         return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]
