@@ -1,7 +1,7 @@
 """Robustness after TAPE (Taktasheva et al., 2022, Section 4.2): perturbations and attacks on
 Russian text, constraints that keep the gold answer valid, semantic filtering, attack success rate.
 
-    targets.py         per task: the fields perturbations change, its constraints, AddSent's field
+    targets.py         from each task's shape: the fields perturbations change, constraints, AddSent's field
     perturbations.py   ButterFingers, Emojify, EDA delete/swap, ChangeCharCase, BackTranslation, AddSent
     constraints.py     Jeopardy, NamedEntities, Referents, Multihop (+ RSG: TargetWord, Mentions)
     semantic_filter.py BERTScore (bert-score) or character n-gram similarity; the rate halved, originals kept
