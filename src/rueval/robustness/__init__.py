@@ -1,7 +1,7 @@
 """Robustness after TAPE (Taktasheva et al., 2022, Section 4.2): perturbations and attacks on
 Russian text, constraints that keep the gold answer valid, semantic filtering, attack success rate.
 
-    targets.py         per task: the fields perturbations change, its constraints, AddSent's field
+    targets.py         from each task's shape: the fields perturbations change, its constraints, AddSent's field
     base.py            Perturbation: a rate, a seed, the pieces it rewrites and how their edits are applied
     perturbations.py   ButterFingers, Emojify, EDA delete/swap, ChangeCharCase (and the registry of all)
     model_based.py     BackTranslation, AddSent (backends.py: their models)
