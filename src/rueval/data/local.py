@@ -6,7 +6,7 @@ so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found; two f
 task at the same depth (`a/PARus/`, `b/parus/`) are an error, never a silent pick.
 
 Split files are read within bounds (rueval.data.reading); each record's id is checked by its
-layout's rule (rueval.data.records.ID_RULES) and is unique in its split.
+layout's rule (rueval.data.records.id_rule) and is unique in its split.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
-from rueval.data.records import ID_RULES, Dataset, Example, IdRule, Record, RecordFields
+from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields, id_rule
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
 
@@ -80,7 +80,10 @@ class DataSource:
         return self._given_roots
 
     def folders(self, task: Dataset) -> list[Node]:
-        """Every folder of the task under the roots, best first; two equally good ones are an error."""
+        """Every folder of the task under the roots, best first (two equally good ones are an error); a
+        task with a folder of its own (a YAML task's data) is read from there."""
+        if task.data_dir:
+            return [Path(task.data_dir)]
         if task.name not in self._folders:
             # TAPE ships raw and episodes copies of each task: the chosen set first, then the shallowest.
             found = sorted(
@@ -163,6 +166,7 @@ def parse_examples(
     as they come in the file. Ids are checked per group (SplitIds)."""
     groups: dict[str | None, list[Example]] = {None: []}
     ids: dict[str | None, SplitIds] = {}
+    rule = id_rule(task.benchmark)
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
     records = 0
@@ -178,10 +182,10 @@ def parse_examples(
         if name is not None and not with_perturbed:
             continue  # a perturbed copy from TAPE's episodes layout: scored by robustness runs only
         group = groups.setdefault(name, [])
-        group_ids = ids.setdefault(name, SplitIds(ID_RULES[task.benchmark], file))
+        group_ids = ids.setdefault(name, SplitIds(rule, file))
         # Without ids, a record is numbered by its place among the records of its group (originals,
         # or one perturbation's copies), so a copy matches its original by position.
-        examples = task.parse(Record(data, file, line_no, group_ids.records))
+        examples = task.parse(Record(data, file, line_no, group_ids.records, ids=rule))
         group_ids.add_record(data, line_no)
         for example in examples:
             if example.fields is data:  # a flat record's own fields: kept as its text (RecordFields)

@@ -32,10 +32,17 @@ class IdRule:
 # RuCoS query has an integer idx (MERA's meta.id, an integer too, becomes the idx of its records).
 # TAPE: chegeka's question_id (integers) and ru_openbook's ID (text, "14-1486"); an idx where a record
 # carries one (MERA's records, rueval perturb's copies); the other TAPE files have no id at all.
+# A task of one's own (a YAML task) may give its records an idx, an integer or text, or none.
 ID_RULES = {
     "rsg": IdRule(("idx",), (int,), required=True),
     "tape": IdRule(("ID", "question_id", "idx"), (int, str), required=False),
 }
+OWN_IDS = IdRule(("idx",), (int, str), required=False)
+
+
+def id_rule(benchmark: str) -> IdRule:
+    """The id rule of a task's layout, by its benchmark."""
+    return ID_RULES.get(benchmark, OWN_IDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +124,7 @@ class Record:
     line: int
     position: int  # 0-based index among the file's records
     path: str = ""  # where a nested object sits in its line, e.g. "passage.questions[1]."
+    ids: IdRule = OWN_IDS  # where its layout keeps a record's id (ID_RULES), and what an id is there
 
     def error(self, field: str | None, message: str) -> DataError:
         return DataError(self.file, message, line=self.line, field=None if field is None else self.path + field)
@@ -134,11 +142,11 @@ class Record:
             raise self.error(path, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")
         return value
 
-    def id(self, layout: str) -> Any:
-        """The record's id by the rule of its layout ("rsg" or "tape", see ID_RULES): an integer, or
-        where the layout has text ids a non-empty string; its position among the file's records
-        where the layout's ids are optional and it has none. A DataError if missing or mistyped."""
-        rule = ID_RULES[layout]
+    def id(self) -> Any:
+        """The record's id by the rule of its layout (``ids``): an integer, or where the layout has
+        text ids a non-empty string; its position among the file's records where the layout's ids are
+        optional and it has none. A DataError if missing or mistyped."""
+        rule = self.ids
         field = rule.field_in(self.data)
         if field is None:
             if rule.required:
@@ -158,7 +166,7 @@ class Record:
             item = f"{path}[{i}]"
             if not isinstance(data, Mapping):
                 raise self.error(item, f"expected an object, got {type(data).__name__}")
-            records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}."))
+            records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}.", self.ids))
         return records
 
 
@@ -195,6 +203,7 @@ class Dataset(Protocol):
     split_files: Mapping[str, tuple[str, ...]]
     train_from: Dataset | None  # whose train split stands in when the dataset has none
     train_fields: Mapping[str, str]  # the lender's field names -> this dataset's
+    data_dir: str  # a folder of the dataset's own files, read whatever the source; "" to find it under the roots
 
     @property
     def names(self) -> tuple[str, ...]: ...
