@@ -207,3 +207,38 @@ def test_a_submission_with_a_bad_test_idx_writes_nothing(cli, data_dir, tmp_path
     assert result.exit_code == 2
     assert f"{test}:1: field 'idx': expected an integer as the id, got str '0'" in result.output
     assert not (tmp_path / "rsg.zip").exists()
+
+
+def test_a_task_of_ones_own_takes_integer_or_text_ids_or_none_and_refuses_others(tmp_path, task_registry):
+    from rueval.tasks.include import include
+
+    (tmp_path / "own.yaml").write_text(
+        "task: own_ids\ndataset_path: own\ntest_split: test\noutput_type: generate_until\n"
+        "doc_to_text: '{{question}}'\ndoc_to_target: answer\n",
+        encoding="utf-8",
+    )
+    rows = [{"question": "Да?", "answer": "да"}, {"question": "Нет?", "answer": "нет"}]
+    write_jsonl(tmp_path / "own" / "test.jsonl", rows)
+    include(tmp_path)
+    assert [e.idx for e in load(tmp_path, "own_ids", "test").examples] == [0, 1]  # positions
+    write_jsonl(tmp_path / "own" / "test.jsonl", [{**row, "idx": f"q{n}"} for n, row in enumerate(rows)])
+    assert [e.idx for e in load(tmp_path, "own_ids", "test").examples] == ["q0", "q1"]
+    write_jsonl(tmp_path / "own" / "test.jsonl", [{**rows[0], "idx": 1.5}, rows[1]])
+    error = refused(tmp_path, "own_ids", "test")
+    assert (error.line, error.field) == (1, "idx")
+    assert "expected an integer or a non-empty string as the id, got float 1.5" in str(error)
+
+
+def test_meras_export_refuses_a_run_whose_predictions_are_not_the_test_splits(cli, tmp_path):
+    from test_mera import rcb, write_task
+
+    root = tmp_path / "mera"
+    write_task(root, "RCB", {"train": [rcb(1, "2"), rcb(2, "1")], "test": [rcb(7, "2"), rcb(8, "1")]})
+    result = cli("run", "-m", "majority", "-t", "rcb", "--data", root, "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    write_task(root, "RCB", {"train": [rcb(1, "2"), rcb(2, "1")], "test": [rcb(7, "2"), rcb(9, "1")]})
+    result = cli("export", "--format", "mera", tmp_path / "run", "-o", tmp_path / "mera.zip")
+    assert result.exit_code == 2
+    assert "the submission's ids do not match the test split: idx 8 is not in the split; not written" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "mera.zip").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rueval.data.ids import check_written_ids, submission_ids
+from rueval.data.ids import check_written_ids, in_split_order, submission_ids
 from rueval.data.local import (
     TAPE_SETS,
     DataSource,
@@ -49,6 +49,7 @@ __all__ = [
     "Split",
     "TaskData",
     "check_written_ids",
+    "in_split_order",
     "eval_split",
     "load_task_data",
     "load_train",

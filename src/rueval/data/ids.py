@@ -40,6 +40,14 @@ def check_written_ids(split: Split, written: Sequence[Any]) -> None:
         raise RuevalError(f"{split.file}: {message}")
 
 
+def in_split_order(split: Split, ids: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+    """``values`` given for ``ids`` (a run's stored predictions) in the split's order; a RuevalError
+    unless the ids are the split's, each once (the split's file changed since, or the run's files did)."""
+    check_written_ids(split, ids)
+    by_id = {_key(_path(idx)): value for idx, value in zip(ids, values, strict=True)}
+    return [by_id[_key(_path(example.idx))] for example in split.examples]
+
+
 def _mismatch(expected: Counter, given: Counter) -> str | None:
     """The first difference between the ids the split has and those written, if any."""
     for key, n in expected.items():
