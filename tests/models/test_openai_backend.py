@@ -48,6 +48,7 @@ def server(running_server):
     s.logprobs_supported, s.refuse_zero_max_tokens, s.fail_next, s.delay, s.api_key = True, False, 0, 0.0, None
     s.retry_after, s.drop_next = None, 0
     s.system_fingerprint, s.created = None, None
+    s.fault_logprob, s.fault_model, s.aliases = None, None, ()
     s.completion_requests = s.failures_served = s.peak_in_flight = 0
     return s
 

@@ -46,6 +46,7 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    checked_logprob,
     cut_at_stop,
     encode_pair,
     prompt_text,
@@ -228,11 +229,13 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
         """Apply the character-boundary rule of the module docstring to one echoed prompt; its
         last ``generated`` tokens are the ones the server generated after it."""
-        logprobs = choice.get("logprobs") or {}
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         tokens = logprobs.get("tokens") or []
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         n_prompt = len(tokens) - generated
         echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
+        if echoed and not all(isinstance(token, str) for token in tokens):
+            raise RuevalError(f"the server at {url} answered token texts that are not text: {tokens[:5]!r:.80}")
         if not echoed:
             raise self._no_logprobs(url)
         starts = [0]
@@ -253,7 +256,7 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_ids(
         self, url: str, choice: dict, request: Loglikelihood, ids: list[int], first: int
     ) -> LoglikelihoodResult:
-        logprobs = choice.get("logprobs") or {}
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         if not values or not tops or len(values) < len(ids):
             raise self._no_logprobs(url)
@@ -264,13 +267,16 @@ class OpenAICompletionsModel(LanguageModel):
     ) -> LoglikelihoodResult:
         """Add up the scored tokens' logprobs; greedy if each was the server's top choice."""
         total, greedy, n = 0.0, True, 0
+        source = f"the server at {url}"
         for i in scored:
             if values[i] is None and i == 0:  # the first prompt token: nothing predicts it
                 continue
-            if values[i] is None or not tops[i]:
+            if values[i] is None or not tops[i] or not isinstance(tops[i], dict):
                 raise self._no_logprobs(url)
-            total += float(values[i])
-            greedy = greedy and float(values[i]) >= max(map(float, tops[i].values())) - GREEDY_TOLERANCE
+            value = checked_logprob(values[i], source, request)
+            top = max(checked_logprob(v, source, request) for v in tops[i].values())
+            greedy = greedy and value >= top - GREEDY_TOLERANCE
+            total += value
             n += 1
         if n == 0:
             raise RuevalError(
@@ -299,9 +305,9 @@ class OpenAICompletionsModel(LanguageModel):
         changed since the identity was taken is serving other weights: its answer is refused."""
         body = self._post(url, "/completions", payload)
         choices = body.get("choices")
-        if not isinstance(choices, list) or len(choices) != n_prompts:
+        if not isinstance(choices, list) or len(choices) != n_prompts or not all(isinstance(c, dict) for c in choices):
             raise RuevalError(f"the server at {url} answered /completions without one choice per prompt")
-        return sorted(choices, key=lambda c: c.get("index", 0))
+        return sorted(choices, key=lambda c: c["index"] if isinstance(c.get("index"), int) else 0)
 
     def _post(self, url: str, path: str, payload: dict) -> dict:
         """POST the model's request; the answer, refused when its system_fingerprint changed since

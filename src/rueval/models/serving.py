@@ -259,9 +259,27 @@ class ServerClient:
                 continue
             raise self._http_error(server, url, response.status_code, server_message(response.content))
         try:
-            return response.json(), _server_time(response.headers.get("Date"))
+            body = response.json()
         except ValueError:
             raise RuevalError(f"the server at {url} did not answer with JSON: {response.content[:200]!r}") from None
+        named = body.get("model") if payload is not None and isinstance(body, dict) else None
+        if named is not None and named != self.model and not self._same_model(server, named):
+            raise RuevalError(
+                f"the server at {url} answered for the model '{named}', not '{self.model}' as asked: "
+                "another model is behind this address; its answer is not used"
+            )
+        return body, _server_time(response.headers.get("Date"))
+
+    def _same_model(self, server: str, named: Any) -> bool:
+        """Whether an answer naming ``named`` is the asked model's: vLLM answers with the first of a
+        model's served names, so a name the server lists with the same weights (root) is the same model."""
+        try:
+            listing = self.request(server, "/models", None)
+        except ClientError:  # no /models: nothing says the two names are one model
+            return False
+        entries = listing.get("data", []) if isinstance(listing, dict) else []
+        roots = {str(m.get("id")): m.get("root") for m in entries if isinstance(m, dict)}
+        return roots.get(self.model) is not None and roots.get(str(named)) == roots.get(self.model)
 
     def _wait(self, attempt: int, retry_after: str | None) -> None:
         # the jitter keeps many clients that failed together from retrying together
