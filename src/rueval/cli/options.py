@@ -176,6 +176,10 @@ LoadInOption = Annotated[
     LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
+TimeoutOption = Annotated[
+    float,
+    typer.Option(min=0.001, help="openai: seconds one HTTP request may take, retries included, before the run stops."),
+]
 CacheOption = Annotated[
     CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")
 ]

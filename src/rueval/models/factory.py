@@ -9,6 +9,7 @@ from outside). The module is imported only when a model of its backend is opened
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import asdict, dataclass
 
 from rueval.errors import RuevalError
@@ -77,6 +78,7 @@ class ModelOptions:
     # serving and caching
     base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
     concurrency: int = 8  # openai: HTTP requests in flight per server
+    timeout: float = 300.0  # openai: seconds one HTTP request may take, its retries included
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
     chat_scoring: str = "auto"  # openai-chat: options by prompt logprobs, by a generated answer, or auto (probe)
     # large models on GPUs (hf)
@@ -98,6 +100,9 @@ class ModelOptions:
         ):
             if value is not None and value not in allowed:
                 raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+            raise RuevalError(f"--timeout {timeout}: expected a positive number of seconds")
 
 
 def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -> Engine:

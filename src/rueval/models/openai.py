@@ -69,9 +69,9 @@ class OpenAICompletionsModel(LanguageModel):
     """A model behind an OpenAI-compatible ``/v1/completions`` endpoint.
 
     ``concurrency`` HTTP requests run at once on each server, each carrying up to ``prompts_per_request``
-    prompts (the API takes a list). A request that fails with 408/429/5xx, a dropped connection
-    or a timeout is retried up to ``max_retries`` times, waiting ``retry_delay`` seconds and
-    doubling (capped at 30 s, or as the server's Retry-After says). The servers are first
+    prompts (the API takes a list). A request that fails with 408/429/5xx or a dropped connection is
+    retried up to ``max_retries`` times, waiting ``retry_delay`` seconds and doubling (capped at 30 s,
+    or as the server's Retry-After says), within ``timeout`` seconds in all. The servers are first
     contacted when the identity or the first result is asked for.
     """
 
@@ -84,7 +84,7 @@ class OpenAICompletionsModel(LanguageModel):
         base_url: str | Sequence[str],
         api_key: str | None = None,
         concurrency: int = 8,
-        timeout: float = 60.0,
+        timeout: float = ModelOptions.timeout,
         max_retries: int = 5,
         tokenizer: Any = None,
         prompts_per_request: int = 16,
@@ -379,7 +379,9 @@ class OpenAICompletionsModel(LanguageModel):
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
     """The backend of `-m openai:MODEL --base-url URL` (BACKENDS)."""
-    return OpenAICompletionsModel(spec.target, served_at(spec, options), concurrency=options.concurrency)
+    return OpenAICompletionsModel(
+        spec.target, served_at(spec, options), concurrency=options.concurrency, timeout=options.timeout
+    )
 
 
 def served_at(spec: ModelSpec, options: ModelOptions) -> str:

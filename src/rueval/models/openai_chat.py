@@ -163,7 +163,9 @@ class OpenAIChatModel(OpenAICompletionsModel):
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAIChatModel:
     """The backend of `-m openai-chat:MODEL --base-url URL` (BACKENDS)."""
     base_url = served_at(spec, options)
-    return OpenAIChatModel(spec.target, base_url, scoring=options.chat_scoring, concurrency=options.concurrency)
+    return OpenAIChatModel(
+        spec.target, base_url, scoring=options.chat_scoring, concurrency=options.concurrency, timeout=options.timeout
+    )
 
 
 class NoPromptLogprobs(RuevalError):
