@@ -182,3 +182,22 @@ def test_meras_task_file_is_bounded_and_must_be_a_regular_file(tmp_path):
     (tmp_path / "rcb" / "task.json").write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(DataError, match="two folders for MERA's RCB"):
         open_data(str(tmp_path)).load(get_task("rcb"), "test")
+
+
+@pytest.mark.parametrize(
+    ("option", "tight", "loose", "said"),
+    [
+        ("--max-lines", "4", "20", "more than 4 lines"),
+        ("--max-blank-lines", "3", "10", "more than 3 blank lines"),
+        ("--max-file-mb", "0.001", "1", "larger than 0.000999451 MB"),  # 1048 bytes
+    ],
+)
+def test_each_limit_is_an_option_of_rueval_run_that_its_error_names(cli, tmp_path, option, tight, loose, said):
+    path = parus_val(tmp_path / "data", 10, blank_every=1)  # 20 lines, about 1.5 KB
+    write_jsonl(path.parent / "train.jsonl", [{**RECORD, "idx": idx} for idx in range(3)])
+    run = ("run", "-m", "majority", "-t", "parus", "--data", tmp_path / "data", "--split", "val")
+    refused = cli(*run, option, tight, "-o", tmp_path / "refused")
+    assert refused.exit_code == 2
+    assert refused.output.startswith(f"error: {path}") and said in refused.output
+    assert option in refused.output and len(refused.output.strip().splitlines()) == 1
+    assert cli(*run, option, loose, "-o", tmp_path / "read").exit_code == 0

@@ -45,7 +45,10 @@ from rueval.cli.options import (
     LimitOption,
     LoadInOption,
     LogSamplesOption,
+    MaxBlankLinesOption,
+    MaxFileOption,
     MaxLineOption,
+    MaxLinesOption,
     ModelArgsOption,
     ModelOption,
     NumFewshotOption,
@@ -77,6 +80,7 @@ from rueval.cli.options import (
     solver_options,
     user_errors,
 )
+from rueval.data import ReadLimits
 from rueval.errors import RuevalError
 from rueval.progress import set_level, warn
 from rueval.tasks import resolve_tasks
@@ -176,6 +180,9 @@ def run(
     ft_save: FtSaveOption = None,
     tape_set: TapeSetOption = TapeSetName.episodes,
     max_line_mb: MaxLineOption = 20.0,
+    max_file_mb: MaxFileOption = 1024.0,
+    max_lines: MaxLinesOption = 1_000_000,
+    max_blank_lines: MaxBlankLinesOption = 100_000,
     force: Annotated[
         bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
     ] = False,
@@ -233,7 +240,7 @@ def run(
             options=plain(options),
             force=force,
             log_samples=log_samples,
-            max_line_bytes=int(max_line_mb * 2**20),
+            limits=ReadLimits(int(max_line_mb * 2**20), int(max_file_mb * 2**20), max_lines, max_blank_lines),
             tape_set=tape_set.value,
         )
     except KeyboardInterrupt:

@@ -253,6 +253,13 @@ TapeSetOption = Annotated[
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]
+MaxFileOption = Annotated[
+    float, typer.Option("--max-file-mb", min=0.001, help="Refuse data files (zip members: inflated) larger.")
+]
+MaxLinesOption = Annotated[int, typer.Option("--max-lines", min=1, help="Refuse data files with more lines.")]
+MaxBlankLinesOption = Annotated[
+    int, typer.Option("--max-blank-lines", min=1, help="Refuse data files with more blank lines.")
+]
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, DataSource, ReadLimits, TaskData, load_task_data, open_data, tape_set_of
+from rueval.data import DEFAULT_LIMITS, DataSource, ReadLimits, TaskData, load_task_data, open_data, tape_set_of
 from rueval.errors import RuevalError
 from rueval.files import write_json
 from rueval.models.distributed import on_main, world
@@ -53,7 +53,7 @@ def run(
     options: Mapping[str, Any] | None = None,
     force: bool = False,
     log_samples: bool = False,
-    max_line_bytes: int = MAX_LINE_BYTES,
+    limits: ReadLimits = DEFAULT_LIMITS,
     tape_set: str = "episodes",
     solver: Solver | None = None,
 ) -> RunResult:
@@ -66,7 +66,7 @@ def run(
     each task, or below 1 that share of them, rounded up (lm-eval's --limit)."""
     started = time.perf_counter()
     limit = check_limit(limit)
-    source = open_data(data, ReadLimits(line_bytes=max_line_bytes), tape_set)
+    source = open_data(data, limits, tape_set)
     solver_options = dict(solver_options or {})
     if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
         solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
