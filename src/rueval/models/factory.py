@@ -29,13 +29,14 @@ class Backend:
 
     module: str
     target: str = "MODEL"
+    example: str = "Qwen/Qwen2.5-7B-Instruct (the name the server lists at /v1/models)"  # for errors
 
     def open(self, spec: ModelSpec, options: ModelOptions) -> LanguageModel:
         return importlib.import_module(self.module).open_model(spec, options)
 
 
 BACKENDS: dict[str, Backend] = {
-    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID"),
+    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
     "openai": Backend("rueval.models.openai"),
     "openai-chat": Backend("rueval.models.openai_chat"),
 }
@@ -54,9 +55,7 @@ class ModelSpec:
         if backend not in BACKENDS:
             raise RuevalError(f"-m {spec}: unknown backend '{backend}'; expected one of: {', '.join(BACKENDS)}")
         if not target:
-            raise RuevalError(
-                f"-m {spec}: name the model after the colon, e.g. hf:ai-forever/rugpt3small_based_on_gpt2"
-            )
+            raise RuevalError(f"-m {spec}: name the model after the colon, e.g. {backend}:{BACKENDS[backend].example}")
         return cls(backend, target)
 
     @staticmethod
