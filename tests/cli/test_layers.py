@@ -14,7 +14,7 @@ LAYERS = {
     "data": ("rueval.data",),
     "tasks": ("rueval.tasks", "rueval.metrics", "rueval.stats", "rueval.results", "rueval.slices", "rueval.fewshot"),
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
-    "run": ("rueval.run", "rueval.audit", "rueval.duplicates", "rueval.submit"),
+    "run": ("rueval.run", "rueval.audit", "rueval.duplicates"),
     "report": ("rueval.report",),
     "cli": ("rueval.cli", "rueval.__main__", "rueval.api"),
 }
@@ -95,6 +95,18 @@ def test_no_import_circle():
         if module not in index:
             visit(module)
     assert circles == []
+
+
+def test_the_report_layer_presents_and_runs_nothing():
+    """report/ only shows finished runs: it makes no solver and runs no model (submissions live in run/)."""
+    running = [
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith("rueval.report")
+        for target in sorted(targets)
+        if target.startswith(("rueval.run", "rueval.solvers"))
+    ]
+    assert running == []
 
 
 def test_modules_stay_small():

@@ -322,7 +322,7 @@ def submit(
     verbose: VerboseOption = False,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip."""
-    from rueval.submit import submit as write_submission
+    from rueval.run.submission import submit as write_submission
 
     set_level(quiet, verbose)
     options = plain({name: value for name, value in locals().items() if name not in ("out", "data", "seed", "shots")})
