@@ -40,6 +40,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import (
+    Capabilities,
     Generation,
     LanguageModel,
     Loglikelihood,
@@ -47,7 +48,9 @@ from rueval.models.base import (
     OnDone,
     cut_at_stop,
     encode_pair,
+    prompt_text,
 )
+from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.models.serving import (
     ClientError,
     Dispatcher,
@@ -99,6 +102,7 @@ class OpenAICompletionsModel(LanguageModel):
             if bos is None and eos is None:
                 raise RuevalError(f"openai:{model}: the tokenizer has neither a BOS nor an EOS token to start with")
             self.start_token = bos if bos is not None else eos
+        self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.tokenizer)
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
         self._dispatcher = Dispatcher(self.urls, self.concurrency)
         self._card: dict[str, Any] | None = None  # the served weights, as every server describes them
@@ -137,6 +141,11 @@ class OpenAICompletionsModel(LanguageModel):
                 self._identity = " ".join(parts)
             return self._identity
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """Log-likelihoods (the server must return prompt logprobs: checked when it scores) and generation."""
+        return self._capabilities
+
     # -- requests ------------------------------------------------------------------------------
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
@@ -146,7 +155,9 @@ class OpenAICompletionsModel(LanguageModel):
             if not r.continuation:
                 raise ValueError("a log-likelihood request needs a non-empty continuation")
         chunks = self._chunks(list(range(len(requests))))
-        homes = [route(requests[c[0]].context + requests[c[0]].continuation, len(self.urls)) for c in chunks]
+        homes = [
+            route(prompt_text(requests[c[0]].context) + requests[c[0]].continuation, len(self.urls)) for c in chunks
+        ]
         return self._run(
             chunks, homes, lambda url, c: self._score_chunk(url, [requests[i] for i in c]), len(requests), on_done
         )
@@ -158,7 +169,7 @@ class OpenAICompletionsModel(LanguageModel):
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.stop, r.top_p, r.temperature, r.seed), []).append(i)
         chunks = [chunk for indices in groups.values() for chunk in self._chunks(indices)]
-        homes = [route(requests[c[0]].prompt, len(self.urls)) for c in chunks]
+        homes = [route(prompt_text(requests[c[0]].prompt), len(self.urls)) for c in chunks]
         return self._run(
             chunks, homes, lambda url, c: self._generate_chunk(url, [requests[i] for i in c]), len(requests), on_done
         )
@@ -358,6 +369,18 @@ class OpenAICompletionsModel(LanguageModel):
             "logprobs=1), which scoring needs; vLLM returns them on /v1/completions (keep --max-logprobs >= 1); "
             "a server without them can run generation tasks only"
         )
+
+
+def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
+    """The backend of `-m openai:MODEL --base-url URL` (BACKENDS)."""
+    return OpenAICompletionsModel(spec.target, served_at(spec, options), concurrency=options.concurrency)
+
+
+def served_at(spec: ModelSpec, options: ModelOptions) -> str:
+    """The --base-url a served model needs."""
+    if not options.base_url:
+        raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
+    return options.base_url
 
 
 def _load_tokenizer(tokenizer: Any) -> Any:

@@ -19,7 +19,6 @@ import numpy as np
 from rueval import __version__
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
 from rueval.files import write_json
-from rueval.metrics import rsg_total, score_task
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
@@ -30,6 +29,7 @@ from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.robustness import Robustness
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
+from rueval.scoring import rsg_total, score_task
 from rueval.solvers import Setting, Solver
 from rueval.tasks import Example, Task
 

@@ -17,7 +17,7 @@ from rueval.errors import RuevalError
 from rueval.results.checks import Checker, read_json_file
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation
-from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity
+from rueval.robustness.semantic_filter import CHAR_NGRAM_NOTE, CharNgramSimilarity, choose_similarity
 from rueval.robustness.targets import not_applied_notes
 from rueval.slices import check_slice_names, resolve_slices
 from rueval.solvers import (
@@ -31,13 +31,15 @@ from rueval.solvers import (
 )
 from rueval.solvers.options import LMOptions, NoOptions
 from rueval.tasks import Task, get_task, resolve_tasks
+from rueval.tasks.include import include
 
 # Bump with any change of a default or of how a number is computed (prompts, scoring, metrics,
 # data reading): a task result saved under another protocol is never reused.
 PROTOCOL_VERSION = 1
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
-# names it, and runs of the same settings share a directory), sample logs, the line-size guard.
-UNSCORED = ("tasks", "log_samples", "max_line_bytes")
+# names it, and runs of the same settings share a directory), sample logs, the line-size guard, where
+# YAML tasks were found (each YAML task's file enters its own fingerprint).
+UNSCORED = ("tasks", "log_samples", "max_line_bytes", "include_path")
 SPLITS = ("val", "test")
 ALL = "all"
 
@@ -94,11 +96,11 @@ class RobustnessOptions:
             chosen.append((name, kind.default_rate if rate is None else rate))
         names = [name for name, _ in chosen]
         translation = _translation_models(translation_model) if BackTranslation.name in names else None
-        similarity = BertScore if filter_model else CharNgramSimilarity
+        similarity, _ = choose_similarity(filter_model)  # TAPE's BERTScore when its encoder is at hand
         threshold = similarity.default_threshold if filter_threshold is None else filter_threshold
         return cls(
-            tuple(chosen), None if rates is None else tuple(rates), filter_model, threshold, filter_min_share,
-            translation, addsent_model, base_url,
+            tuple(chosen), None if rates is None else tuple(rates), getattr(similarity, "model_name", None),
+            threshold, filter_min_share, translation, addsent_model, base_url,
         )  # fmt: skip
 
     def notes(self) -> list[str]:
@@ -109,7 +111,8 @@ class RobustnessOptions:
             notes.append(f"{BackTranslation.name} not included: give --translation-model RU_EN,EN_RU to include it")
         if self.requested is None and AddSent.name not in names:
             notes.append(f"{AddSent.name} not included: give --addsent-model MODEL to include it")
-        return notes + not_applied_notes(names)
+        filtered = [] if self.filter_model else [CHAR_NGRAM_NOTE]
+        return notes + not_applied_notes(names) + filtered
 
     def to_json(self, seed: int) -> dict[str, Any]:
         """As JSON, each perturbation with the run's ``seed`` (it seeds them all)."""
@@ -157,6 +160,7 @@ class RunSpec:
     include_path: tuple[str, ...] = ()  # folders of YAML task declarations (lm-eval's --include-path)
 
     def __post_init__(self) -> None:
+        include(*self.include_path)  # YAML tasks are known by name from here on (a resumed run's too)
         if not self.tasks:
             raise RuevalError("name at least one task")
         for task in self.tasks:
@@ -186,6 +190,7 @@ class RunSpec:
         limit: float | None = None,
         slices: str | Sequence[str] = (),
         shots: int | Sequence[int] = (0,),
+        include_path: str | Path | Sequence[str | Path] = (),
         **values: Any,
     ) -> RunSpec:
         """A spec from a user's values: task and slice names resolved ("all", "rsg", ...), the model's
@@ -194,6 +199,8 @@ class RunSpec:
         ``values`` are fields as they are (``options=`` instead of ``given`` for options made already)."""
         if "options" not in values:
             values["options"] = solver_options(model, given or {}, values.get("seed", 0), spell)
+        folders = tuple(_absolute_folders(include_path))
+        include(*folders)  # before the task names are resolved: they may name YAML tasks
         return cls(
             tasks=tuple(task.name for task in resolve_tasks(tasks if isinstance(tasks, str) else ",".join(tasks))),
             model=model,
@@ -201,6 +208,7 @@ class RunSpec:
             limit=check_limit(limit),
             slices=tuple(resolve_slices(slices) if isinstance(slices, str) else slices),
             shots=(shots,) if isinstance(shots, int) else tuple(shots),
+            include_path=folders,
             **values,
         )
 
@@ -317,6 +325,13 @@ def _absolute(data: str | Path | None) -> str | None:
     if data is None or str(data) == "hf" or not Path(data).exists():
         return None if data is None else str(data)
     return str(Path(data).resolve())
+
+
+def _absolute_folders(include_path: str | Path | Sequence[str | Path]) -> list[str]:
+    """--include-path's folders (or files), a comma separating several, as absolute paths."""
+    given = [include_path] if isinstance(include_path, str | Path) else include_path
+    parts = [part.strip() for path in given for part in str(path).split(",") if part.strip()]
+    return [str(Path(part).expanduser().resolve()) for part in parts]
 
 
 def _parse_spec(spec: str) -> dict[str, float | None] | None:

@@ -125,7 +125,10 @@ class RunStore:
 def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
     """A hash of everything a task's result depends on: the run's (``run_key``), the task, its scored
     split and its data."""
-    return digest({**run_key, "task": task.name, "split": data.eval.name, "data": data.sha256})
+    key = {**run_key, "task": task.name, "split": data.eval.name, "data": data.sha256}
+    if task.revision:  # a task declared in a YAML file: an edited file is another task
+        key["task_revision"] = task.revision
+    return digest(key)
 
 
 def _differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
