@@ -94,8 +94,13 @@ def test_defaults_are_resolved_into_the_fingerprint_and_only_unscored_values_lea
         RunSpec.create("parus", "hf:some/model"),
         RunSpec.create("rcb", "hf:some/model", log_samples=True),
         RunSpec.create("rcb", "hf:some/model", max_line_bytes=1024),
+        RunSpec.create("rcb", "hf:some/model", {"cache": "refresh", "concurrency": 2}),
     ]
     assert {other.fingerprint() for other in unscored} == {base.fingerprint()}
+    require_modules("torch", "transformers", extra="finetune")
+    saved = RunSpec.create("rcb", "finetune:some/encoder", {"ft_save": "/tmp/models"})
+    assert saved.fingerprint() == RunSpec.create("rcb", "finetune:some/encoder").fingerprint()
+    assert RunSpec.create("rcb", "finetune:some/encoder", {"ft_lr": 2e-5}).fingerprint() != saved.fingerprint()
     before = base.fingerprint()
     monkeypatch.setattr(spec, "PROTOCOL_VERSION", spec.PROTOCOL_VERSION + 1)
     assert base.fingerprint() != before

@@ -73,7 +73,7 @@ ModelOption = Annotated[
         "-m",
         help=", ".join(NAMED)
         + ", "
-        + ", ".join(f"{b}:{'MODEL' if b.startswith('openai') else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
+        + ", ".join(f"{name}:{backend.target}" for name, backend in BACKENDS.items())
         + ".",
     ),
 ]
@@ -170,7 +170,10 @@ CacheOption = Annotated[
 ]
 FilterModelOption = Annotated[
     str | None,
-    typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
+    typer.Option(
+        help="Semantic filter: BERTScore with this encoder. Default: TAPE's bert-base-multilingual-cased when it "
+        "is in the Hugging Face cache, else character 3-gram similarity.",
+    ),
 ]
 FilterThresholdOption = Annotated[
     float | None,

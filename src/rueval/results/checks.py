@@ -92,18 +92,19 @@ class Checker:
             raise self.fail(field, f"expected true or false, got {value!r:.40}")
         return self.text(value, field) if kind is str else value
 
-    def fields(self, cls: type[T], data: Any, at: str) -> T:
+    def fields(self, cls: type[T], data: Any, at: str, made: Mapping[str, Any] | None = None) -> T:
         """A dataclass of JSON values: an unknown key, a value of the wrong type or one the class refuses is an
-        error naming the field; a key left out keeps its default. ``at``: the fields' prefix, e.g. "options."."""
-        data = self.obj(data, at.rstrip("."))
+        error naming the field; a key left out keeps its default. ``at``: the fields' prefix, e.g. "options.".
+        ``made``: fields whose values were read already (by their own classes), passed on as they are."""
+        data, made = self.obj(data, at.rstrip(".")), made or {}
         hints = typing.get_type_hints(cls)
-        known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        known = [f.name for f in dataclasses.fields(cls) if f.name not in made]  # type: ignore[arg-type]
         for key in data:
             if key not in known:
                 raise self.fail(f"{at}{key}", f"unknown field; expected one of: {', '.join(known)}")
         values = {key: self.typed(hints[key], value, f"{at}{key}") for key, value in data.items()}
         with self.refusals(at.rstrip(".")):
-            return cls(**values)
+            return cls(**values, **made)
 
     @contextmanager
     def refusals(self, field: str) -> Iterator[None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,8 @@ from rueval.tasks.include import include
 PROTOCOL_VERSION = 1
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
 # names it, and runs of the same settings share a directory), sample logs, the line-size guard, where
-# YAML tasks were found (each YAML task's file enters its own fingerprint).
+# YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say
+# their own (rueval.solvers.options: UNSCORED).
 UNSCORED = ("tasks", "log_samples", "max_line_bytes", "include_path")
 SPLITS = ("val", "test")
 ALL = "all"
@@ -132,9 +133,7 @@ class RobustnessOptions:
             perturbations.append((name, check.number(check.required(item, "rate", f"{where}."), f"{where}.rate")))
         if data.get("requested") == ALL:
             data["requested"] = None
-        plain = check.fields(cls, {**data, "perturbations": ()}, at)
-        with check.refusals(f"{at}perturbations"):
-            return replace(plain, perturbations=tuple(perturbations))
+        return check.fields(cls, data, at, {"perturbations": tuple(perturbations)})
 
 
 @dataclass(frozen=True)
@@ -271,31 +270,7 @@ class RunSpec:
         robustness = data.pop("robustness", None)
         if robustness is not None:
             robustness = RobustnessOptions.from_json(robustness, check, "robustness.")
-        return check.fields(_Fields, data, "").spec(options, robustness, check)
-
-
-@dataclass(frozen=True)
-class _Fields:
-    """RunSpec's plain fields, as JSON gives them (checked by type before the spec checks them)."""
-
-    tasks: tuple[str, ...]
-    model: str
-    data: str | None = None
-    split: str | None = None
-    tape_set: str = "episodes"
-    max_line_bytes: int = MAX_LINE_BYTES
-    shots: tuple[int, ...] = (0,)
-    episodes: int = 1
-    slices: tuple[str, ...] = ()
-    limit: int | float | None = None
-    seed: int = 0
-    log_samples: bool = False
-    include_path: tuple[str, ...] = field(default_factory=tuple)
-
-    def spec(self, options: SolverOptions, robustness: RobustnessOptions | None, check: Checker) -> RunSpec:
-        with check.refusals(""):
-            values = {f.name: getattr(self, f.name) for f in fields(self)}
-            return RunSpec(**values, options=options, robustness=robustness)
+        return check.fields(cls, data, "", {"options": options, "robustness": robustness})
 
 
 def read_spec(path: Path, resolved: Sequence[str] = ()) -> RunSpec:
@@ -303,8 +278,14 @@ def read_spec(path: Path, resolved: Sequence[str] = ()) -> RunSpec:
 
 
 def scored(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings a run's numbers depend on."""
-    return {key: value for key, value in settings.items() if key not in UNSCORED}
+    """The settings a run's numbers depend on: a spec's JSON (with what a run adds to it) without the
+    values no number depends on."""
+    kept = {key: value for key, value in settings.items() if key not in UNSCORED}
+    family = FAMILIES.get(str(kept.get("family")))
+    if family is not None and isinstance(kept.get("solver_options"), Mapping):
+        options = kept["solver_options"].items()
+        kept["solver_options"] = {key: value for key, value in options if key not in family.options.UNSCORED}
+    return kept
 
 
 def digest(value: Any) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from rueval.errors import RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -20,26 +20,32 @@ if TYPE_CHECKING:
     from rueval.solvers.finetune.options import FinetuneOptions
 
 
-@dataclass(frozen=True)
-class NoOptions:
-    """A family that takes no options: the trivial baselines, TF-IDF."""
+class PlainOptions:
+    """A family's options that are plain fields, given, saved and read back by their own names.
+    ``NAMES``: the options a user gives it; ``UNSCORED``: those of its JSON no number depends on."""
 
     NAMES: ClassVar[tuple[str, ...]] = ()
+    UNSCORED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> NoOptions:
-        return cls()
+    def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> Self:
+        return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
-        return {}
+        return asdict(self)  # type: ignore[call-overload]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> NoOptions:
+    def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> Self:
         return check.fields(cls, data, at)
 
 
 @dataclass(frozen=True)
-class HeuristicOptions:
+class NoOptions(PlainOptions):
+    """A family that takes no options: the trivial baselines, TF-IDF."""
+
+
+@dataclass(frozen=True)
+class HeuristicOptions(PlainOptions):
     """-m heuristic: the baseline for examples no rule covers, and which rules (fitted on train, or all)."""
 
     NAMES: ClassVar[tuple[str, ...]] = ("fallback", "rules")
@@ -52,17 +58,6 @@ class HeuristicOptions:
             raise RuevalError(f"unknown fallback '{self.fallback}'; expected one of: {', '.join(STRATEGIES)}")
         if self.rules not in RULE_CHOICES:
             raise RuevalError(f"unknown rule choice '{self.rules}'; expected one of: {', '.join(RULE_CHOICES)}")
-
-    @classmethod
-    def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> HeuristicOptions:
-        return cls(**given)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> HeuristicOptions:
-        return check.fields(cls, data, at)
 
 
 # --ft-* -> FinetuneOptions' fields
@@ -84,6 +79,7 @@ class FinetuneRun:
     where each task's model is also saved."""
 
     NAMES: ClassVar[tuple[str, ...]] = (*FINETUNE_NAMES, "ft_save")
+    UNSCORED: ClassVar[tuple[str, ...]] = ("save_dir",)
 
     training: FinetuneOptions
     save_dir: str | None = None
@@ -117,6 +113,7 @@ class LMOptions:
     are generated, and how the model runs (ModelOptions; None for a model given in memory, used as it is)."""
 
     NAMES: ClassVar[tuple[str, ...]] = ("scoring", *CHAT_NAMES, "gen_kwargs", *MODEL_NAMES)
+    UNSCORED: ClassVar[tuple[str, ...]] = ("cache", "concurrency")  # how requests are fetched, not what they return
 
     scoring: str = "loglik"
     chat: ChatFormat = ChatFormat()
@@ -135,7 +132,7 @@ class LMOptions:
             raise RuevalError(
                 f"{', '.join(engine_options)}: options for a model spec; an in-memory model is used as it is"
             )
-        chat_server = not in_memory and ModelSpec.parse(model).backend == "openai-chat"
+        chat_server = not in_memory and ModelSpec.parse(model).renders_chat
         return cls(
             scoring=given.get("scoring", "loglik"),
             # an openai-chat: server renders the turns with the model's template
