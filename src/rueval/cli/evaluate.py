@@ -121,12 +121,7 @@ def run(
             tape_set=tape_set.value,
             max_line_bytes=int(max_line_mb * 2**20),
         )
-    if spec.limit is not None:
-        warn(f"--limit {spec.limit} scores part of each split: these are not the benchmark's scores")
-    if spec.robustness:
-        print_notes(spec.robustness.notes())
-    out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", spec.model)
-    show_run(run_or_stop(spec, out, force), spec, out)
+    run_and_show(spec, out, force)
 
 
 def resumed_spec(out: Path | None) -> RunSpec:
@@ -136,6 +131,16 @@ def resumed_spec(out: Path | None) -> RunSpec:
     if out is None:
         raise RuevalError("--resume needs the run's output directory: -o OUT")
     return RunStore(out).load_spec()
+
+
+def run_and_show(spec: RunSpec, out: Path | None, force: bool) -> None:
+    """Say what the spec leaves out, run it into OUT (by default runs/<model>) and print its results."""
+    if spec.limit is not None:
+        warn(f"--limit {spec.limit} scores part of each split: these are not the benchmark's scores")
+    if spec.robustness:
+        print_notes(spec.robustness.notes())
+    out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", spec.model)
+    show_run(run_or_stop(spec, out, force), spec, out)
 
 
 def run_or_stop(spec: RunSpec, out: Path, force: bool) -> RunResult:
@@ -172,6 +177,7 @@ def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
 def perturb(
     tasks: TasksOption = "tape",
     data: DataOption = None,
+    include_path: IncludePathOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: a folder per task.")] = Path("perturbed"),
     perturbations: Annotated[str, typer.Option(help="all, or comma-separated NAME[:RATE].")] = "all",
     seed: SeedOption = 0,
@@ -190,7 +196,9 @@ def perturb(
     chosen = robustness_options(perturbations, robustness, base_url)
     print_notes(chosen.notes())
     split_name = split.value if split else None
-    spec = RunSpec.create(tasks, data=data, split=split_name, seed=seed, limit=limit, robustness=chosen)
+    spec = RunSpec.create(
+        tasks, data=data, include_path=include_path or (), split=split_name, seed=seed, limit=limit, robustness=chosen
+    )
     counts = write_attack_sets(spec, out)
     for task, written in counts.items():
         console.print(f"{task}: " + ", ".join(f"{name} {n}" for name, n in written.items()), highlight=False)

@@ -203,15 +203,6 @@ class SemanticFilter:
                 "and a positive threshold step"
             )
 
-    def describe(self) -> dict[str, float | str]:
-        return {
-            "similarity": self.similarity.name,
-            "threshold": self.threshold,
-            "min_share": self.min_share,
-            "candidates": self.candidates,
-            "halvings": self.halvings,
-        }
-
     def rates(self, perturbation: Perturbation) -> list[float]:
         """The rates tried in turn: p, then p/2, p/4, ... while above ``min_rate``, ``halvings`` at most."""
         rates = [perturbation.rate]
