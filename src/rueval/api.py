@@ -41,6 +41,7 @@ def evaluate(
     split: str | None = None,
     seed: int = 0,
     limit: float | None = None,
+    include_path: str | Path | Sequence[str | Path] = (),
     scoring: str = "loglik",
     force: bool = False,
     log_samples: bool = False,
@@ -58,6 +59,7 @@ def evaluate(
     ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
     ``log_samples``: write OUT/samples/<task>.jsonl (lm-eval's per-example logs; needs ``out``).
+    ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
@@ -69,6 +71,7 @@ def evaluate(
     defaults = inspect.signature(evaluate).parameters
     given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
     values = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots, "episodes": episodes}
+    values["include_path"] = include_path
     spec, solver = _spec(model, tokenizer, tasks, given, {**values, "log_samples": log_samples})
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)

@@ -5,6 +5,8 @@ depends on, and a damaged run.json is one line naming the file and field."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from support import require_modules, write_jsonl
@@ -15,6 +17,9 @@ from rueval.cli import app
 from rueval.errors import RuevalError
 from rueval.run import RunSpec, RunStore, spec
 from rueval.run.spec import RobustnessOptions
+from rueval.solvers import FAMILIES, NAMED, Family, Solver, register
+from rueval.solvers.options import PlainOptions
+from rueval.tasks import get_task
 
 
 def read(path):
@@ -182,3 +187,48 @@ def test_a_run_of_yaml_tasks_resumes_from_its_run_json_in_a_process_that_never_r
     resumed = cli("run", "--resume", "-o", out)
     assert resumed.exit_code == 0, resumed.output
     assert read(out / "results.json")["reused"] == ["polarity_spec"]
+
+
+class FirstLabel(Solver):
+    """A made-up solver: every example gets the task's first label (or its last)."""
+
+    name = "first-label"
+
+    def __init__(self, last: bool):
+        self.last = last
+
+    def fit(self, task, train):
+        pass
+
+    def predict(self, task, examples):
+        return [task.labels[-1 if self.last else 0] for _ in examples]
+
+
+@dataclass(frozen=True)
+class FirstLabelOptions(PlainOptions):
+    NAMES: ClassVar[tuple[str, ...]] = ("last",)
+    last: bool = False
+
+
+@pytest.fixture
+def families():
+    """The solver registry as it was, after the test."""
+    saved = dict(FAMILIES), dict(NAMED)
+    yield
+    for registry, before in zip((FAMILIES, NAMED), saved, strict=True):
+        registry.clear()
+        registry.update(before)
+
+
+def test_a_solver_family_registered_with_one_line_runs_through_the_api_and_resumes(tmp_path, families, cli):
+    register(Family("first", FirstLabelOptions, lambda model, options, seed, work: FirstLabel(options.last)), "first")
+    out = tmp_path / "out"
+    results = rueval.evaluate("first", tasks="rcb", last=True, out=out)
+    assert {row.prediction for row in results.predictions["rcb"]} == {get_task("rcb").labels[-1]}
+    saved = read(out / "run.json")
+    assert (saved["family"], saved["solver_options"]) == ("first", {"last": True})
+    assert RunStore(out).load_spec() == RunSpec.create("rcb", "first", {"last": True})
+    (out / "results.json").unlink()
+    assert cli("run", "--resume", "-o", out).exit_code == 0 and read(out / "results.json")["reused"] == ["rcb"]
+    with pytest.raises(RuevalError, match="rules: not an option of first"):
+        rueval.evaluate("first", tasks="rcb", rules="all")

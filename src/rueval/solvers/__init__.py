@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.models.factory import ModelSpec
+from rueval.models.factory import BACKENDS, ModelSpec
 from rueval.solvers.base import Setting, Solver
 from rueval.solvers.options import FinetuneRun, HeuristicOptions, LMOptions, NoOptions
 from rueval.solvers.trivial import STRATEGIES, TrivialSolver
@@ -72,10 +72,21 @@ TFIDF = Family("tfidf", NoOptions, _tfidf)
 HEURISTIC = Family("heuristic", HeuristicOptions, _heuristic)
 FINETUNE = Family("finetune", FinetuneRun, _finetune)
 LANGUAGE_MODEL = Family("lm", LMOptions, _language_model)
-# -m NAME -> its family; finetune:ENCODER and the language models' BACKEND:TARGET by their prefix
-NAMED: dict[str, Family] = {**dict.fromkeys(STRATEGIES, TRIVIAL), "tfidf": TFIDF, "tfidf-fields": TFIDF}
-NAMED["heuristic"] = HEURISTIC
-FAMILIES = {family.name: family for family in (TRIVIAL, TFIDF, HEURISTIC, FINETUNE, LANGUAGE_MODEL)}
+FAMILIES: dict[str, Family] = {}  # by name, as run.json records a run's family
+NAMED: dict[str, Family] = {}  # -m NAME -> its family; finetune:ENCODER and BACKEND:TARGET go by their prefix
+
+
+def register(family: Family, *names: str) -> None:
+    """Make ``family`` known (run.json names it) and each of ``names`` a `-m` value that makes its solver."""
+    FAMILIES[family.name] = family
+    NAMED.update(dict.fromkeys(names, family))
+
+
+register(TRIVIAL, *STRATEGIES)
+register(TFIDF, "tfidf", "tfidf-fields")
+register(HEURISTIC, "heuristic")
+register(FINETUNE)
+register(LANGUAGE_MODEL)
 
 
 def family_of(model: str) -> Family:
@@ -86,9 +97,8 @@ def family_of(model: str) -> Family:
     if ModelSpec.is_lm(model):
         ModelSpec.parse(model)  # a malformed spec fails here, before any work
         return LANGUAGE_MODEL
-    raise RuevalError(
-        f"unknown model '{model}'; expected one of: {', '.join(NAMED)}, hf:PATH, openai:MODEL, finetune:PATH"
-    )
+    specs = [f"{name}:{backend.target}" for name, backend in BACKENDS.items()]
+    raise RuevalError(f"unknown model '{model}'; expected one of: {', '.join([*NAMED, *specs])}, finetune:ENCODER")
 
 
 def solver_options(
@@ -116,4 +126,15 @@ def make_solver(model: str, seed: int = 0, work_dir: Path | None = None, **given
     return family_of(model).make(model, solver_options(model, given, seed), seed, work_dir)
 
 
-__all__ = ["FAMILIES", "NAMED", "Family", "Setting", "Solver", "SolverOptions", "make_solver", "solver_options"]
+__all__ = [
+    "FAMILIES",
+    "NAMED",
+    "Family",
+    "Setting",
+    "Solver",
+    "SolverOptions",
+    "family_of",
+    "make_solver",
+    "register",
+    "solver_options",
+]
