@@ -24,7 +24,7 @@ from support import write_jsonl
 
 from rueval.data import Example, Split, check_written_ids, open_data, submission_ids
 from rueval.errors import DataError, RuevalError
-from rueval.submit import submission_lines
+from rueval.run.submission import submission_lines
 from rueval.tasks import get_task
 
 PARUS = {"premise": "Стекло разбилось.", "choice1": "Мяч.", "choice2": "Снег.", "question": "cause", "label": 0}

@@ -25,11 +25,14 @@ LOAD_IN = ("8bit", "4bit")
 @dataclass(frozen=True)
 class Backend:
     """Where a backend lives: ``module`` defines ``open_model(spec: ModelSpec, options: ModelOptions) ->
-    LanguageModel``; ``target`` says what follows the colon (for help texts)."""
+    LanguageModel``; ``target`` says what follows the colon (for help texts); ``renders_chat``: its
+    server renders every prompt as chat turns with the model's own template (so a run records the
+    chat template as applied, and --chat-scoring is its option)."""
 
     module: str
     target: str = "MODEL"
     example: str = "Qwen/Qwen2.5-7B-Instruct (the name the server lists at /v1/models)"  # for errors
+    renders_chat: bool = False
 
     def open(self, spec: ModelSpec, options: ModelOptions) -> LanguageModel:
         return importlib.import_module(self.module).open_model(spec, options)
@@ -38,7 +41,7 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
     "openai": Backend("rueval.models.openai"),
-    "openai-chat": Backend("rueval.models.openai_chat"),
+    "openai-chat": Backend("rueval.models.openai_chat", renders_chat=True),
 }
 
 
@@ -61,6 +64,10 @@ class ModelSpec:
     @staticmethod
     def is_lm(spec: str) -> bool:
         return spec.partition(":")[0] in BACKENDS
+
+    @property
+    def renders_chat(self) -> bool:
+        return BACKENDS[self.backend].renders_chat
 
     def __str__(self) -> str:
         return f"{self.backend}:{self.target}"
