@@ -65,6 +65,8 @@ def evaluate(
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
 
+    if out is not None and not isinstance(out, str | Path) or not isinstance(force, bool):
+        raise RuevalError(f"out: expected a folder's path, and force true or false; got {out!r:.40}, {force!r:.40}")
     # the language-model options given: those set to other than their default, and every model option
     lm_options = {"scoring": scoring, "apply_chat_template": apply_chat_template, "gen_kwargs": gen_kwargs}
     lm_options |= {"system_instruction": system_instruction, "fewshot_as_multiturn": fewshot_as_multiturn}

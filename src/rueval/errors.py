@@ -11,7 +11,7 @@ class DataError(RuevalError):
     """Bad data, located at a file, and where known a line and a field."""
 
     def __init__(self, file: str, message: str, line: int | None = None, field: str | None = None):
-        self.file, self.line, self.field = file, line, field
+        self.file, self.line, self.field, self.message = file, line, field, message
         where = file if line is None else f"{file}:{line}"
         if field is not None:
             where += f": field '{field}'"

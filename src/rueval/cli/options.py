@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
@@ -374,8 +375,14 @@ def read_limits(limits: GroupValues) -> dict[str, int]:
     """The read-limit options as RunSpec's fields."""
     given = limits.values
     return {
-        "max_line_bytes": int(given["max_line_mb"] * 2**20),
-        "max_file_bytes": int(given["max_file_mb"] * 2**20),
+        "max_line_bytes": _bytes(given["max_line_mb"], "--max-line-mb"),
+        "max_file_bytes": _bytes(given["max_file_mb"], "--max-file-mb"),
         "max_lines": given["max_lines"],
         "max_blank_lines": given["max_blank_lines"],
     }
+
+
+def _bytes(megabytes: float, option: str) -> int:
+    if not math.isfinite(megabytes):
+        raise RuevalError(f"{option} {megabytes}: expected a number of megabytes")
+    return int(megabytes * 2**20)

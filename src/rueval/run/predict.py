@@ -73,8 +73,6 @@ def predict_tasks(
         raise RuevalError(
             f"several processes (accelerate launch) split a language model's requests: run {solver.name} as one"
         )
-    if list(settings) != [Setting()]:
-        raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
     for task, data in pending:
         started = time.perf_counter()
         solver.fit(task, data.train.examples if data.train else [])

@@ -19,6 +19,7 @@ from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation
 from rueval.robustness.semantic_filter import CHAR_NGRAM_NOTE, CharNgramSimilarity, choose_similarity
 from rueval.robustness.targets import not_applied_notes
+from rueval.run.checks import check_limit, check_ranges, check_types, flag
 from rueval.slices import check_slice_names, resolve_slices
 from rueval.solvers import (
     FAMILIES,
@@ -162,6 +163,7 @@ class RunSpec:
     include_path: tuple[str, ...] = ()  # folders of YAML task declarations (lm-eval's --include-path)
 
     def __post_init__(self) -> None:
+        check_types(self)
         include(*self.include_path)  # YAML tasks are known by name from here on (a resumed run's too)
         if not self.tasks:
             raise RuevalError("name at least one task")
@@ -173,10 +175,9 @@ class RunSpec:
             raise RuevalError(f"--split {self.split}: expected one of {', '.join(SPLITS)}")
         if self.tape_set not in TAPE_SETS:
             raise RuevalError(f"--tape-set {self.tape_set}: expected one of {', '.join(TAPE_SETS)}")
-        if not self.shots or any(k < 0 for k in self.shots):
-            raise RuevalError(f"shots {list(self.shots)}: expected one or more non-negative numbers")
-        if self.episodes < 1:
-            raise RuevalError("episodes must be positive")
+        check_ranges(self.seed, self.shots, self.episodes)
+        if set(self.shots) != {0} and not isinstance(self.options, LMOptions):
+            raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
         _ = self.read_limits  # each limit checked by ReadLimits
         check_limit(self.limit)
         check_slice_names(self.slices)
@@ -200,17 +201,21 @@ class RunSpec:
         options read from the options ``given`` by name (``spell`` writes a name as the user wrote it),
         the data's path made absolute (the run resumes from anywhere), the limit checked. Other
         ``values`` are fields as they are (``options=`` instead of ``given`` for options made already)."""
+        if not isinstance(model, str):
+            raise RuevalError(f"--model: expected a model's name or spec, got {model!r:.40}")
+        if data is not None and (not isinstance(data, str | Path) or not str(data).strip()):
+            raise RuevalError(f"--data {data!r:.40}: expected a folder, a zip file, or hf")
         if "options" not in values:
             values["options"] = solver_options(model, given or {}, values.get("seed", 0), spell)
-        folders = tuple(_absolute_folders(include_path))
+        folders = tuple(_absolute_folders(_names(include_path, "include_path", str | Path)))
         include(*folders)  # before the task names are resolved: they may name YAML tasks
         return cls(
-            tasks=tuple(task.name for task in resolve_tasks(tasks if isinstance(tasks, str) else ",".join(tasks))),
+            tasks=tuple(task.name for task in resolve_tasks(",".join(_names(tasks, "tasks")))),
             model=model,
             data=_absolute(data),
             limit=check_limit(limit),
             slices=tuple(resolve_slices(slices) if isinstance(slices, str) else slices),
-            shots=(shots,) if isinstance(shots, int) else tuple(shots),
+            shots=tuple(shots) if isinstance(shots, Sequence) and not isinstance(shots, str) else (shots,),
             include_path=folders,
             **values,
         )
@@ -303,13 +308,12 @@ def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
-def check_limit(limit: float | None) -> int | float | None:
-    """--limit as lm-eval reads it: a whole number of records, or a share of them between 0 and 1."""
-    if limit is None or 0 < limit < 1:
-        return limit
-    if limit < 1 or limit != int(limit):
-        raise RuevalError(f"--limit {limit}: expected a whole number of records, or a share between 0 and 1")
-    return int(limit)
+def _names(value: Any, name: str, kind: Any = str) -> list[Any]:
+    """A name, or a sequence of them, as a list; an error naming the option for anything else."""
+    items = [value] if isinstance(value, str | Path) else value
+    if not isinstance(items, Sequence) or not all(isinstance(item, kind) for item in items):
+        raise RuevalError(f"{flag(name)}: expected a name or a list of names, got {value!r:.40}")
+    return list(items)
 
 
 def _absolute(data: str | Path | None) -> str | None:
@@ -333,6 +337,8 @@ def _parse_spec(spec: str) -> dict[str, float | None] | None:
     rates: dict[str, float | None] = {}
     for item in filter(None, (part.strip().lower() for part in spec.split(","))):
         name, _, rate = item.partition(":")
+        if name == ALL:
+            raise RuevalError(f"--perturb {spec}: all takes no rate; give NAME:RATE for each perturbation to rate")
         if name not in PERTURBATIONS:
             raise RuevalError(f"unknown perturbation '{name}'; expected all or some of: {', '.join(PERTURBATIONS)}")
         try:

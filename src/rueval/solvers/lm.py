@@ -21,6 +21,7 @@ a greedy answer and ``answer`` matches it to an option (``match_option``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -55,7 +56,7 @@ class GenerationSettings:
     until: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature is not None and self.temperature < 0:
+        if self.temperature is not None and not 0 <= self.temperature < math.inf:
             raise RuevalError(f"--gen_kwargs temperature={self.temperature}: expected 0 or more")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise RuevalError(f"--gen_kwargs top_p={self.top_p}: expected a number in (0, 1]")

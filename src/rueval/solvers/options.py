@@ -186,6 +186,8 @@ def _generation(gen_kwargs: str | Mapping[str, Any] | None) -> GenerationSetting
         return GenerationSettings()
     if isinstance(gen_kwargs, str):
         return GenerationSettings.parse(gen_kwargs)
+    if not isinstance(gen_kwargs, Mapping):
+        raise RuevalError(f"--gen_kwargs: expected key=value,... or a mapping of them, got {gen_kwargs!r:.40}")
     return GenerationSettings.from_mapping(gen_kwargs)
 
 
