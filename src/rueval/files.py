@@ -6,8 +6,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,15 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     write_text(path, _json(path, data, indent=2) + "\n")
+
+
+def write_json_files(documents: Mapping[Path, Any]) -> None:
+    """Several JSON files replaced together: each is written whole beside its place, then all are moved
+    into place, so a failed write (a full disk) leaves every one of them as it was."""
+    with ExitStack() as stack:
+        temporaries = {path: stack.enter_context(atomic_path(path)) for path in documents}
+        for path, tmp in temporaries.items():
+            tmp.write_text(_json(path, documents[path], indent=2) + "\n", encoding="utf-8")
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -71,6 +71,7 @@ def print_notes(notes: list[str]) -> None:
 @user_errors
 @grouped
 def run(
+    context: typer.Context,
     tasks: TasksOption = "all",
     model: ModelOption = "majority",
     data: DataOption = None,
@@ -97,41 +98,116 @@ def run(
     """Score a model on tasks; write OUT/results.json and OUT/predictions/<task>.jsonl.
 
     Rerunning into the same OUT resumes: finished tasks and computed LM requests are reused."""
+    options = {name: value for name, value in locals().items() if name != "context"}
     set_level(quiet, verbose)
-    if resume:
-        spec = resumed_spec(out)
-    else:
-        from rueval.run.spec import RunSpec
-
-        model, given = lm_eval_model(model, solver.given)  # lm-eval's --model hf --model_args: rueval's -m hf:NAME
-        spec = RunSpec.create(
-            tasks,
-            model,
-            given,
-            spell=flag,
-            data=data,
-            include_path=include_path or (),
-            split=split.value if split else None,
-            seed=seed,
-            limit=limit,
-            shots=parse_shots(shots if num_fewshot is None else str(num_fewshot)),
-            episodes=episodes,
-            slices=slices or (),
-            log_samples=log_samples,
-            robustness=robustness_options(perturb, robustness, solver.values["base_url"]) if perturb else None,
-            tape_set=tape_set.value,
-            **read_limits(limits),
-        )
+    typed = [name for name in context.params if name not in RUN_ONLY and _typed(context, name)]
+    spec = resumed_spec(out, options, typed) if resume else spec_of(options)
     run_and_show(spec, out, force)
 
 
-def resumed_spec(out: Path | None) -> RunSpec:
-    """The spec the run in OUT was started with (its run.json)."""
+RUN_ONLY = ("out", "resume", "force", "quiet", "verbose")  # how this call runs and shows, not what it scores
+
+
+def _typed(context: typer.Context, name: str) -> bool:
+    """Whether the option was given (on the command line or in the environment), not left at its default."""
+    source = context.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def spec_of(options: dict[str, Any]) -> RunSpec:
+    """The spec of `rueval run`'s options (its function's arguments)."""
+    from rueval.run.spec import RunSpec
+
+    solver, shots = options["solver"], options["shots"]
+    model, given = lm_eval_model(options["model"], solver.given)  # lm-eval's --model hf --model_args: -m hf:NAME
+    perturb, split = options["perturb"], options["split"]
+    base_url = solver.values["base_url"]
+    robustness = None if perturb is None else robustness_options(perturb, options["robustness"], base_url)
+    return RunSpec.create(
+        options["tasks"],
+        model,
+        given,
+        spell=flag,
+        data=options["data"],
+        include_path=options["include_path"] or (),
+        split=split.value if split else None,
+        seed=options["seed"],
+        limit=options["limit"],
+        shots=parse_shots(shots if options["num_fewshot"] is None else str(options["num_fewshot"])),
+        episodes=options["episodes"],
+        slices=options["slices"] or (),
+        log_samples=options["log_samples"],
+        robustness=robustness,
+        tape_set=options["tape_set"].value,
+        **read_limits(options["limits"]),
+    )
+
+
+def resumed_spec(out: Path | None, options: dict[str, Any], typed: list[str]) -> RunSpec:
+    """The spec the run in OUT was started with (its run.json). Options typed beside --resume must say
+    what it says: those that change no number (--timeout, --log-samples, ...) apply to the rest of the
+    run; any other that differs is an error listing the differences."""
     from rueval.run import RunStore
+    from rueval.run.spec import RunSpec, scored
 
     if out is None:
         raise RuevalError("--resume needs the run's output directory: -o OUT")
-    return RunStore(out).load_spec()
+    stored = RunStore(out).load_spec()
+    if not typed:
+        return stored
+    recorded = stored.to_json()
+    # what the options typed ask for, the rest as recorded
+    kept = {"model": stored.model, "tasks": ",".join(stored.tasks), "include_path": stored.include_path}
+    asked = spec_of({**options, **{name: value for name, value in kept.items() if name not in typed}}).to_json()
+    merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
+    for name in typed:
+        for key in _spec_keys(name):
+            where, _, leaf = key.partition(".")
+            if leaf:
+                merged[where][leaf] = asked[where].get(leaf)
+            else:
+                merged[key] = asked[key]
+    differences = _differences(scored(recorded), scored(merged))
+    if differences:
+        raise RuevalError(
+            f"--resume continues the run in {out} as it was started, and {differences}; "
+            "give none of these to continue it, or a new -o for a new run"
+        )
+    return RunSpec.from_json(merged, str(out / "run.json"))
+
+
+def _spec_keys(option: str) -> tuple[str, ...]:
+    """The keys of a spec's JSON an option of `rueval run` sets (a solver option: one of its family's options)."""
+    from rueval.solvers.options import FINETUNE_NAMES
+
+    named = {
+        "model": ("model", "family"),
+        "num_fewshot": ("shots",),
+        "perturb": ("robustness",),
+        "max_line_mb": ("max_line_bytes",),
+        "max_file_mb": ("max_file_bytes",),
+        "model_args": ("model", "family", "solver_options.dtype", "solver_options.revision",
+                       "solver_options.trust_remote_code"),
+        "ft_save": ("solver_options.save_dir",),
+    }  # fmt: skip
+    if option in named:
+        return named[option]
+    if option in SOLVER_OPTIONS.names:
+        return (f"solver_options.{FINETUNE_NAMES.get(option, option)}",)
+    return ("robustness",) if option in ROBUSTNESS_OPTIONS.names else (option,)
+
+
+def _differences(recorded: dict[str, Any], asked: dict[str, Any]) -> str:
+    """``seed 0 -> 5, tasks ['rcb', 'parus'] -> ['parus']``: what the options typed change."""
+    changed = []
+    for key in dict.fromkeys([*recorded, *asked]):
+        before, after = recorded.get(key), asked.get(key)
+        if isinstance(before, dict) and isinstance(after, dict):
+            leaves = [leaf for leaf in dict.fromkeys([*before, *after]) if before.get(leaf) != after.get(leaf)]
+            changed += [f"{key}.{leaf} {before.get(leaf)!r:.40} -> {after.get(leaf)!r:.40}" for leaf in leaves]
+        elif before != after:
+            changed.append(f"{key} {before!r:.60} -> {after!r:.60}")
+    return "these differ from it: " + ", ".join(changed) if changed else ""
 
 
 def run_and_show(spec: RunSpec, out: Path | None, force: bool) -> None:

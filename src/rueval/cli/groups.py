@@ -38,6 +38,10 @@ class OptionGroup:
 
     parameters: tuple[inspect.Parameter, ...]
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
     @classmethod
     def of(cls, declaration: Callable[..., None]) -> OptionGroup:
         return cls(tuple(inspect.signature(declaration, eval_str=True).parameters.values()))

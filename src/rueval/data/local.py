@@ -40,6 +40,7 @@ class Split:
     examples: list[Example]
     file: str
     sha256: str
+    complete: bool = True  # every record was read: a --limit short of the file's end leaves it False
 
     @property
     def labelled(self) -> bool:
@@ -123,8 +124,8 @@ class DataSource:
         if node is None:
             raise self.missing(task, split)
         with JsonLines(node, self.limits) as lines:
-            examples = parse_examples(task, lines, lines.file, limit, f"reading {task.name}/{split}")[None]
-            return Split(task, split, examples, str(node), lines.sha256())
+            groups, complete = parse_examples(task, lines, lines.file, limit, f"reading {task.name}/{split}")
+            return Split(task, split, groups[None], str(node), lines.sha256(), complete)
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
         """The perturbed copies in a split file of TAPE's episodes layout, grouped by perturbation
@@ -136,7 +137,7 @@ class DataSource:
                 continue
             with JsonLines(node, self.limits) as lines:
                 description = f"reading {task.name}/{split}"
-                groups = parse_examples(task, lines, lines.file, limit, description, with_perturbed=True)
+                groups, _ = parse_examples(task, lines, lines.file, limit, description, with_perturbed=True)
             originals = groups.pop(None)
             if groups:
                 return PerturbedSplit(task, split, str(node), originals, groups)
@@ -160,21 +161,22 @@ def parse_examples(
     limit: int | None,
     description: str,
     with_perturbed: bool = False,
-) -> dict[str | None, list[Example]]:
+) -> tuple[dict[str | None, list[Example]], bool]:
     """The examples of a split file's (line number, UTF-8 JSON) lines: originals under None and, if
-    asked, perturbed copies under their perturbation's name. ``limit`` counts records of every kind,
-    as they come in the file. Ids are checked per group (SplitIds)."""
+    asked, perturbed copies under their perturbation's name; and whether every record was read.
+    ``limit`` counts records of every kind, as they come in the file. Ids are checked per group (SplitIds)."""
     groups: dict[str | None, list[Example]] = {None: []}
     ids: dict[str | None, SplitIds] = {}
     rule = id_rule(task.benchmark)
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
-    records = 0
+    records, complete = 0, True
     for line_no, raw in progress(lines, description):
         line = decode_line(raw, file, line_no)
         if not line.strip():
             continue
         if limit is not None and records >= limit:
+            complete = False  # a record beyond the limit
             break
         data = parse_json_line(line, file, line_no)
         name = _perturbation_name(data, task)
@@ -199,7 +201,7 @@ def parse_examples(
         if name in unlabelled_line and name in labelled_line:
             message = f"missing gold answer, while line {labelled_line[name]} has one"
             raise DataError(file, message, unlabelled_line[name], task.label_field)
-    return groups
+    return groups, complete
 
 
 class SplitIds:

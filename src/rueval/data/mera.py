@@ -234,8 +234,9 @@ class MeraSource(DataSource):
         records = [mera.convert(MeraRecord(r, file, n), mera.answers) for n, r in enumerate(splits[mera_split], 1)]
         for record, original in zip(records, splits[mera_split], strict=True):
             record["mera"] = {"instruction": original.get("instruction"), "inputs": original.get("inputs")}
-        examples = parse_examples(task, _Records(records), file, limit, f"reading {task.name}/{split}")[None]
-        return Split(task, split, examples, file, hashlib.sha256(f"{sha256}/{mera_split}".encode()).hexdigest())
+        groups, complete = parse_examples(task, _Records(records), file, limit, f"reading {task.name}/{split}")
+        split_hash = hashlib.sha256(f"{sha256}/{mera_split}".encode()).hexdigest()
+        return Split(task, split, groups[None], file, split_hash, complete)
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
         return None  # MERA ships no perturbed copies

@@ -18,11 +18,10 @@ import numpy as np
 
 from rueval import __version__
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
-from rueval.files import write_json
+from rueval.fewshot import episode_demos
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
-from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import lm_eval_results
 from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
@@ -66,16 +65,20 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
 def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
     """Open the data, make the solver (fine-tuning checkpoints live in the run directory, so a killed
     run resumes from them), and read every task's data: bad input fails before any work."""
+    store = RunStore(out)
+    store.check_folder()  # a user's own folder is refused before a model loads
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = solver or spec.solver(out.resolve() / "finetune")
     robustness = Robustness.build(spec.robustness, spec.seed) if spec.robustness else None
     loaded = [(task, limited_data(source, task, spec.split, spec.limit)) for task in spec.task_list]
     for task, task_data in loaded:
+        for k in spec.shots:  # a k the train split cannot give fails now, before anything is written
+            episode_demos(task_data.train.examples if task_data.train else [], k, 0, spec.seed, task.name)
         train = f", {len(task_data.train.examples)} train" if task_data.train else ""
         detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
     identity = getattr(solver, "identity", spec.model)  # an LM's exact weights: a changed model recomputes
     settings = {**spec.to_json(), "model_identity": identity, "rueval_version": __version__}
-    return Prepared(spec, RunStore(out), source, loaded, solver, robustness, settings)
+    return Prepared(spec, store, source, loaded, solver, robustness, settings)
 
 
 def reuse(prepared: Prepared, force: bool) -> tuple[dict[str, TaskResult], dict[str, TaskResult]]:
@@ -124,6 +127,9 @@ def summarise(
     everything = {**kept, **ordered}
     # the run's settings, naming where the data came from (the bundled samples too); its tasks are below
     settings = {key: value for key, value in prepared.settings.items() if key != "tasks"}
+    if settings["limit"] is not None and not kept and all(data.eval.complete for _, data in prepared.loaded):
+        prepared.store.notes.append(f"--limit {settings['limit']} cut no task short: these are the benchmark's scores")
+        settings["limit"] = None  # not partial
     summary = RunResult(
         settings={**settings, "data": prepared.source.description},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -135,8 +141,7 @@ def summarise(
         reused=reused,
         notes=prepared.store.notes,
     )
-    prepared.store.write_results(summary)
-    write_json(prepared.store.out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
+    prepared.store.write_results(summary, lm_eval_results(summary))  # the same results in lm-eval's schema too
     return summary
 
 
@@ -159,7 +164,7 @@ def limited_data(source: DataSource, task: Task, split: str | None, limit: float
     records = list(dict.fromkeys(_record(example) for example in data.eval.examples))
     kept = set(records[: math.ceil(limit * len(records))])
     examples = [example for example in data.eval.examples if _record(example) in kept]
-    return replace(data, eval=replace(data.eval, examples=examples))
+    return replace(data, eval=replace(data.eval, examples=examples, complete=len(kept) == len(records)))
 
 
 def records_read(data: TaskData, limit: float | None) -> int | None:

@@ -1,15 +1,21 @@
 """A run directory and what lives in it: OUT/run.json (the run's spec, with the model's identity and
-rueval's version, for --resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
-depends on), OUT/predictions/<task>.jsonl, OUT/results.json and, when asked for, OUT/samples/<task>.jsonl
-(the sample logs).
+rueval's version, for --resume, and the checksum of every file each finished task wrote),
+OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score depends on),
+OUT/predictions/<task>.jsonl, OUT/results.json with its lm-eval twin and, when asked for,
+OUT/samples/<task>.jsonl (the sample logs).
 
-A finished task whose fingerprint matches is reused as it was, so an interrupted run resumes where
-it stopped. A directory that holds another run's results (other settings) is never overwritten
-silently: the run stops before any work unless told to replace them (``force``).
+A finished task is committed when run.json records its files' checksums, after they are written:
+a task whose files are missing, edited or were never recorded (a write that failed halfway, a kill
+between two files) is computed again, and the run says so; one whose fingerprint matches is reused as
+it was, so an interrupted run resumes where it stopped. The summary files are written together (both
+or neither). A directory that holds another run's results (other settings) is never overwritten
+silently: the run stops before any work unless told to replace them (``force``); a directory that
+holds anything else is never used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,24 +23,35 @@ from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import DataError, RuevalError
-from rueval.files import write_json, write_jsonl
+from rueval.files import write_json, write_json_files, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
+from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
 SPEC_FILE = "run.json"
-RESOLVED = ("model_identity", "rueval_version")  # what a run records in run.json beside its spec
+FILES = "files"  # run.json: task -> {file, relative to OUT: its SHA-256}, each task's commit record
+RESOLVED = ("model_identity", "rueval_version", FILES)  # what a run records in run.json beside its spec
+RUN_MARKS = (SPEC_FILE, "results.json")  # a directory holding either is a rueval run
 
 
 class RunStore:
     def __init__(self, out: Path):
         self.out = Path(out)
         self.notes: list[str] = []  # what the store did that the user should know (printed by the CLI)
+        self.files: dict[str, dict[str, str]] = {}  # FILES: the finished tasks' files and their checksums
+        self._settings: dict[str, Any] = {}
+        try:
+            self.out.exists()
+        except OSError as e:  # a name too long, a folder that cannot be searched
+            raise RuevalError(f"-o {self.out}: cannot be used ({e.strerror or e})") from None
 
     # -- the run's spec, for --resume ----------------------------------------------------------------
     def save_spec(self, settings: Mapping[str, Any]) -> None:
-        """``settings``: the spec's JSON and the values the run resolved (RESOLVED)."""
-        write_json(self.out / SPEC_FILE, dict(settings))
+        """``settings``: the spec's JSON and the values the run resolved (RESOLVED); the finished tasks'
+        checksums are written with them."""
+        self._settings = {key: value for key, value in settings.items() if key != FILES}
+        write_json(self.out / SPEC_FILE, {**self._settings, FILES: self.files})
 
     def load_spec(self) -> RunSpec:
         """The spec of the run in this directory; a user error if there is none or it is damaged."""
@@ -47,20 +64,29 @@ class RunStore:
     def claim(self, settings: Mapping[str, Any], tasks: Sequence[str], force: bool) -> dict[str, TaskResult]:
         """Make the directory this run's before any work. Returns the earlier results of the same
         settings for tasks this run does not score (merged into its results.json, and said so);
-        another run's results stop the run, unless ``force`` replaces them."""
-        earlier = self._earlier_settings()
-        if earlier is not None and scored(earlier) != scored(settings):
+        another run's results, or a damaged run.json, stop the run unless ``force`` replaces them."""
+        self.check_folder()
+        try:
+            earlier = self._earlier_settings()
+        except RuevalError:
             if not force:
-                differences = _differences(scored(earlier), scored(settings))
+                raise
+            earlier = {}  # damaged: replaced as another run's
+        recorded = None if earlier is None else scored({k: v for k, v in earlier.items() if k != FILES})
+        if recorded is not None and recorded != scored(settings):
+            if not force:
+                differences = _differences(recorded, scored(settings))
                 raise RuevalError(
                     f"{self.out}: holds the results of another run ({differences}); "
                     "give a new -o, or --force to replace them"
                 )
             for name in ("tasks", "predictions", "samples"):
                 shutil.rmtree(self.out / name, ignore_errors=True)
-            (self.out / "results.json").unlink(missing_ok=True)
+            for name in ("results.json", LM_EVAL_FILE):
+                (self.out / name).unlink(missing_ok=True)
             self.notes.append(f"replaced the results of another run in {self.out} (--force)")
             return {}
+        self.files = dict(earlier.get(FILES) or {}) if earlier else {}
         if earlier is None or not (self.out / "results.json").is_file():
             return {}
         previous = RunResult.read(self.out)
@@ -69,26 +95,49 @@ class RunStore:
             self.notes.append(f"kept {len(kept)} task(s) of the earlier run with the same settings: {', '.join(kept)}")
         return kept
 
-    def _earlier_settings(self) -> dict[str, Any] | None:
-        """The settings of the run in the directory: its run.json, else its results.json."""
-        results, spec = self.out / "results.json", self.out / SPEC_FILE
-        if self.out.exists() and not self.out.is_dir():
+    def check_folder(self) -> None:
+        """OUT is a folder that is empty, not there yet, or a rueval run's: never a user's own files."""
+        if not self.out.exists():
+            return
+        if not self.out.is_dir():
             raise RuevalError(f"-o {self.out}: is a file, not a directory")
+        entries = sorted(entry.name for entry in self.out.iterdir())
+        if entries and not any(name in entries for name in RUN_MARKS):
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise RuevalError(
+                f"-o {self.out}: holds files that are not a rueval run ({shown}); give an empty or new -o"
+            )
+
+    def _earlier_settings(self) -> dict[str, Any] | None:
+        """The settings of the run in the directory: its run.json (checked as --resume reads it), else
+        its results.json. A damaged one is an error naming it."""
+        results, spec = self.out / "results.json", self.out / SPEC_FILE
         try:
             if spec.is_file():
-                return dict(Checker(str(spec)).obj(read_json_file(spec), ""))
+                read_spec(spec, RESOLVED)
+                earlier = dict(Checker(str(spec)).obj(read_json_file(spec), ""))
+                files = Checker(str(spec)).obj(earlier.get(FILES) or {}, FILES)
+                return {
+                    **earlier,
+                    FILES: {task: dict(Checker(str(spec)).obj(v, f"{FILES}.{task}")) for task, v in files.items()},
+                }
             if results.is_file():
                 return RunResult.read(self.out).settings
-        except DataError as e:
+        except RuevalError as e:
             raise RuevalError(f"{e}; give a new -o, or --force to replace the run in {self.out}") from None
         return None
 
     # -- finished tasks ----------------------------------------------------------------------------------
     def stored(self, task: Task, fingerprint: str) -> TaskResult | None:
-        """The task's saved result if it was computed with the same fingerprint. A damaged file is
-        reported (in ``notes``) and the task computed again."""
+        """The task's saved result if it was computed with the same fingerprint and its files are as the
+        run wrote them. A missing, edited or damaged file is reported (in ``notes``) and the task
+        computed again."""
         path = self._task_file(task)
-        if not path.is_file():
+        if not path.is_file() and task.name not in self.files:
+            return None
+        problem = self._changed(task.name)
+        if problem:
+            self.notes.append(f"{problem}; computing {task.name} again")
             return None
         try:
             result = TaskResult.read(path)
@@ -97,17 +146,36 @@ class RunStore:
             return None
         return result if result.fingerprint == fingerprint else None
 
+    def _changed(self, task: str) -> str | None:
+        """What differs from the task's commit record: a file missing or edited, or no record at all."""
+        recorded = self.files.get(task)
+        if not recorded:
+            return f"{self.out / 'tasks' / f'{task}.json'}: not recorded in {SPEC_FILE} (an unfinished write)"
+        for name, checksum in recorded.items():
+            file = self.out / name
+            if not file.is_file():
+                return f"{file}: missing"
+            if _sha256(file) != checksum:
+                return f"{file}: changed since the run wrote it"
+        return None
+
     def record(
         self, task: Task, result: TaskResult, rows: list[PredictionRow], samples: list[dict[str, Any]] | None = None
     ) -> None:
-        """Write the task's predictions (and sample log), then its result: a result on disk always has its
-        predictions."""
-        write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
+        """Write the task's predictions (and sample log) and its result, then commit them: run.json
+        records their checksums. A kill or a failed write before the commit leaves the task to compute
+        again; after it, the task is finished."""
+        self.files.pop(task.name, None)
+        written = [self.out / "predictions" / f"{task.name}.jsonl", self._task_file(task)]
+        write_predictions(written[0], rows)
         if samples is not None:
             write_jsonl(self.samples_file(task.name), samples)
+            written.append(self.samples_file(task.name))
         else:  # an earlier log would no longer match the predictions
             self.samples_file(task.name).unlink(missing_ok=True)
-        result.write(self._task_file(task))
+        result.write(written[1])
+        self.files[task.name] = {str(file.relative_to(self.out)): _sha256(file) for file in written}
+        self.save_spec(self._settings)
 
     def has_samples(self, task: Task) -> bool:
         return self.samples_file(task.name).is_file()
@@ -115,8 +183,9 @@ class RunStore:
     def samples_file(self, task_name: str) -> Path:
         return self.out / "samples" / f"{task_name}.jsonl"
 
-    def write_results(self, results: RunResult) -> None:
-        results.write(self.out)
+    def write_results(self, results: RunResult, lm_eval: Mapping[str, Any]) -> None:
+        """results.json and its lm-eval twin, together: a failed write leaves both as they were."""
+        write_json_files({self.out / "results.json": results.to_json(), self.out / LM_EVAL_FILE: lm_eval})
 
     def _task_file(self, task: Task) -> Path:
         return self.out / "tasks" / f"{task.name}.json"
@@ -129,6 +198,21 @@ def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
     if task.revision:  # a task declared in a YAML file: an edited file is another task
         key["task_revision"] = task.revision
     return digest(key)
+
+
+def _checksums(check: Checker, value: Any) -> dict[str, dict[str, str]]:
+    """run.json's FILES, checked: task -> {file: SHA-256}."""
+    return {
+        task: {
+            name: check.text(sha, f"{FILES}.{task}.{name}") for name, sha in check.obj(files, f"{FILES}.{task}").items()
+        }
+        for task, files in check.obj(value, FILES).items()
+    }
+
+
+def _sha256(file: Path) -> str:
+    with file.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
