@@ -76,6 +76,15 @@ from rueval.cli.options import (
     solver_options,
     user_errors,
 )
+from rueval.cli.serve import (
+    BOARD_OPTIONS,
+    BoardTokenOption,
+    BoardUrlOption,
+    PublicOption,
+    SubmissionNameOption,
+    board_client,
+    upload_and_wait,
+)
 from rueval.errors import RuevalError
 from rueval.progress import set_level, warn
 from rueval.tasks import resolve_tasks
@@ -324,11 +333,21 @@ def submit(
     ft_save: FtSaveOption = None,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
+    to: BoardUrlOption = None,
+    token: BoardTokenOption = None,
+    name: SubmissionNameOption = "",
+    public: PublicOption = False,
 ) -> None:
-    """Predict the RSG test sets and write the leaderboard submission zip."""
+    """Predict the RSG test sets and write the leaderboard submission zip (and with --to, upload it)."""
     from rueval.submit import submit as write_submission
 
     set_level(quiet, verbose)
-    options = plain({name: value for name, value in locals().items() if name not in ("out", "data", "seed", "shots")})
-    written = write_submission(model, data, out, seed, solver_options(model, options), shots)
+    kept = {
+        key: value for key, value in locals().items() if key not in ("out", "data", "seed", "shots", *BOARD_OPTIONS)
+    }
+    board = board_client(to, token)  # checked before the work; None without --to
+    written = write_submission(model, data, out, seed, solver_options(model, plain(kept)), shots)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
+    if board is not None:
+        with board:
+            upload_and_wait(board, out, name, public)

@@ -1,0 +1,113 @@
+"""The leaderboard: the public scored submissions, best first, and the reference rows set apart:
+the reference models computed by rueval on this gold (majority, heuristics) and the papers' rows
+(RSG Table 2, the heuristics paper's Table 8, scored on the official test set).
+
+A submission's cells are its task scores; a cell whose score the paired bootstrap cannot tell from
+the majority class's or the heuristics' on the same items carries that mark (rueval.serve.scoring).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
+
+from rueval.report.reference import references
+from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
+from rueval.serve.db import Submission
+
+SORT_KEYS = ("total",)  # and every task of the gold
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the board: a submission, or a reference row (``kind``: computed | human | baseline | model)."""
+
+    name: str
+    kind: str
+    tasks: Mapping[str, float]
+    total: float | None
+    team: str | None = None
+    id: int | None = None
+    partial: bool = False
+    source: str = ""
+    alike: Mapping[str, Sequence[str]] = field(default_factory=dict)  # task -> baselines it cannot be told from
+
+    def to_json(self) -> dict[str, Any]:
+        if self.id is not None:
+            return {
+                "team": self.team,
+                "name": self.name,
+                "id": self.id,
+                "total": self.total,
+                "partial": self.partial,
+                "tasks": dict(self.tasks),
+                "not_distinguishable_from": {task: list(models) for task, models in self.alike.items() if models},
+            }
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "source": self.source,
+            "total": self.total,
+            "tasks": dict(self.tasks),
+        }
+
+
+def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the board keeps of a scored submission's results: each task's score, and the baselines
+    its score cannot be told from."""
+    return {
+        "tasks": {name: entry["score"] for name, entry in tasks.items()},
+        "alike": {
+            name: [model for model, test in entry["versus"].items() if not test["distinguishable"]]
+            for name, entry in tasks.items()
+        },
+    }
+
+
+def submission_rows(ranked: Sequence[tuple[Submission, str]]) -> list[Row]:
+    rows = []
+    for submission, team in ranked:
+        summary = json.loads(submission.summary or "{}")
+        rows.append(
+            Row(
+                name=submission.name,
+                kind="submission",
+                tasks=summary.get("tasks", {}),
+                total=submission.total,
+                team=team,
+                id=submission.id,
+                partial=submission.partial,
+                alike=summary.get("alike", {}),
+            )
+        )
+    return rows
+
+
+def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
+    """The reference models computed on this gold, then the papers' RSG rows (as printed; their
+    total is the paper's own)."""
+    rows = []
+    for model in (MAJORITY, HEURISTIC):
+        scores = {task: computed[model][task].score for task in tasks}
+        rows.append(Row(TITLES[model], "computed", scores, fmean(scores.values()), source="rueval on this gold"))
+    for paper in references("rsg"):
+        scores = {task: score for task in tasks if (score := paper.task_score(task)) is not None}
+        total = paper.reported_total()
+        rows.append(Row(paper.name, paper.kind, scores, total[0] if total else None, source=paper.source))
+    return rows
+
+
+def sorted_rows(rows: Sequence[Row], key: str, descending: bool = True) -> list[Row]:
+    """Rows ordered by the total or a task's score; rows without the value last, partial ones after
+    complete ones when ordering by the total. The order among equals is kept (best first, then oldest)."""
+
+    def value(row: Row) -> float | None:
+        return row.total if key == "total" else row.tasks.get(key)
+
+    present = [row for row in rows if value(row) is not None]
+    absent = [row for row in rows if value(row) is None]
+    present.sort(key=lambda row: (row.partial if key == "total" else False, -value(row) if descending else value(row)))
+    return present + absent

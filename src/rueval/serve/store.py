@@ -1,0 +1,43 @@
+"""The board's folder (--store): uploads stored once by their content's SHA-256, each submission's
+report, and the SQLite database unless --db names another. Workers on other machines share it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from rueval.errors import RuevalError
+from rueval.files import atomic_path
+
+
+class Store:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def upload_path(self, sha256: str) -> Path:
+        return self.root / "uploads" / sha256[:2] / f"{sha256}.zip"
+
+    def put_upload(self, data: bytes) -> str:
+        """Store the bytes under their SHA-256 (once: the same zip uploaded twice is one file)."""
+        sha256 = hashlib.sha256(data).hexdigest()
+        path = self.upload_path(sha256)
+        if not path.is_file():
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(data)
+        return sha256
+
+    def upload(self, sha256: str) -> bytes:
+        path = self.upload_path(sha256)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise RuevalError(f"{path}: the stored upload cannot be read ({e.strerror or e})") from None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise RuevalError(f"{path}: the stored upload has changed since it was received")
+        return data
+
+    def report_dir(self, submission: int) -> Path:
+        return self.root / "reports" / str(submission)
+
+    def report(self, submission: int) -> Path:
+        return self.report_dir(submission) / "report.html"
