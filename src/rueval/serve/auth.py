@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -72,12 +73,16 @@ class Auth:
     def __init__(self, db: Database):
         self.db = db
         self._verified: dict[str, int] = {}
+        # argon2 takes 64 MiB and tens of milliseconds a check: a burst of requests checks a few at a
+        # time, and a token checked meanwhile is not checked again
+        self._checking = threading.Semaphore(2)
 
     def team_for_token(self, token: str) -> Team | None:
         digest = _digest(token)
         team_id = self._verified.get(digest)
         if team_id is None:
-            team_id = self._verify(token)
+            with self._checking:
+                team_id = self._verified.get(digest) or self._verify(token)
             if team_id is None:
                 return None
             if len(self._verified) >= _REMEMBERED:

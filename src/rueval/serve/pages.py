@@ -68,7 +68,7 @@ def submission(request: Request, id: SubmissionId) -> Response:
     signed_in = _signed_in(request)
     found, team = _service(request).submission(id, signed_in.team if signed_in else None)
     own = signed_in is not None and signed_in.team.id == found.team_id
-    report = _service(request).store.report(id).is_file()
+    report = (_service(request).store.report_dir(id) / "results.json").is_file()
     return _page(request, "submission.html", submission=found, team=team, own=own, report=report)
 
 
@@ -77,7 +77,7 @@ def report(request: Request, id: SubmissionId) -> Response:
     signed_in = _signed_in(request)
     _service(request).submission(id, signed_in.team if signed_in else None)
     path = _service(request).store.report(id)
-    if not path.is_file():
+    if path is None:
         raise HTTPException(404, f"submission {id} has no report yet")
     return HTMLResponse(path.read_text(encoding="utf-8"))
 

@@ -1,13 +1,16 @@
 """The board's folder (--store): uploads stored once by their content's SHA-256, each submission's
-report, and the SQLite database unless --db names another. Workers on other machines share it."""
+run results and report (reports/<id>/: results.json, report.html; no predictions and no gold), and
+the SQLite database unless --db names another. Workers on other machines share it."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
+from rueval.report.html import write_report
 
 
 class Store:
@@ -39,5 +42,19 @@ class Store:
     def report_dir(self, submission: int) -> Path:
         return self.root / "reports" / str(submission)
 
-    def report(self, submission: int) -> Path:
-        return self.report_dir(submission) / "report.html"
+    def report(self, submission: int) -> Path | None:
+        """The submission's HTML report, drawn from its run results the first time it is asked for
+        (the figures take seconds: a worker does not spend them on reports nobody reads); None
+        before the submission is scored."""
+        folder = self.report_dir(submission)
+        page = folder / "report.html"
+        if not page.is_file():
+            if not (folder / "results.json").is_file():
+                return None
+            with _drawing:
+                if not page.is_file():
+                    write_report([folder], page, assets=folder / "assets")
+        return page
+
+
+_drawing = threading.Lock()  # one report drawn at a time (matplotlib's pyplot is not thread-safe)

@@ -1,6 +1,6 @@
 """The scoring worker: a separate process (`rueval serve-worker`, or started by `rueval serve`)
-that claims queued submissions from the database, scores them against the gold and writes each
-one's report. Any number of workers, on this machine or others sharing the database and the store,
+that claims queued submissions from the database, scores them against the gold and stores each
+one's results (and its run results, from which the web application draws the report). Any number of workers, on this machine or others sharing the database and the store,
 run side by side (rueval.serve.queue).
 """
 
@@ -16,8 +16,6 @@ import uuid
 from pathlib import Path
 
 from rueval.errors import RuevalError
-from rueval.report.html import write_report
-from rueval.results import RunResult
 from rueval.serve import baselines, queue
 from rueval.serve.board import summary_of
 from rueval.serve.db import Database, Submission, Team
@@ -86,7 +84,7 @@ class Worker:
             checked = check_submission(self.store.upload(submission.upload), self.gold, self.limits)
             label = f"{team.name}: {submission.name}"
             scored = score_submission(self.gold, checked, self.references, label)
-            self._write_report(submission.id, scored.run)
+            scored.run.write(self.store.report_dir(submission.id))  # the report is drawn from it when first asked for
         except RuevalError as e:  # the gold changed since the upload was checked, a store that lost the file
             queue.finish(self.db, claim, error=str(e))
             return
@@ -102,13 +100,6 @@ class Worker:
                 submission.id,
                 time.process_time() - started,
             )
-
-    def _write_report(self, submission: int, run: RunResult) -> None:
-        """The HTML report rueval makes for a run, from the submission's results (no predictions or
-        gold are written: the report reads only results.json)."""
-        folder = self.store.report_dir(submission)
-        run.write(folder)
-        write_report([folder], self.store.report(submission), assets=folder / "assets")
 
 
 def run_worker(db_url: str, gold_dir: Path, store: Path, lease_s: float, parent: int | None = None) -> None:
