@@ -67,7 +67,8 @@ def test_a_server_killed_while_scoring_resumes_at_restart_and_keeps_the_board(
     server = Server(gold_dir, store, None, "--lease", "2", "--daily-limit", "20")
     servers.append(server)
     with httpx.Client(base_url=server.url, headers=bearer(token), timeout=30) as client:
-        first = client.post("/api/submissions", files={"file": ("m.zip", submission_zip("majority"))}, data={"public": "true"})
+        files = {"file": ("m.zip", submission_zip("majority"))}
+        first = client.post("/api/submissions", files=files, data={"public": "true"})
         wait_for(client, first.json()["id"], token)
         board_before = client.get("/api/leaderboard").json()
         ids = [
@@ -158,12 +159,13 @@ def test_bad_input_of_every_kind_is_a_clear_4xx_and_the_server_goes_on_serving(
             (client.post("/api/submissions", files={"file": ("a.zip", b"PK\x03\x04 not really")}), 400, "not a zip"),
             (client.post("/api/submissions", files={"file": ("a.zip", b"")}), 400, "empty file"),
             (client.post("/api/submissions", content=b"{}", headers={"content-type": "application/json"}), 400, "file"),
-            (client.post("/upload", data={"csrf": "forged", "name": "x"}, files={"file": ("a.zip", b"x")}), 401, "sign in"),
+            (client.post("/upload", data={"csrf": "forged"}, files={"file": ("a.zip", b"x")}), 401, "sign in"),
             (client.post("/signin", data={"token": alpha, "csrf": "forged"}), 403, "does not match"),
         ]
         private = client.post("/api/submissions", files={"file": ("m.zip", submission_zip("majority"))}).json()["id"]
         cases.append((client.get(f"/api/submissions/{private}", headers=bearer(beta)), 404, "no submission"))
-        cases.append((client.get(f"/api/submissions/{private}", headers=bearer(beta[:-3] + "abc")), 401, "invalid token"))
+        forged = bearer(beta[:-3] + "abc")
+        cases.append((client.get(f"/api/submissions/{private}", headers=forged), 401, "invalid token"))
         for answer, status, message in cases:
             assert answer.status_code == status and message in answer.text, (answer.status_code, answer.text[:300])
         assert client.get("/api/leaderboard").status_code == 200
