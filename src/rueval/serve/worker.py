@@ -1,8 +1,8 @@
 """The scoring worker: a separate process (`rueval serve-worker`, or started by `rueval serve`)
 that claims queued submissions from the database, scores them against the gold and stores each one's
 results (and its run results, from which the web application draws the report). Any number of
-workers, on this machine or others sharing the database and the store,
-run side by side (rueval.serve.queue).
+workers, on this machine or others sharing the database and the store, run side by side
+(rueval.serve.queue).
 """
 
 from __future__ import annotations
