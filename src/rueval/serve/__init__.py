@@ -4,8 +4,11 @@ rows and the baselines computed on the same gold, with the columns an honest boa
 score can be told apart from the majority class and from the rule-based heuristics, and how often
 a submission gives the heuristics' answer where a rule fires.
 
-Layers inside: ``db`` (schema, connection, migrations) < ``gold``, ``upload`` (the gold and the zips
-checked against it) < ``scoring`` (a submission's scores and honest columns) < ``queue`` < ``worker``,
-``auth``, ``board`` < ``app`` and ``pages`` (the web application). ``client`` is what `rueval submit
---to` speaks, with httpx only. Needs the ``serve`` extra.
+Inside, from the bottom: ``db`` (the schema, SQLite or PostgreSQL, the Alembic ``migrations``);
+``gold`` and ``baselines`` (the private test answers and the reference models computed on them);
+``upload`` (a zip checked against the gold); ``scoring`` (a submission's scores and honest-board
+columns); ``queue`` (jobs in the database) and ``worker``; ``auth`` (teams, tokens, sessions),
+``store`` (uploads and reports on disk) and ``board`` (the ranking); ``service`` (what the board
+does, whoever asks); ``app``, ``api`` and ``pages`` (the web application) and ``server`` (`rueval
+serve`). ``client`` is what `rueval submit --to` speaks, with httpx only. Needs the ``serve`` extra.
 """

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only
 
 from rueval.errors import RuevalError
 from rueval.serve import baselines, queue
@@ -132,8 +132,10 @@ class Service:
         """The public scored submissions with their teams' names, best first: complete ones by total,
         then partial ones, each by the time they were made among equals."""
         with self.db.session() as session:
+            shown = (Submission.id, Submission.name, Submission.total, Submission.partial, Submission.summary)
             rows = session.execute(
                 select(Submission, Team.name)
+                .options(load_only(*shown))  # not the full results: a board of thousands reads little
                 .join(Team, Team.id == Submission.team_id)
                 .where(Submission.public.is_(True), Submission.status == "done")
                 .order_by(Submission.partial, Submission.total.desc().nulls_last(), Submission.id)
