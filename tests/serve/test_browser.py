@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Server, bearer, members_of, wait_for, zip_of
+from board_support import Server, bearer, members_of, wait_for, zip_of
 from support import require, require_modules
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ and every string from a user escaped."""
 
 import re
 
-from conftest import members_of, zip_of
+from board_support import members_of, zip_of
 
 from rueval.serve.auth import add_team
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from conftest import Server, bearer
+from board_support import Server, bearer
 from sqlalchemy import select, text
 
 from rueval.serve import queue

@@ -3,7 +3,7 @@ predictions, and gets the honest-board columns: the paired tests against the maj
 heuristics, and its agreement with the heuristics' rules."""
 
 import pytest
-from conftest import members_of, zip_of
+from board_support import members_of, zip_of
 
 from rueval.results import RunResult
 from rueval.serve import baselines

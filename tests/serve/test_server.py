@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from conftest import Server, bearer, wait_for
+from board_support import Server, bearer, wait_for
 
 from rueval.results import RunResult
 

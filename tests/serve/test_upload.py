@@ -5,7 +5,7 @@ import io
 import zipfile
 
 import pytest
-from conftest import members_of, write_gold, zip_of
+from board_support import members_of, write_gold, zip_of
 
 from rueval.errors import RuevalError
 from rueval.serve.gold import Gold

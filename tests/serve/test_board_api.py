@@ -3,7 +3,7 @@ bad requests of every kind as clear 4xx answers, the gold never among them."""
 
 import json
 
-from conftest import bearer, zip_of
+from board_support import bearer, members_of, zip_of
 
 from rueval.serve.auth import HASHER
 from rueval.serve.db import Token
@@ -69,8 +69,6 @@ def test_the_leaderboard_ranks_public_submissions_best_first_beside_the_referenc
 
 
 def test_a_partial_zip_is_scored_marked_and_ranked_after_complete_ones(client, tokens, worker, submission_zip):
-    from conftest import members_of
-
     members = members_of(submission_zip("heuristic"))
     upload(client, tokens["alpha"], zip_of({"RCB.jsonl": members["RCB.jsonl"]}), "rcb only", public=True)
     upload(client, tokens["beta"], submission_zip("majority"), "full", public=True)
