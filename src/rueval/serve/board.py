@@ -12,13 +12,23 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import Any, NamedTuple
 
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
-from rueval.serve.db import Submission
 
 SORT_KEYS = ("total",)  # and every task of the gold
+
+
+class Ranked(NamedTuple):
+    """A public scored submission as the board reads it from the database."""
+
+    id: int
+    name: str
+    team: str
+    total: float | None
+    partial: bool
+    summary: str | None  # JSON, summary_of
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,16 @@ class Row:
             "tasks": dict(self.tasks),
         }
 
+    def cells(self, tasks: Sequence[str]) -> list[tuple[str, str]]:
+        """The row's task cells as the page shows them: the score to one decimal ("–" where there is
+        none), and the initials of the baselines it cannot be told from ("MH", "M", "")."""
+        shown = []
+        for task in tasks:
+            score = self.tasks.get(task)
+            mark = "".join(model[0].upper() for model in self.alike.get(task, ()))
+            shown.append(("–" if score is None else f"{score:.1f}", mark))
+        return shown
+
 
 def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """What the board keeps of a scored submission's results: each task's score, and the baselines
@@ -67,22 +87,12 @@ def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def submission_rows(ranked: Sequence[tuple[Submission, str]]) -> list[Row]:
+def submission_rows(ranked: Sequence[Ranked]) -> list[Row]:
     rows = []
-    for submission, team in ranked:
-        summary = json.loads(submission.summary or "{}")
-        rows.append(
-            Row(
-                name=submission.name,
-                kind="submission",
-                tasks=summary.get("tasks", {}),
-                total=submission.total,
-                team=team,
-                id=submission.id,
-                partial=submission.partial,
-                alike=summary.get("alike", {}),
-            )
-        )
+    for found in ranked:
+        summary = json.loads(found.summary or "{}")
+        tasks, alike = summary.get("tasks", {}), summary.get("alike", {})
+        rows.append(Row(found.name, "submission", tasks, found.total, found.team, found.id, found.partial, "", alike))
     return rows
 
 

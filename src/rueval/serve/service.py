@@ -13,11 +13,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, load_only
+from sqlalchemy.orm import Session
 
 from rueval.errors import RuevalError
 from rueval.serve import baselines, queue
 from rueval.serve.auth import Auth
+from rueval.serve.board import Ranked
 from rueval.serve.db import Database, Submission, Team, Upload
 from rueval.serve.gold import Gold
 from rueval.serve.store import Store
@@ -128,19 +129,20 @@ class Service:
             raise NotFound(f"no team {name!r:.120}")
         return team
 
-    def ranked(self) -> list[tuple[Submission, str]]:
-        """The public scored submissions with their teams' names, best first: complete ones by total,
-        then partial ones, each by the time they were made among equals."""
+    def ranked(self) -> list[Ranked]:
+        """The public scored submissions, best first: complete ones by total, then partial ones, each
+        by the time they were made among equals. Only the columns the board shows are read (not the
+        full results), as plain rows: a board of thousands reads little."""
         with self.db.session() as session:
-            shown = (Submission.id, Submission.name, Submission.total, Submission.partial, Submission.summary)
             rows = session.execute(
-                select(Submission, Team.name)
-                .options(load_only(*shown))  # not the full results: a board of thousands reads little
+                select(
+                    Submission.id, Submission.name, Team.name, Submission.total, Submission.partial, Submission.summary
+                )
                 .join(Team, Team.id == Submission.team_id)
                 .where(Submission.public.is_(True), Submission.status == "done")
                 .order_by(Submission.partial, Submission.total.desc().nulls_last(), Submission.id)
             ).all()
-        return [(submission, team) for submission, team in rows]
+        return [Ranked(*row) for row in rows]
 
 
 def _clean_name(name: str | None) -> str:
