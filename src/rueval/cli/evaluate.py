@@ -43,6 +43,14 @@ from rueval.cli.options import (
     parse_shots,
     user_errors,
 )
+from rueval.cli.serve import (
+    BoardTokenOption,
+    BoardUrlOption,
+    PublicOption,
+    SubmissionNameOption,
+    board_client,
+    upload_and_wait,
+)
 from rueval.errors import RuevalError
 from rueval.progress import set_level, warn
 
@@ -217,13 +225,21 @@ def submit(
     solver: GroupValues = SOLVER_OPTIONS,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
+    to: BoardUrlOption = None,
+    token: BoardTokenOption = None,
+    name: SubmissionNameOption = "",
+    public: PublicOption = False,
 ) -> None:
-    """Predict the RSG test sets and write the leaderboard submission zip."""
+    """Predict the RSG test sets and write the leaderboard submission zip (and with --to, upload it)."""
     from rueval.run.spec import RunSpec
     from rueval.run.submission import write_submission
 
     set_level(quiet, verbose)
+    board = board_client(to, token)  # checked before the work; None without --to
     model, given = lm_eval_model(model, solver.given)
     spec = RunSpec.create("rsg", model, given, spell=flag, data=data, seed=seed, shots=shots)
     written = write_submission(spec, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
+    if board is not None:
+        with board:
+            upload_and_wait(board, out, name, public)
