@@ -304,8 +304,11 @@ class Answer(Shape):
         else:
             value = record.get(self.answer, str if self.alternatives else (str, list))
             if isinstance(value, str) and self.alternatives:
-                # as MERA's CheGeKa scorer splits them; an answer of separators only stays whole
-                return tuple(a.strip() for a in value.split(self.alternatives) if a.strip()) or (value,)
+                # as MERA's CheGeKa scorer splits them, an empty alternative too ("Пингвин;"): it is
+                # a right answer there (an empty prediction matches it), kept last so that the first
+                # answer, a demonstration's target, is a real one
+                split = dict.fromkeys(a.strip() for a in value.split(self.alternatives))
+                return tuple(sorted(split, key=lambda a: not a))
             if isinstance(value, str):
                 return (value,)
             if not all(isinstance(item, str) for item in value):
