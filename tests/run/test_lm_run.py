@@ -225,7 +225,8 @@ def test_a_generation_run_killed_mid_way_keeps_every_finished_batch(tmp_path, ti
 def test_more_episodes_than_the_episode_lists_hold_is_an_error_never_a_repeat():
     train = [Example(idx=i, fields={"episode": [10 + i // 2]}, label=i % 2) for i in range(4)]  # 10, 11: 2-shot
     assert [e.idx for e in episode_demos(train, 2, 1, 0, "winograd")] == [2, 3]
-    with pytest.raises(RuevalError, match=r"winograd: 3 2-shot episodes asked for, but the data's episode lists hold 2"):
+    asked_too_many = r"winograd: 3 2-shot episodes asked for, but the data's episode lists hold 2"
+    with pytest.raises(RuevalError, match=asked_too_many):
         episode_demos(train, 2, 2, 0, "winograd")
 
 
