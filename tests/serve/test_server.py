@@ -41,7 +41,7 @@ def test_from_a_new_team_to_a_ranked_submission_whose_scores_equal_rueval_run(cl
     assert (row["team"], row["name"], row["id"]) == ("alpha", "rules", 1)
     assert row["tasks"] == {name: result.score for name, result in run.tasks.items()}
     assert row["total"] == pytest.approx(run.rsg_total)
-    report = httpx.get(f"{server.url}/submissions/1/report")
+    report = httpx.get(f"{server.url}/submissions/1/report", timeout=120)  # drawn when first asked for
     assert report.status_code == 200 and "LiDiRus diagnostics" in report.text
 
 
