@@ -38,6 +38,8 @@ import bench_fullsize  # beside this script: the full-size data generator
 import httpx
 from results_file import write_results
 
+from rueval.run.spec import RunSpec
+from rueval.run.submission import write_submission
 from rueval.serve import baselines
 from rueval.serve.auth import add_team
 from rueval.serve.board import summary_of
@@ -46,7 +48,6 @@ from rueval.serve.gold import Gold
 from rueval.serve.scoring import score_submission
 from rueval.serve.store import Store
 from rueval.serve.upload import check_submission
-from rueval.submit import submit
 from rueval.tasks import BENCHMARKS
 
 OUT = Path(__file__).parent / "results" / "bench_serve.json"
@@ -96,7 +97,7 @@ def scoring(gold_dir: Path, work: Path, runs: int) -> tuple[list[dict[str, Any]]
     db = Database(database_url(None, store))
     references, ref_cpu, ref_wall = timed(baselines.ensure, db, gold)
     zip_path = work / "heuristic.zip"
-    submit("heuristic", str(gold_dir), zip_path)
+    write_submission(RunSpec.create("rsg", "heuristic", data=str(gold_dir)), zip_path)
     data = zip_path.read_bytes()
     samples = [timed(score_once, data, gold, references) for _ in range(runs)]
     scored = samples[0][0]

@@ -3,7 +3,7 @@
 Each RSG task with a test file is scored; its train split (LiDiRus: TERRa's) teaches the reference
 models (majority, heuristics). A submission line is matched to a test item by the id the RSG zip
 gives it: the record's idx, a RuCoS query's own idx, a MuSeRC answer's (passage, question, answer)
-path (as rueval.submit writes them). The gold is read by rueval's own loaders, so the same file
+path (as rueval.run.submission writes them). The gold is read by rueval's own loaders, so the same file
 errors apply; it is never served.
 """
 
