@@ -26,7 +26,7 @@ def test_an_upload_is_queued_then_scored_by_a_worker_and_shown_to_its_team(clien
     assert found["status"] == "done" and found["name"] == "rules" and found["team"] == "alpha"
     assert found["error"] is None and found["total"] > 0 and not found["partial"]
     rcb = found["tasks"]["rcb"]
-    assert set(rcb) >= {"score", "metrics", "ci", "versus", "rules"} and set(rcb["metrics"]) == {"macro_f1", "accuracy"}
+    assert set(rcb) >= {"score", "metrics", "ci", "versus", "rules"} and set(rcb["metrics"]) == {"avg_f1", "accuracy"}
     assert found["tasks"]["lidirus"]["breakdown"]["logic"]["n"] > 0  # the per-feature MCC
 
 
