@@ -20,6 +20,7 @@ from rueval.models.base import (
     encode_pair,
 )
 from rueval.models.placement import merged_adapter, weights_placement
+from rueval.models.token_ids import fit_window, start_token_of
 from rueval.paths import cache_dir
 
 # torch and transformers are imported inside the methods: without them, `-m hf:` says what to install.
@@ -61,10 +62,7 @@ class HFCausalLM(LanguageModel):
             self.model.to(self.device)
         self.model.eval()
         _fuse_tanh_gelu(self.model)
-        start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
-        if start is None:
-            raise RuevalError(f"hf:{path}: the tokenizer has neither a BOS nor an EOS token to start sequences with")
-        self.start_token = start
+        self.start_token = start_token_of(self.tokenizer, f"hf:{path}")
         self.max_length = _max_length(self.model.config, self.tokenizer)
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.auto_batch = batch_size == "auto"
@@ -97,15 +95,7 @@ class HFCausalLM(LanguageModel):
     def encode(self, request: Loglikelihood) -> tuple[list[int], int]:
         """Token ids of the whole sequence and the index of the first scored token
         (``encode_pair``), the oldest context tokens dropped if the model's window is exceeded."""
-        ids, first = encode_pair(request, self._tokens, self.start_token)
-        if len(ids) > self.max_length:  # drop the oldest context tokens
-            cut = len(ids) - self.max_length
-            if cut >= first:
-                raise RuevalError(
-                    f"a continuation of {len(ids) - first} tokens does not fit the model's {self.max_length}"
-                )
-            ids, first = ids[cut:], first - cut
-        return ids, first
+        return fit_window(*encode_pair(request, self._tokens, self.start_token), self.max_length)
 
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None

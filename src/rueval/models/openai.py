@@ -25,10 +25,11 @@ rueval.models.serving. The cache identity is the model name and what the servers
 weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
 servers reuses a one-server run's results, and new weights behind the same name and port do not.
 
-With ``tokenizer=`` (a local path or hub id of the served model's tokenizer, or a tokenizer
-object) prompts are sent as token ids encoded exactly as the HF backend encodes them: a start
-token, the context's tokens, then the continuation's. Token boundaries are then exact and an
-empty context scores every token, so results equal ``-m hf:`` on the same weights.
+With ``tokenizer=`` (a local path or hub id of the served model's tokenizer, a tokenizer object,
+or ``"server"`` for the server's own: rueval.models.token_ids) prompts are sent as token ids
+encoded exactly as the HF backend encodes them: a start token, the context's tokens, then the
+continuation's. Token boundaries are then exact and an empty context scores every token, so
+results equal ``-m hf:`` on the same weights.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -46,7 +48,6 @@ from rueval.models.base import (
     LoglikelihoodResult,
     OnDone,
     cut_at_stop,
-    encode_pair,
 )
 from rueval.models.serving import (
     ClientError,
@@ -57,6 +58,7 @@ from rueval.models.serving import (
     route,
     weights_card,
 )
+from rueval.models.token_ids import SERVER, local_tokens, served_tokens
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
@@ -93,12 +95,10 @@ class OpenAICompletionsModel(LanguageModel):
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         connections = self.concurrency * len(self.urls)
         self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay, connections)
-        self.tokenizer = _load_tokenizer(tokenizer) if tokenizer is not None else None
-        if self.tokenizer is not None:
-            bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
-            if bos is None and eos is None:
-                raise RuevalError(f"openai:{model}: the tokenizer has neither a BOS nor an EOS token to start with")
-            self.start_token = bos if bos is not None else eos
+        self._tokenizer = tokenizer
+        # token-id prompts; the server's own tokenizer is found when the servers are first contacted
+        given = tokenizer is not None and not (isinstance(tokenizer, str) and tokenizer == SERVER)
+        self.prompt_tokens = local_tokens(tokenizer, f"openai:{model}") if given else None
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
         self._dispatcher = Dispatcher(self.urls, self.concurrency)
         self._card: dict[str, Any] | None = None  # the served weights, as every server describes them
@@ -129,11 +129,9 @@ class OpenAICompletionsModel(LanguageModel):
                     )
                 if fingerprints != {None}:
                     parts.append(f"system_fingerprint={fingerprints.pop()}")
-                if self.tokenizer is not None:
+                if self.prompt_tokens is not None:
                     # token-id prompts score an empty context differently from text prompts: keep their caches apart
-                    parts.append(
-                        f"tokenizer={getattr(self.tokenizer, 'name_or_path', '') or type(self.tokenizer).__name__}"
-                    )
+                    parts.append(f"tokenizer={self.prompt_tokens.name}")
                 self._identity = " ".join(parts)
             return self._identity
 
@@ -194,8 +192,8 @@ class OpenAICompletionsModel(LanguageModel):
 
     # -- log-likelihood ------------------------------------------------------------------------
     def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
-        if self.tokenizer is not None:
-            encoded = [encode_pair(r, self._tokens, self.start_token) for r in requests]
+        if self.prompt_tokens is not None:
+            encoded = [self.prompt_tokens.pair(r) for r in requests]
             prompts: list = [ids for ids, _ in encoded]
         else:
             prompts = [r.context + r.continuation for r in requests]
@@ -210,7 +208,7 @@ class OpenAICompletionsModel(LanguageModel):
                     self._scoring_max_tokens = 1
                     continue
                 raise
-        if self.tokenizer is not None:
+        if self.prompt_tokens is not None:
             return [self._score_ids(url, c, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)]
         return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
@@ -269,18 +267,15 @@ class OpenAICompletionsModel(LanguageModel):
             )
         return LoglikelihoodResult(total, n, greedy)
 
-    def _tokens(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
     # -- generation ----------------------------------------------------------------------------
     def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
         r = requests[0]  # the chunk shares its sampling settings
-        payload = {"prompt": [self._generation_prompt(g.prompt) for g in requests], **sampling_fields(r)}
+        payload = {"prompt": [self._generation_prompt(g) for g in requests], **sampling_fields(r)}
         choices = self._completions(url, payload, len(requests))
         return [cut_at_stop(str(c.get("text") or ""), r.stop) for c in choices]
 
-    def _generation_prompt(self, prompt: str) -> str | list[int]:
-        return [self.start_token, *self._tokens(prompt)] if self.tokenizer is not None else prompt
+    def _generation_prompt(self, request: Generation) -> str | list[int]:
+        return self.prompt_tokens.prompt(request) if self.prompt_tokens is not None else request.prompt
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _completions(self, url: str, payload: dict, n_prompts: int) -> list[dict]:
@@ -324,6 +319,7 @@ class OpenAICompletionsModel(LanguageModel):
             if self._checked:
                 return
             cards: dict[str, dict] = {}
+            entry: dict = {}  # the model's /v1/models entry on the first server that lists it
             for index, url in enumerate(self.urls):
                 try:
                     listing, answered_at = self._client.dated_request(url, "/models", None, retry_connection=False)
@@ -342,6 +338,7 @@ class OpenAICompletionsModel(LanguageModel):
                     )
                 if served:
                     cards[url] = weights_card(served[self.model], answered_at)
+                    entry = entry or served[self.model]
             first = next(iter(cards.items()), None)
             for url, card in cards.items():
                 if card != first[1]:
@@ -350,7 +347,23 @@ class OpenAICompletionsModel(LanguageModel):
                         f"{url} has {card}"
                     )
             self._card = next(iter(cards.values()), None)
+            self._find_prompt_tokens(entry)
             self._checked = True
+
+    def _find_prompt_tokens(self, entry: dict) -> None:
+        """The server's own tokenizer when asked for (token_ids.served_tokens); a tokenizer given gets
+        the served model's window."""
+        window = entry.get("max_model_len")
+        if self.prompt_tokens is not None and isinstance(window, int):
+            self.prompt_tokens = replace(self.prompt_tokens, window=window)
+        elif self.prompt_tokens is None and self._tokenizer is not None:
+            root = self._live_urls()[0].removesuffix("/v1")  # vLLM's /tokenize is beside /v1, not under it
+
+            def request(path: str, payload: dict | None) -> Any:
+                body = None if payload is None else {"model": self.model, **payload}
+                return self._client.request(root, path, body, retry_connection=False)
+
+            self.prompt_tokens = served_tokens(request, entry, f"openai:{self.model}")
 
     def _no_logprobs(self, url: str) -> RuevalError:
         return RuevalError(
@@ -358,17 +371,6 @@ class OpenAICompletionsModel(LanguageModel):
             "logprobs=1), which scoring needs; vLLM returns them on /v1/completions (keep --max-logprobs >= 1); "
             "a server without them can run generation tasks only"
         )
-
-
-def _load_tokenizer(tokenizer: Any) -> Any:
-    if not isinstance(tokenizer, str):
-        return tokenizer
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(tokenizer)
-    except (OSError, ValueError) as e:
-        raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
 
 
 def sampling_fields(r: Generation) -> dict[str, Any]:

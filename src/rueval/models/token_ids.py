@@ -1,0 +1,156 @@
+"""Token-id prompts, built exactly as `-m hf:` builds them, for backends that send token ids.
+
+A server given text tokenizes it itself and puts a start token in front only where the tokenizer
+adds one (Llama-style), never for GPT-2-style tokenizers, while `hf:` always starts with BOS (EOS
+where there is none). On the same weights the scores then differ, by up to whole nats, and an
+empty context loses its first token (nothing predicts it). Token ids avoid both: the start token,
+the context's tokens, then the continuation's (``encode_pair``); a generation prompt starts with
+the same start token. A window (the server's ``max_model_len``) drops the oldest context tokens
+of a longer sequence, and cuts a generation prompt to leave room for its new tokens, as `hf:` does.
+
+``tokenizer=`` says where the tokens come from: a local path or hub id (or a loaded tokenizer),
+or ``"server"``: the served model's own, its weights folder (the `/v1/models` ``root``) when that
+folder is on this machine and tokenizes as the server does, else the server's ``/tokenize``
+endpoint (vLLM), one text at a time, remembered. Its start token is then the BOS the server adds
+(Llama-style), or the BOS or EOS its ``/tokenizer_info`` names (vLLM's
+``--enable-tokenizer-info-endpoint``); a server that tells neither is refused with what to do.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rueval.errors import RuevalError
+from rueval.models.base import Generation, Loglikelihood, encode_pair
+
+SERVER = "server"  # tokenizer="server": the served model's own tokenizer
+PROBE = "Проверка связи: 12 слов, ёлка и 🙂 — «кавычки»."  # tokenized both ways: do they agree?
+
+
+@dataclass(frozen=True)
+class PromptTokens:
+    """Text -> token ids (no special tokens), the start token, and a name for the cache identity."""
+
+    tokens: Callable[[str], list[int]]
+    start_token: int
+    name: str
+    window: int | None = None  # the longest sequence the model takes
+
+    def pair(self, request: Loglikelihood) -> tuple[list[int], int]:
+        """The sequence to score and the index of its first scored token."""
+        ids, first = encode_pair(request, self.tokens, self.start_token)
+        return fit_window(ids, first, self.window)
+
+    def prompt(self, request: Generation) -> list[int]:
+        """A generation prompt: the start token and the prompt's tokens, the oldest cut to leave room."""
+        ids = [self.start_token, *self.tokens(request.prompt)]
+        return ids if self.window is None else ids[-(self.window - request.max_new_tokens) :]
+
+
+def fit_window(ids: list[int], first: int, window: int | None) -> tuple[list[int], int]:
+    """The oldest context tokens dropped until the sequence fits ``window``."""
+    if window is None or len(ids) <= window:
+        return ids, first
+    cut = len(ids) - window
+    if cut >= first:
+        raise RuevalError(f"a continuation of {len(ids) - first} tokens does not fit the model's {window}")
+    return ids[cut:], first - cut
+
+
+def start_token_of(tokenizer: Any, owner: str) -> int:
+    """hf:'s rule: BOS, else EOS."""
+    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if start is None:
+        raise RuevalError(f"{owner}: the tokenizer has neither a BOS nor an EOS token to start sequences with")
+    return start
+
+
+def local_tokens(tokenizer: Any, owner: str) -> PromptTokens:
+    """A transformers tokenizer (or a path or hub id to load one from) as PromptTokens."""
+    if isinstance(tokenizer, str | Path):
+        from transformers import AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+        except (OSError, ValueError) as e:
+            raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    return PromptTokens(
+        lambda text: tokenizer(text, add_special_tokens=False)["input_ids"], start_token_of(tokenizer, owner), name
+    )
+
+
+Request = Callable[[str, dict | None], Any]  # (path under the server's root URL, payload or None for GET) -> JSON
+
+
+def served_tokens(request: Request, entry: dict, owner: str) -> PromptTokens:
+    """The served model's tokenizer (``tokenizer="server"``), from its `/v1/models` ``entry``; the
+    window is the entry's ``max_model_len``."""
+    window = entry.get("max_model_len") if isinstance(entry.get("max_model_len"), int) else None
+    server = _ServerTokenizer(request)
+    root = entry.get("root")
+    if isinstance(root, str) and (Path(root) / "tokenizer_config.json").is_file():
+        found = local_tokens(root, owner)
+        if server.available() is False or server(PROBE) == found.tokens(PROBE):
+            return replace(found, window=window)
+    if not server.available():
+        raise RuevalError(
+            f"{owner}: the server has no /tokenize endpoint and its weights folder ({root}) is not on this "
+            "machine: pass the served model's tokenizer (tokenizer=PATH_OR_HUB_ID)"
+        )
+    return PromptTokens(server, server.start_token(owner), "server /tokenize", window)
+
+
+class _ServerTokenizer:
+    """The server's /tokenize, each text asked once."""
+
+    def __init__(self, request: Request):
+        self.request = request
+        self.memo: dict[tuple[bool, str], list[int]] = {}
+        self.lock = threading.Lock()
+        self._available: bool | None = None
+
+    def available(self) -> bool:
+        if self._available is None:
+            try:
+                self("")
+                self._available = True
+            except RuevalError:
+                self._available = False
+        return self._available
+
+    def __call__(self, text: str, special: bool = False) -> list[int]:
+        key = (special, text)
+        with self.lock:
+            if key in self.memo:
+                return self.memo[key]
+        answer = self.request("/tokenize", {"prompt": text, "add_special_tokens": special})
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list):
+            raise RuevalError(f"the server's /tokenize answered without tokens: {str(answer)[:200]}")
+        with self.lock:
+            self.memo[key] = tokens
+        return tokens
+
+    def start_token(self, owner: str) -> int:
+        """The BOS the server adds itself, else the BOS or EOS its /tokenizer_info names."""
+        added = self("", special=True)
+        if added:
+            return added[0]
+        try:
+            info = self.request("/tokenizer_info", None)
+        except RuevalError:
+            info = {}
+        for name in ("bos_token", "eos_token"):
+            token = info.get(name) if isinstance(info, dict) else None
+            token = token.get("content") if isinstance(token, dict) else token
+            if isinstance(token, str) and token and len(ids := self(token)) == 1:
+                return ids[0]
+        raise RuevalError(
+            f"{owner}: the server adds no start token and does not name its BOS or EOS (vLLM names them with "
+            "--enable-tokenizer-info-endpoint): pass the served model's tokenizer (tokenizer=PATH_OR_HUB_ID)"
+        )
