@@ -136,11 +136,24 @@ def load_split(data_dir: Path, n: int) -> tuple[Task, list[Example], list[Exampl
 
 def build_prompts(data_dir: Path, shots: int, episodes: int, n: int) -> list[dict[str, Any]]:
     """Every (episode, item) with its context and continuations, as LMSolver plans them."""
+    from rueval.models.base import Capabilities, LanguageModel
+    from rueval.models.engine import Engine
     from rueval.solvers import Setting
     from rueval.solvers.lm import LMSolver
 
+    class Unloaded(LanguageModel):
+        """Planning reads only what a text model declares; nothing is computed."""
+
+        identity = "bench:unloaded"
+        capabilities = Capabilities(loglikelihood=True, generation=True)
+
+        def loglikelihood(self, requests, on_done=None):
+            raise NotImplementedError
+
+        generate = loglikelihood
+
     task, train, examples = load_split(data_dir, n)
-    solver = LMSolver(None, "bench")  # type: ignore[arg-type]  # planning needs no engine
+    solver = LMSolver(Engine(Unloaded()), "bench")
     rows = []
     for episode in range(episodes):
         plan = solver.plan(task, train, examples, Setting(shots, episode))

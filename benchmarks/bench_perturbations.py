@@ -11,7 +11,8 @@ the multiple-choice tasks), so nearly every text is new and no analysis is reuse
 The constraints' protected spans (natasha NER and syntax, regular expressions) are computed once,
 batched, and timed on their own, as a run does; each perturbation is then timed on the same
 examples, without and (--filter) also with the semantic filter (character 3-gram similarity,
-rate halved on failure; an example that never passes keeps its original text).
+3 candidates per example, rate halved on failure; an example that never passes keeps its original
+text).
 Writes benchmarks/results/bench_perturbations.json.
 """
 

@@ -30,6 +30,19 @@ def cli():
     return invoke
 
 
+@pytest.fixture
+def task_registry():
+    """The task registry as the test found it: the tasks a test registers are gone after it."""
+    from rueval.tasks import BENCHMARKS, TASKS
+
+    tasks, benchmarks = dict(TASKS), dict(BENCHMARKS)
+    yield TASKS
+    TASKS.clear()
+    TASKS.update(tasks)
+    BENCHMARKS.clear()
+    BENCHMARKS.update(benchmarks)
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache folder: no state leaks between tests or from the user's home."""
@@ -43,6 +56,15 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
     from rueval.models.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """A small random BERT (an encoder to fine-tune), built once per session."""
+    require_modules("torch", "transformers", "tokenizers", extra="finetune")
+    from rueval.models.tiny import build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,71 @@ def require_modules(*names: str, extra: str) -> None:
     """``require`` for Python packages of an optional extra."""
     missing = [name for name in names if importlib.util.find_spec(name) is None]
     require(not missing, f"needs {', '.join(missing)}: pip install -e '.[{extra}]'")
+
+
+# A made-up task of one's own, as tests declare it: do two sentences say the same? Label 1 pairs a
+# sentence with its words in reverse order, 0 with another sentence. Train 32 records, val 6, test 10.
+PARAPHRASE_SENTENCES = (
+    "Кошка спит на тёплом подоконнике", "Поезд прибыл на вокзал с опозданием", "Мальчик читает книгу в парке",
+    "Завтра ожидается сильный дождь", "Бабушка испекла яблочный пирог", "Команда выиграла финальный матч",
+    "Магазин закрывается в девять вечера", "Учитель объяснил новую тему", "Река замёрзла в начале декабря",
+    "Врач назначил больному лекарство", "Собака громко лает во дворе", "Студенты сдали экзамен досрочно",
+    "Самолёт взлетел ровно в полдень", "Курс доллара вырос на биржах", "Шахтёры добыли рекордный объём угля",
+    "Музей открыл выставку старинных икон", "Хоккеисты проиграли в овертайме", "Садовник подстриг кусты роз",
+    "Космонавты вернулись на Землю", "Рыбаки поймали огромную щуку", "Депутаты приняли новый закон",
+    "Туристы поднялись на вершину горы", "Оркестр сыграл симфонию Чайковского", "Дети слепили снеговика",
+)  # fmt: skip
+
+
+def write_paraphrase_data(folder: Path) -> dict[str, list[dict]]:
+    """The made-up task's train, val and test files in ``folder``; returns their records."""
+    records = []
+    for i, sentence in enumerate(PARAPHRASE_SENTENCES):
+        reordered = " ".join(reversed(sentence.split())).capitalize()
+        other = PARAPHRASE_SENTENCES[(i + 7) % len(PARAPHRASE_SENTENCES)]
+        records += [(sentence, reordered, 1), (sentence, other, 0)]
+    order = list(range(len(records)))
+    random.Random(0).shuffle(order)
+    rows = [{"idx": n, "sentence1": records[i][0] + ".", "sentence2": records[i][1] + ".", "label": records[i][2]}
+            for n, i in enumerate(order)]  # fmt: skip
+    splits = {"train": rows[:32], "val": rows[32:38], "test": rows[38:]}
+    for name, split in splits.items():
+        write_jsonl(folder / f"{name}.jsonl", split)
+    return splits
+
+
+# In rueval these are src/rueval/tasks/paraphrase.py (added to DECLARATIONS) and
+# src/rueval/tasks/prompts/paraphrase.py (found by the task's name); here a package of the test's own.
+PARAPHRASE_DECLARATION = '''
+"""Paraphrase: do two sentences say the same? A made-up RSG-style classification task."""
+
+from rueval.tasks import Task
+from rueval.tasks.shapes import Texts
+
+TASKS = (
+    Task(
+        name="paraphrase",
+        benchmark="madeup",
+        folder="Paraphrase",
+        description="do two sentences say the same?",
+        shape=Texts(("sentence1", "sentence2"), labels=(0, 1)),
+        metrics=("accuracy",),
+        split_files={"train": ("train.jsonl",), "val": ("val.jsonl",), "test": ("test.jsonl",)},
+        prompt="paraphrase_prompt:PROMPT",
+    ),
+)
+'''
+PARAPHRASE_PROMPT = """
+from rueval.tasks.prompts.common import NO, YES, ChoicePrompt
+
+TEMPLATE = "Предложение 1: {sentence1} Предложение 2: {sentence2} Вопрос: они значат одно и то же? Ответ:"
+PROMPT = ChoicePrompt(TEMPLATE, {NO: 0, YES: 1})
+"""
+
+
+def write_paraphrase_modules(package: Path) -> Path:
+    """The made-up task's declaration module and prompt module in ``package`` (to put on sys.path)."""
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "paraphrase.py").write_text(PARAPHRASE_DECLARATION, encoding="utf-8")
+    (package / "paraphrase_prompt.py").write_text(PARAPHRASE_PROMPT, encoding="utf-8")
+    return package

@@ -28,9 +28,9 @@ from sklearn.feature_selection import chi2
 from rueval import __version__
 from rueval.data import DataSource, Split, load_train, open_data
 from rueval.duplicates import NEAR_DUPLICATE_THRESHOLD, SplitInputs, duplicate_pairs, duplicates, input_parts
-from rueval.metrics import score_task
 from rueval.progress import set_level, step
 from rueval.results import AuditResult, Coverage, TaskAudit
+from rueval.scoring import score_task
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task

@@ -1,7 +1,19 @@
-"""The official metrics of RSG and TAPE, on scikit-learn where it has them.
+"""Every metric of rueval, registered once: the official metrics of RSG and TAPE.
 
-Metric functions return fractions in [0, 1] (MCC in [-1, 1]); ``score_task`` scales them by
-100, as both papers print them.
+A metric is a ``Metric`` record in ``METRICS``, under a name used by tasks (``Task.metrics``), results
+files, reports and the leaderboards (its ``title``), the lm-eval export and the sample logs
+(its ``lm_eval_name``). Its formula is written once, as sufficient statistics: each example gives a
+row of numbers (confusion counts; a 1 and the example's own value) and the metric is a function of
+their sums. The point value is that function of the whole sample's sums (``Metric.value``); the
+bootstrap (rueval.stats) applies the same function to the sums of every resample at once. Tests check
+each metric against scikit-learn's definitions and the official scorers'.
+
+Values are fractions in [0, 1] (MCC in [-1, 1]); scoring (rueval.scoring) scales them by 100, as
+both papers print them.
+
+Adding a metric is one ``register(...)`` call below: a mean over examples needs only its value on
+one example (``mean_over_examples``); any other metric, its per-example statistics and the
+function of their sums.
 """
 
 from __future__ import annotations
@@ -10,47 +22,17 @@ import re
 import string
 import sys
 import unicodedata
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache, lru_cache
-from statistics import fmean
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from rueval.errors import RuevalError
-from rueval.tasks import BENCHMARKS, Example, Task
 
-
-def accuracy(golds: Sequence[Any], preds: Sequence[Any]) -> float:
-    return float(accuracy_score(golds, preds))
-
-
-def macro_f1(golds: Sequence[Any], preds: Sequence[Any]) -> float:
-    """Unweighted mean of per-class F1 over the classes seen in golds or predictions."""
-    return float(f1_score(golds, preds, average="macro", zero_division=0))
-
-
-def mcc(golds: Sequence[Any], preds: Sequence[Any]) -> float:
-    if len({*golds, *preds}) < 2:  # one class throughout: no correlation to measure (sklearn's 0, unwarned)
-        return 0.0
-    return float(matthews_corrcoef(golds, preds))
-
-
-def binary_f1(golds: Sequence[int], preds: Sequence[int]) -> float:
-    """F1 of the positive class 1 (MuSeRC's F1a over all answer options)."""
-    return float(f1_score(golds, preds, pos_label=1, average="binary", zero_division=0))
-
-
-def grouped_exact_match(golds: Sequence[Any], preds: Sequence[Any], groups: Sequence[Any]) -> float:
-    """Share of groups (MuSeRC questions) whose every member is predicted right."""
-    right: dict[Any, bool] = {}
-    for gold, pred, group in zip(golds, preds, groups, strict=True):
-        right[group] = right.get(group, True) and gold == pred
-    return fmean(right.values())
-
+# ---- answer normalisation (span tasks) --------------------------------------------------------------
 
 _ENGLISH_ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -120,6 +102,7 @@ def _normalized(text: str, normalization: str) -> str:
 
 
 def token_f1(gold: str, pred: str, normalization: str = "russian") -> float:
+    """The official scorers' F1 of one answer against one gold answer, over their normalised tokens."""
     gold_tokens, pred_tokens = _normalized(gold, normalization).split(), _normalized(pred, normalization).split()
     if not gold_tokens or not pred_tokens:
         return 0.0 if normalization in _F1_WITHOUT_TOKENS_IS_ZERO else float(gold_tokens == pred_tokens)
@@ -134,111 +117,239 @@ def exact_match(gold: str, pred: str, normalization: str = "russian") -> float:
     return float(_normalized(gold, normalization) == _normalized(pred, normalization))
 
 
-def span_f1(golds: Sequence[Iterable[str]], preds: Sequence[str], normalization: str) -> float:
-    """Token F1 against the best-matching gold answer, averaged over questions."""
-    return fmean(max(token_f1(g, p, normalization) for g in gs) for gs, p in zip(golds, preds, strict=True))
+# ---- the record and the registry ----------------------------------------------------------------------
 
 
-def span_exact_match(golds: Sequence[Iterable[str]], preds: Sequence[str], normalization: str) -> float:
-    return fmean(max(exact_match(g, p, normalization) for g in gs) for gs, p in zip(golds, preds, strict=True))
+@dataclass(frozen=True)
+class Outcomes:
+    """What a metric is computed on: each example's gold answer and prediction, in example order.
+
+    ``labels``: the label space, so that every class has its column; ``units``: each example's
+    resampling unit as a code 0, 1, ... (a MuSeRC question), None when every example is its own;
+    ``normalization``: for answers, how they are normalised before matching (NORMALIZATIONS)."""
+
+    golds: Sequence[Any]
+    preds: Sequence[Any]
+    labels: Sequence[Any] = ()
+    units: np.ndarray | None = None
+    normalization: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.golds) != len(self.preds):
+            raise ValueError(f"{len(self.preds)} predictions for {len(self.golds)} gold answers")
 
 
-SPAN_METRICS: dict[str, Callable[[Sequence[Iterable[str]], Sequence[str], str], float]] = {
-    "f1": span_f1,
-    "em": span_exact_match,
-}
+Statistics = Callable[[Outcomes], np.ndarray]  # examples x columns
+OfSums = Callable[[np.ndarray], np.ndarray]  # summed statistics (samples x columns) -> the metric per sample
+PerExample = Callable[[Any, Any, str], float]  # (gold, prediction, normalization) -> one example's value
 
 
-def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
-    """Whether one prediction is right: the gold class; every category of a multilabel example (one
-    wrong category makes the example wrong); exact match with any gold answer for span tasks."""
-    if task.kind == "span":
-        return any(exact_match(answer, prediction, task.normalization) for answer in gold)
-    if task.kind == "multilabel":
-        return tuple(prediction) == tuple(gold)
-    return prediction == gold
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once.
+
+    ``name``: its key in tasks' declarations, results files and reports, one name per formula;
+    ``title``: as the papers print it (leaderboard headers); ``lm_eval_name``: its key in
+    lm-evaluation-harness's vocabulary (results_lmeval.json, sample logs), where F1 is "f1"
+    whatever the task, as in lm-eval's own tasks. The formula: ``statistics`` gives each example's
+    row of sufficient statistics, ``of_sums`` the metric of their sums for any number of samples at
+    once (one per row). ``per_example``: for a mean over examples, one example's value (sample
+    logs); None for a metric of the whole sample (F1, MCC)."""
+
+    name: str
+    title: str
+    lm_eval_name: str
+    description: str  # one line for the reference
+    statistics: Statistics
+    of_sums: OfSums
+    per_example: PerExample | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        for text in ("name", "title", "lm_eval_name", "description"):
+            if not getattr(self, text):
+                raise ValueError(f"metric {self.name!r}: {text} is empty")
+
+    def value(self, outcomes: Outcomes) -> float:
+        """The metric on the whole sample: the function of its summed statistics."""
+        return float(self.of_sums(self.statistics(outcomes).sum(axis=0, keepdims=True))[0])
 
 
-@dataclass
-class Scores:
-    """A task's metrics (x100), their mean as the task score, and named sub-group breakdowns."""
-
-    metrics: dict[str, float]
-    breakdown: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @property
-    def score(self) -> float:
-        return fmean(self.metrics.values())
+_REGISTRY: dict[str, Metric] = {}
+METRICS: Mapping[str, Metric] = _REGISTRY  # every metric by name, in registration order
 
 
-def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> Scores:
-    """Every headline metric of the task, plus LiDiRus per-tag MCC and Ethics per-category scores."""
-    if len(examples) != len(preds):
-        raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
-    golds = [e.label for e in examples]
-    if task.kind == "multilabel":
-        per_category = {
-            c.split("_", 1)[-1]: _classification_metrics(
-                task.metrics, [g[i] for g in golds], [p[i] for p in preds], examples
-            )
-            for i, c in enumerate(task.categories)
-        }
-        metrics = {m: fmean(cat[m] for cat in per_category.values()) for m in task.metrics}
-        return Scores(metrics, per_category)
-    if task.kind == "span":
-        return Scores({m: 100 * SPAN_METRICS[m](golds, preds, task.normalization) for m in task.metrics})
-    scores = Scores(_classification_metrics(task.metrics, golds, preds, examples))
-    if "tags" in task.extra:
-        scores.breakdown = lidirus_tag_mcc(examples, preds, task.extra["tags"])
-    return scores
+def register(metric: Metric) -> Metric:
+    """Make a metric known by its name; a name is registered once."""
+    if metric.name in _REGISTRY:
+        raise ValueError(f"metric {metric.name!r} is registered twice")
+    _REGISTRY[metric.name] = metric
+    return metric
 
 
-def _classification_metrics(
-    names: Sequence[str], golds: Sequence[Any], preds: Sequence[Any], examples: Sequence[Example]
-) -> dict[str, float]:
-    functions = {
-        "accuracy": accuracy,
-        "macro_f1": macro_f1,
-        "mcc": mcc,
-        "f1a": binary_f1,
-        "f1": binary_f1,
-        "em": lambda g, p: grouped_exact_match(g, p, [e.group for e in examples]),
-    }
-    return {name: 100 * functions[name](golds, preds) for name in names}
+def metric(name: str) -> Metric:
+    """The metric of this name; a user error naming the known ones if there is none."""
+    if name not in _REGISTRY:
+        raise RuevalError(f"unknown metric {name!r}; expected one of: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]
 
 
-def lidirus_tag_mcc(
-    examples: Sequence[Example], preds: Sequence[Any], tag_fields: Sequence[str]
-) -> dict[str, dict[str, float]]:
-    """MCC on the examples carrying each feature tag: per tag field ("logic") and per value
-    ("logic: Negation"). A field may hold several values separated by ';' or ','."""
-    members: dict[str, list[int]] = defaultdict(list)
-    for i, example in enumerate(examples):
-        for tag_field in tag_fields:
-            values = _tag_values(example.fields.get(tag_field))
-            if values:
-                members[tag_field].append(i)
-            for value in values:
-                members[f"{tag_field}: {value}"].append(i)
-    return {
-        tag: {
-            "mcc": 100 * mcc([examples[i].label for i in rows], [preds[i] for i in rows]),
-            "n": len(rows),
-        }
-        for tag, rows in sorted(members.items())
-    }
+# ---- the formulas -------------------------------------------------------------------------------------
 
 
-def _tag_values(value: Any) -> list[str]:
-    if not isinstance(value, str):
-        return []
-    return list(dict.fromkeys(v.strip() for v in value.replace(",", ";").split(";") if v.strip()))
+def mean_over_examples(name: str, title: str, lm_eval_name: str, description: str, per_example: PerExample) -> Metric:
+    """A metric that is the mean of each example's value: its statistics are (1, value)."""
+
+    def statistics(outcomes: Outcomes) -> np.ndarray:
+        values = [per_example(g, p, outcomes.normalization) for g, p in zip(outcomes.golds, outcomes.preds)]
+        return np.column_stack([np.ones(len(values)), np.array(values, dtype=float)])
+
+    return Metric(name, title, lm_eval_name, description, statistics, _share, per_example)
 
 
-def rsg_total(task_scores: Mapping[str, float]) -> float | None:
-    """RSG total: the mean of the nine task scores (Shavrina et al., 2020, Section 3.2).
-    None unless every RSG task was scored: a partial mean is not the benchmark's number."""
-    names = [task.name for task in BENCHMARKS["rsg"]]
-    if not all(name in task_scores for name in names):
-        return None
-    return fmean(task_scores[name] for name in names)
+def _share(sums: np.ndarray) -> np.ndarray:
+    return sums[:, 1] / sums[:, 0]
+
+
+def class_counts(outcomes: Outcomes) -> np.ndarray:
+    """Per example, three one-hot blocks over the classes (the label space, then any other gold or
+    predicted value): its gold class, its predicted class, and its gold class again if it is right.
+    Summed: each class's gold count, predicted count and hits, all a multi-class metric needs."""
+    code = {label: i for i, label in enumerate(dict.fromkeys([*outcomes.labels, *outcomes.golds, *outcomes.preds]))}
+    golds = np.array([code[g] for g in outcomes.golds], dtype=int)
+    preds = np.array([code[p] for p in outcomes.preds], dtype=int)
+    one_hot = np.eye(len(code))
+    return np.hstack([one_hot[golds], one_hot[preds], one_hot[golds] * (golds == preds)[:, None]])
+
+
+def _per_class(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Summed class counts -> each class's gold count, predicted count and hits (samples x classes)."""
+    k = sums.shape[1] // 3
+    return sums[:, :k], sums[:, k : 2 * k], sums[:, 2 * k :]
+
+
+def _f1(true: np.ndarray, predicted: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """A class's F1, 2 hits / (gold + predicted); 0 for a class neither in gold nor predicted
+    (scikit-learn's zero_division=0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(true + predicted > 0, 2 * hits / (true + predicted), 0.0)
+
+
+def _macro_f1_of(sums: np.ndarray) -> np.ndarray:
+    """Unweighted mean of per-class F1 over the classes seen in gold or predictions (scikit-learn's)."""
+    true, predicted, hits = _per_class(sums)
+    seen = (true + predicted) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sum(_f1(true, predicted, hits) * seen, axis=1) / seen.sum(axis=1)
+
+
+def _mcc_of(sums: np.ndarray) -> np.ndarray:
+    """Multi-class MCC from class counts (scikit-learn's formula); 0 where undefined (one class throughout)."""
+    true, predicted, hits = _per_class(sums)
+    total, correct = true.sum(axis=1), hits.sum(axis=1)
+    covariance = correct * total - np.sum(true * predicted, axis=1)
+    spread = (total**2 - np.sum(true**2, axis=1)) * (total**2 - np.sum(predicted**2, axis=1))
+    return np.where(spread > 0, covariance / np.sqrt(np.where(spread > 0, spread, 1)), 0.0)
+
+
+def _positive_counts(outcomes: Outcomes) -> np.ndarray:
+    """Per example: gold is class 1, prediction is class 1, both (summed: F1's counts of the positive class)."""
+    golds = np.array([g == 1 for g in outcomes.golds], dtype=float)
+    preds = np.array([p == 1 for p in outcomes.preds], dtype=float)
+    return np.column_stack([golds, preds, golds * preds])
+
+
+def _positive_f1_of(sums: np.ndarray) -> np.ndarray:
+    return _f1(sums[:, 0], sums[:, 1], sums[:, 2])
+
+
+def _question_counts(outcomes: Outcomes) -> np.ndarray:
+    """Per example: 1 on the first example of its unit (a question), and there 1 again if every
+    example of the unit is right. Summed: questions, and questions answered right throughout."""
+    units = np.arange(len(outcomes.golds)) if outcomes.units is None else np.asarray(outcomes.units)
+    wrong = np.zeros(int(units.max(initial=-1)) + 1)
+    np.add.at(wrong, units, [g != p for g, p in zip(outcomes.golds, outcomes.preds)])
+    first = np.zeros(len(units))
+    first[np.unique(units, return_index=True)[1]] = 1
+    return np.column_stack([first, first * (wrong[units] == 0)])
+
+
+def _best_exact_match(golds: Sequence[str], pred: str, normalization: str) -> float:
+    return max(exact_match(gold, pred, normalization) for gold in golds)
+
+
+def _best_token_f1(golds: Sequence[str], pred: str, normalization: str) -> float:
+    return max(token_f1(gold, pred, normalization) for gold in golds)
+
+
+def _right(gold: Any, pred: Any, normalization: str) -> float:
+    return float(gold == pred)
+
+
+ACCURACY = register(
+    mean_over_examples("accuracy", "Acc", "acc", description="share of examples predicted right", per_example=_right)
+)
+MACRO_F1 = register(
+    Metric(
+        "macro_f1",
+        "F1",
+        "macro_f1",
+        description="unweighted mean of per-class F1 over the classes seen in gold or predictions",
+        statistics=class_counts,
+        of_sums=_macro_f1_of,
+    )
+)
+MCC = register(
+    Metric(
+        "mcc", "MCC", "mcc", description="Matthews correlation coefficient", statistics=class_counts, of_sums=_mcc_of
+    )
+)
+BINARY_F1 = register(
+    Metric(
+        "binary_f1",
+        "F1",
+        "f1",
+        description="F1 of the positive class 1 (TAPE's Ethics: per category, averaged)",
+        statistics=_positive_counts,
+        of_sums=_positive_f1_of,
+    )
+)
+# MuSeRC's F1a: the same formula over all answer options, registered under its official name and title.
+F1A = register(
+    Metric(
+        "f1a",
+        "F1a",
+        "f1a",
+        description="F1 of the answer options marked true, over all options (MuSeRC)",
+        statistics=_positive_counts,
+        of_sums=_positive_f1_of,
+    )
+)
+QUESTION_EM = register(
+    Metric(
+        "question_em",
+        "EM",
+        "exact_match",
+        description="share of questions with every answer option labelled right (MuSeRC)",
+        statistics=_question_counts,
+        of_sums=_share,
+    )
+)
+EXACT_MATCH = register(
+    mean_over_examples(
+        "exact_match",
+        "EM",
+        "exact_match",
+        description="share of answers equal to a gold answer after normalisation",
+        per_example=_best_exact_match,
+    )
+)
+TOKEN_F1 = register(
+    mean_over_examples(
+        "token_f1",
+        "F1",
+        "f1",
+        description="token F1 against the best-matching gold answer, averaged over questions",
+        per_example=_best_token_f1,
+    )
+)

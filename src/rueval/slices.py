@@ -10,7 +10,6 @@ answer only, never at predictions, so every model is cut the same way.
 from __future__ import annotations
 
 import re
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ from functools import lru_cache
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.metrics import score_task
 from rueval.progress import progress
+from rueval.scoring import score_task
 from rueval.tasks import TASKS, Example, Task
 from rueval.text import lemmas, parse, sentences, words
 
@@ -280,7 +279,4 @@ def _bucket_scores(task: Task, examples: list[Example], preds: list[Any]) -> dic
     units = len({e.group for e in examples}) if examples[0].group is not None else len(examples)
     if units < MIN_BUCKET_SIZE:
         return {"n": len(examples)}
-    with warnings.catch_warnings():
-        # A small bucket often holds one class; sklearn warns, though the metric is defined for it.
-        warnings.simplefilter("ignore", UserWarning)
-        return {"n": len(examples), **score_task(task, examples, preds).metrics}
+    return {"n": len(examples), **score_task(task, examples, preds).metrics}

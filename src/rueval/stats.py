@@ -1,14 +1,11 @@
 """Uncertainty of scores: bootstrap confidence intervals and the paired bootstrap test.
 
 A resample draws the evaluation units with replacement: examples, or for MuSeRC whole questions,
-since its EM is per question. Every metric of rueval is a function of sums over units (confusion
-counts, per-question correctness, per-answer F1), so each unit is reduced once to a row of such
-statistics and a resample is a vector of draw counts: the statistics of 1000 resamples are one
-matrix product: 1000 resamples of thousands of examples take a second or less.
-
-The metric formulas below restate those of rueval.metrics on confusion counts (scikit-learn's
-definitions: macro-F1 over the classes seen, MCC 0 when undefined, F1 0 without positives); a
-test checks that on the full sample they reproduce ``score_task`` exactly.
+since its EM is per question. Every metric of rueval is a function of sums of per-example
+statistics (rueval.metrics), so each unit is reduced once to a row of such statistics and a
+resample is a vector of draw counts: the statistics of 1000 resamples are one matrix product, and
+each metric is the same function of them that gives the point value on the whole sample. 1000
+resamples of thousands of examples take a second or less.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rueval.metrics import SPAN_METRICS, score_task
+from rueval.scoring import Scores, task_statistics, units_of
 from rueval.tasks import Example, Task
 
 DEFAULT_RESAMPLES = 1000
@@ -45,14 +42,6 @@ class Difference:
         return {**asdict(self), "ci": list(self.ci)}
 
 
-def units_of(examples: Sequence[Example]) -> np.ndarray:
-    """The resampling unit of each example: its group (MuSeRC question) if it has one, else itself."""
-    if not examples or examples[0].group is None:
-        return np.arange(len(examples))
-    codes: dict[Any, int] = {}
-    return np.array([codes.setdefault(e.group, len(codes)) for e in examples])
-
-
 def bootstrap_ci(
     task: Task,
     examples: Sequence[Example],
@@ -64,8 +53,8 @@ def bootstrap_ci(
     """Percentile bootstrap interval of every metric of the task and of its score (their mean),
     x100 like the metrics: {metric: [low, high]}."""
     unit = units_of(examples)
-    stats, metrics_of = _statistics(task, examples, preds, unit)
-    draws = _resampled_metrics(stats, metrics_of, unit, resamples, _rng(seed, task))
+    stats = task_statistics(task, examples, preds, unit)
+    draws = _resampled_metrics(stats.table, stats.metrics_of, unit, resamples, _rng(seed, task))
     return {name: _interval(values, confidence) for name, values in draws.items()}
 
 
@@ -85,17 +74,16 @@ def paired_bootstrap(
     level at which the percentile interval of the difference excludes zero. Identical runs give 1.
     """
     unit = units_of(examples)
-    stats_a, metrics_a = _statistics(task, examples, preds_a, unit)
-    stats_b, metrics_b = _statistics(task, examples, preds_b, unit)
-    width = stats_a.shape[1]
+    stats_a, stats_b = task_statistics(task, examples, preds_a, unit), task_statistics(task, examples, preds_b, unit)
+    width = stats_a.table.shape[1]
 
     def difference(sums: np.ndarray) -> dict[str, np.ndarray]:
-        a, b = metrics_a(sums[:, :width]), metrics_b(sums[:, width:])
+        a, b = stats_a.metrics_of(sums[:, :width]), stats_b.metrics_of(sums[:, width:])
         return {name: a[name] - b[name] for name in a}
 
-    stats = np.hstack([stats_a, stats_b])
+    stats = np.hstack([stats_a.table, stats_b.table])
     draws = _resampled_metrics(stats, difference, unit, resamples, _rng(seed, task))
-    point_a, point_b = _point(task, examples, preds_a), _point(task, examples, preds_b)
+    point_a, point_b = _point(stats_a.point()), _point(stats_b.point())
     result = {}
     for name, diffs in draws.items():
         beyond = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
@@ -106,9 +94,9 @@ def paired_bootstrap(
     return result
 
 
-def _point(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> dict[str, float]:
-    scores = score_task(task, examples, preds)
-    return {**scores.metrics, "score": scores.score}
+def _point(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics and the task score on the whole sample, as score_task gives them."""
+    return {**metrics, "score": Scores(metrics).score}
 
 
 def _rng(seed: int, task: Task) -> np.random.Generator:
@@ -139,100 +127,3 @@ def _resampled_metrics(
     draws = {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}
     draws["score"] = np.mean(list(draws.values()), axis=0)
     return draws
-
-
-def _statistics(
-    task: Task, examples: Sequence[Example], preds: Sequence[Any], unit: np.ndarray
-) -> tuple[np.ndarray, MetricsOfSums]:
-    """Per-example statistics (examples x columns) whose sums give every metric of the task."""
-    if not examples or len(examples) != len(preds):
-        raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
-    if task.kind == "span":
-        return _span_statistics(task, examples, preds)
-    if task.kind == "multilabel":
-        return _multilabel_statistics(task, examples, preds)
-    return _classification_statistics(task, examples, preds, unit)
-
-
-def _span_statistics(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> tuple[np.ndarray, MetricsOfSums]:
-    per_example = [
-        [SPAN_METRICS[m]([e.label], [p], task.normalization) for m in task.metrics]
-        for e, p in zip(examples, preds, strict=True)
-    ]
-    stats = np.column_stack([np.ones(len(examples)), np.array(per_example)])
-
-    def metrics_of(sums: np.ndarray) -> dict[str, np.ndarray]:
-        return {m: 100 * sums[:, 1 + i] / sums[:, 0] for i, m in enumerate(task.metrics)}
-
-    return stats, metrics_of
-
-
-def _multilabel_statistics(
-    task: Task, examples: Sequence[Example], preds: Sequence[Any]
-) -> tuple[np.ndarray, MetricsOfSums]:
-    """Per category a 2x2 confusion; the task's metrics are averaged over categories, as score_task does."""
-    categories = len(task.categories)
-    golds = np.array([e.label for e in examples], dtype=int).reshape(len(examples), categories)
-    guesses = np.array(list(preds), dtype=int).reshape(len(examples), categories)
-    cells = golds * 2 + guesses  # 0 = tn, 1 = fp, 2 = fn, 3 = tp
-    stats = np.concatenate([np.eye(4)[cells[:, c]] for c in range(categories)], axis=1)
-
-    def metrics_of(sums: np.ndarray) -> dict[str, np.ndarray]:
-        per_category = [
-            _confusion_metrics(task.metrics, sums[:, 4 * c : 4 * c + 4].reshape(-1, 2, 2), positive=1)
-            for c in range(categories)
-        ]
-        return {m: np.mean([cat[m] for cat in per_category], axis=0) for m in task.metrics}
-
-    return stats, metrics_of
-
-
-def _classification_statistics(
-    task: Task, examples: Sequence[Example], preds: Sequence[Any], unit: np.ndarray
-) -> tuple[np.ndarray, MetricsOfSums]:
-    """A one-hot confusion cell per example; for grouped EM also whether its whole unit is right."""
-    classes = list(dict.fromkeys([*task.labels, *(e.label for e in examples), *preds]))
-    code = {label: i for i, label in enumerate(classes)}
-    k = len(classes)
-    golds = np.array([code[e.label] for e in examples])
-    guesses = np.array([code[p] for p in preds])
-    confusion = np.eye(k * k)[golds * k + guesses]
-    # A unit is right when none of its examples is wrong; its first example carries that flag, so a
-    # unit counts once however many examples it has.
-    wrong = np.zeros(int(unit.max()) + 1)
-    np.add.at(wrong, unit, golds != guesses)
-    first = np.zeros(len(unit))
-    first[np.unique(unit, return_index=True)[1]] = 1
-    unit_right = first * (wrong[unit] == 0)
-    stats = np.column_stack([confusion, first, unit_right])
-    positive = code.get(1, 0)  # "f1"/"f1a" is the F1 of class 1 (MuSeRC's answers marked true)
-
-    def metrics_of(sums: np.ndarray) -> dict[str, np.ndarray]:
-        values = _confusion_metrics(task.metrics, sums[:, : k * k].reshape(-1, k, k), positive)
-        if "em" in task.metrics:  # units right over units drawn
-            values["em"] = 100 * sums[:, k * k + 1] / sums[:, k * k]
-        return values
-
-    return stats, metrics_of
-
-
-def _confusion_metrics(names: Sequence[str], confusion: np.ndarray, positive: int) -> dict[str, np.ndarray]:
-    """Metrics x100 from confusion matrices (resamples x gold x predicted); "em" is left to the caller."""
-    total = confusion.sum(axis=(1, 2))
-    true = confusion.sum(axis=2)  # gold counts per class
-    predicted = confusion.sum(axis=1)
-    hits = np.diagonal(confusion, axis1=1, axis2=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f1 = np.where(true + predicted > 0, 2 * hits / (true + predicted), 0.0)
-        seen = (true + predicted) > 0
-        correct = hits.sum(axis=1)
-        covariance = correct * total - np.sum(true * predicted, axis=1)
-        spread = (total**2 - np.sum(true**2, axis=1)) * (total**2 - np.sum(predicted**2, axis=1))
-        values = {
-            "accuracy": correct / total,
-            "macro_f1": np.sum(f1 * seen, axis=1) / seen.sum(axis=1),
-            "mcc": np.where(spread > 0, covariance / np.sqrt(np.where(spread > 0, spread, 1)), 0.0),
-            "f1": f1[:, positive],
-            "f1a": f1[:, positive],
-        }
-    return {name: 100 * values[name] for name in names if name != "em"}

@@ -10,22 +10,25 @@ from support import SYSTEM, read_jsonl
 
 import rueval
 from rueval.errors import RuevalError
-from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_example() -> str:
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Python API", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+API_PAGE = ROOT / "docs" / "guide" / "python-api.md"
 
 
-def test_the_readme_example_runs_on_a_loaded_model(tiny_gpt2_dir, capsys):
-    code = readme_example()
+def documented_example() -> str:
+    """The first Python example of the documentation's Python API page."""
+    return API_PAGE.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_example_runs_on_a_loaded_model(tiny_gpt2_dir, capsys):
+    code = documented_example()
     assert 'name = "' in code
     code = re.sub(r'name = "[^"]+"', f"name = {str(tiny_gpt2_dir)!r}", code)
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README example, as a reader runs it
+    exec(compile(code, str(API_PAGE), "exec"), {})  # noqa: S102 - the documented example, as a reader runs it
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines[:2]] == ["rcb", "parus"]
     assert "1-shot" in lines[0]
@@ -63,6 +66,7 @@ class ConstantModel(LanguageModel):
     """Prefers the option whose text is longest: a model whose answers the test can predict."""
 
     identity = "test:longest-option"
+    capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def loglikelihood(self, requests, on_done=None):
         return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]

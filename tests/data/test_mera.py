@@ -9,7 +9,7 @@ import rueval
 from rueval.data import open_data
 from rueval.data.mera import MeraSource
 from rueval.errors import DataError
-from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
 
@@ -230,6 +230,7 @@ class RecordingModel(LanguageModel):
     """Remembers what it was asked; prefers the continuation " 3"."""
 
     identity = "test:recording"
+    capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def __init__(self):
         self.asked: list[tuple[str, str]] = []

@@ -14,8 +14,8 @@ from transformers import AutoTokenizer
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
-from rueval.models.base import Generation, Loglikelihood
-from rueval.models.openai_chat import OpenAIChatModel, decode_messages, encode_messages
+from rueval.models.base import Generation, Loglikelihood, Message
+from rueval.models.openai_chat import OpenAIChatModel, payload_messages
 from rueval.solvers.lm import match_option
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
@@ -56,7 +56,7 @@ def test_options_by_prompt_logprobs_equal_hf_with_the_chat_template(cli, server,
         ):
             assert sent["prediction"] == rendered["prediction"]
             for message_args, text_args in zip(sent["arguments"].values(), rendered["arguments"].values(), strict=True):
-                messages = decode_messages(message_args["arg_0"])
+                messages = json.loads(message_args["arg_0"])  # the messages sent, as lm-eval logs them
                 assert [m["role"] for m in messages][:2] == ["system", "user"]  # the demonstration as a user turn
                 assert "assistant" in [m["role"] for m in messages]  # ... and its answer as an assistant turn
                 # the server's rendering of the messages is the prompt hf: scores after (BOS aside)
@@ -112,14 +112,15 @@ def test_a_generation_task_is_answered_through_the_chat_endpoint(cli, server, tm
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["tasks"]["multiq"]["protocol"] == "generate-chat"
     for line in read_jsonl(out / "samples" / "multiq.jsonl"):
-        assert decode_messages(line["arguments"]["gen_args_0"]["arg_0"])[-1]["role"] == "user"
+        assert json.loads(line["arguments"]["gen_args_0"]["arg_0"])[-1]["role"] == "user"
         assert line["prediction"] == line["resps"][0][0].strip()
 
 
 def test_the_backend_scores_and_generates_for_messages(server):
     backend = OpenAIChatModel("tiny-gpt2", server.url)
-    messages = encode_messages([{"role": "user", "content": "Кошка сидит на"}])
-    assert backend.choice_scoring == "logprobs"
+    messages = (Message("user", "Кошка сидит на"),)
+    assert backend.capabilities.chat_logprobs is None  # --chat-scoring auto: the server is asked when it matters
+    assert backend.settle().chat_logprobs is True
     (first, second) = backend.loglikelihood([Loglikelihood(messages, "окне"), Loglikelihood(messages, "окне и спит")])
     assert first.n_tokens >= 1 and second.n_tokens > first.n_tokens and second.logprob < first.logprob
     (text,) = backend.generate([Generation(messages, 5)])
@@ -162,6 +163,6 @@ def test_a_server_that_serves_another_model_is_one_error(cli, server, tmp_path):
     assert result.exit_code == 2 and "does not serve model 'other'" in result.output
 
 
-def test_messages_that_are_not_json_are_refused():
+def test_a_text_prompt_is_refused_by_the_chat_backend():
     with pytest.raises(RuevalError, match="must be chat messages"):
-        decode_messages("Кошка сидит на")
+        payload_messages("Кошка сидит на")

@@ -15,7 +15,7 @@ import pytest
 from openai_server import CompletionServer
 
 from rueval.errors import RuevalError
-from rueval.models.base import LanguageModel, Loglikelihood, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, Loglikelihood, LoglikelihoodResult
 from rueval.models.cache import FORMAT, RequestCache
 from rueval.models.engine import Engine
 from rueval.models.factory import ModelOptions, open_engine
@@ -186,6 +186,7 @@ class Counting(LanguageModel):
     """A fake backend: the context's length as the log-likelihood; counts what it computes."""
 
     identity = "counting"
+    capabilities = Capabilities(loglikelihood=True)
 
     def __init__(self, offset: float = 0.0):
         self.offset = offset

@@ -54,7 +54,8 @@ def test_compare_marks_significant_differences_only(cli, two_runs, tmp_path):
     comparison = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
     accuracy = comparison["tasks"]["rcb"]["metrics"]["accuracy"]
     assert accuracy["b"] == 100 and accuracy["diff"] < 0 and accuracy["ci"][1] < 0 and accuracy["p_value"] < 0.05
-    assert comparison["tasks"]["muserc"]["metrics"]["em"]["p_value"] < 0.05  # questions resampled as units
+    muserc = comparison["tasks"]["muserc"]["metrics"]
+    assert muserc["question_em"]["p_value"] < 0.05  # questions resampled as units
     assert all(d["p_value"] == 1 for d in comparison["tasks"]["winograd"]["metrics"].values())  # unchanged
     assert SIGNIFICANT_ROW.search(result.stdout)
 

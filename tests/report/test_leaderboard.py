@@ -41,7 +41,7 @@ def test_reference_rows_transcribe_the_papers():
     large = reference("tape", TAPE, "ruGPT-3 Large", k=8)
     assert large.metrics["ru_worldtree"] == {"macro_f1": 41.9, "accuracy": 41.9}
     assert large.std["ru_worldtree"] == {"macro_f1": 0.7, "accuracy": 0.7}
-    assert reference("tape", TAPE, "Human").metrics["multiq"] == {"f1": 92.8, "em": 91.0}
+    assert reference("tape", TAPE, "Human").metrics["multiq"] == {"token_f1": 92.8, "exact_match": 91.0}
     assert "multiq" not in reference("tape", TAPE, "Random").metrics  # '✗' in the paper
     assert len(references("tape", TAPE)) == 15 and len(references("rsg")) == 12
 

@@ -174,6 +174,10 @@ def write_results(run_dir: Path, text: str) -> Path:
             '{"model": "x", "tasks": {"rcb": {"metrics": {}, "score": 1, "n": 2, "ci": {"accuracy": [1]}}}}',
             "field 'tasks.rcb.ci.accuracy': expected two numbers, the low and high bounds",
         ),
+        (  # an earlier rueval named Ethics' binary F1 "f1", as it named span tasks' token F1
+            '{"model": "x", "tasks": {"sit_ethics": {"metrics": {"f1": 0, "accuracy": 50}, "score": 25, "n": 2}}}',
+            "field 'tasks.sit_ethics.metrics': has f1, accuracy, but sit_ethics is scored by binary_f1, accuracy",
+        ),
     ],
 )
 def test_report_rejects_a_bad_run_directory(runs, tmp_path, text, message):

@@ -12,13 +12,19 @@ from support import read_jsonl, require_modules, write_jsonl
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError
-from rueval.metrics import is_correct
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.perturbations import BackTranslation, Perturbation
-from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, SemanticFilter, Similarity
+from rueval.robustness.semantic_filter import (
+    BertScore,
+    CharNgramSimilarity,
+    SemanticFilter,
+    Similarity,
+    choose_similarity,
+)
 from rueval.robustness.spans import Edit
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.robustness import Robustness
+from rueval.scoring import is_correct
 from rueval.tasks import Example, get_task
 
 WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "change_char_case")
@@ -150,6 +156,62 @@ def test_filter_lowers_the_threshold_only_when_asked():
     assert filter_ethics(threshold=0.95)[1].threshold == 0.95  # TAPE's protocol: min_share 0
 
 
+class Shout(Perturbation):
+    """Appends as many exclamation marks (1 to 8) as its generator draws."""
+
+    name = "shout"
+    default_rate = 0.8
+
+    def rewrite(self, piece, rng):
+        return [Edit(len(piece.text), len(piece.text), "!" * rng.randint(1, 8))]
+
+
+def test_filter_keeps_the_closest_of_three_candidates():
+    task = get_task("sit_ethics")
+    examples = open_data(None).load(task, "test").examples
+    protected = protected_spans_batch(task, examples)
+    assert SemanticFilter(Calm()).candidates == 3  # TAPE's framework draws 3
+    three = SemanticFilter(Calm(), threshold=0.0).apply(task, examples, Shout(), protected)
+    one = SemanticFilter(Calm(), threshold=0.0, candidates=1).apply(task, examples, Shout(), protected)
+    for example, kept in zip(examples, three.kept, strict=True):
+        drawn = [Shout().perturb(example, task, Shout().rng(task, example, c)).fields["text"] for c in range(3)]
+        assert kept.perturbed.fields["text"] == min(drawn, key=lambda text: text.count("!"))
+    assert [k.perturbed for k in one.kept] == [Shout().perturb(e, task) for e in examples]  # candidate 0 alone
+    assert sum(a.similarity > b.similarity for a, b in zip(three.kept, one.kept)) > len(examples) / 3
+
+
+def test_model_based_perturbations_draw_one_candidate():
+    asked = []
+
+    def record(texts):
+        asked.extend(texts)
+        return [t + "!" for t in texts]
+
+    task = get_task("sit_ethics")
+    texts = ("Мама мыла раму мылом.", "Папа читал длинную книгу.", "Дети долго играли во дворе.")
+    examples = [Example(i, {"text": text}, (1, 0, 0, 0, 0)) for i, text in enumerate(texts)]
+    translate = BackTranslation(record, lambda t: t, rate=1.0)
+    SemanticFilter(Calm(), threshold=0.0).apply(task, examples, translate, protected_spans_batch(task, examples))
+    assert sorted(asked) == sorted(texts)  # each sentence translated once: no second or third candidate
+
+
+def test_default_filter_is_tapes_bertscore_when_its_model_is_cached_else_char_ngrams_with_a_note(tmp_path):
+    similarity, note = choose_similarity(None, cache_dir=str(tmp_path))
+    assert isinstance(similarity, CharNgramSimilarity) and SemanticFilter(similarity).threshold == 0.6
+    assert "character 3-gram" in note and "--filter-model" in note and "\n" not in note
+    cached = tmp_path / "models--bert-base-multilingual-cased"  # the Hugging Face cache's layout
+    (cached / "snapshots" / "abc123").mkdir(parents=True)
+    (cached / "snapshots" / "abc123" / "config.json").write_text("{}", encoding="utf-8")
+    (cached / "refs").mkdir()
+    (cached / "refs" / "main").write_text("abc123", encoding="utf-8")
+    similarity, note = choose_similarity(None, cache_dir=str(tmp_path))
+    assert isinstance(similarity, BertScore) and note is None  # nothing is loaded before the first score
+    assert similarity.model_name == "bert-base-multilingual-cased" and similarity.layer == 9
+    assert SemanticFilter(similarity).threshold == 0.8
+    given, note = choose_similarity("my/encoder", cache_dir=str(tmp_path / "empty"))
+    assert isinstance(given, BertScore) and given.model_name == "my/encoder" and note is None
+
+
 def test_filter_settings_that_could_not_work_are_refused():
     from rueval.errors import RuevalError
 
@@ -268,6 +330,7 @@ def test_done_when_majority_with_every_perturbation_prints_score_and_asr(cli, tm
     result = cli("run", "-t", tasks, "-m", "majority", "--perturb", "all", "-o", tmp_path)
     assert result.exit_code == 0, result.output
     assert "back_translation not included" in result.output and "add_sent not included" in result.output
+    assert "semantic filter: character 3-gram similarity" in result.output  # TAPE's BERT is not at hand here
     table = result.output[result.output.index("under perturbations") :]
     assert "ASR" in table
     for name in WORD_LEVEL_NAMES:

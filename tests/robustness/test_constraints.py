@@ -13,8 +13,9 @@ from rueval.robustness.perturbations import ButterFingers, ChangeCharCase, EdaDe
 from rueval.robustness.targets import TARGETS, protected_spans, protected_spans_batch
 from rueval.tasks import TASKS, Example, Record, get_task
 
-# Every word that may change does change (or moves, or goes): what survives was protected.
-AT_FULL_STRENGTH = [ButterFingers(1.0), ChangeCharCase(1.0), EdaDelete(1.0), EdaSwap(1.0), Emojify(1.0)]
+# Every word that may change does change (or moves, or goes): what survives was protected. EDA swap
+# swaps once in every sentence at a rate this low (max(1, p x n) = 1 swap), at 1.0 only where n is odd.
+AT_FULL_STRENGTH = [ButterFingers(1.0), ChangeCharCase(1.0), EdaDelete(1.0), EdaSwap(0.001), Emojify(1.0)]
 STRENGTH_IDS = [p.name for p in AT_FULL_STRENGTH]
 
 
@@ -46,9 +47,18 @@ def chegeka_example() -> Example:
 
 def test_jeopardy_protects_the_clue_x_parentheses_and_quotes():
     kept = protected_texts("chegeka", chegeka_example(), "question")
-    for clue in ("ЭТОТ ГОРОД", "X", "(бывший Ленинград)", "«Северной Венецией»", "этом городе", "этот художник"):
+    clues = ("ЭТОТ ГОРОД", "X", "(бывший Ленинград)", "«Северной Венецией»", "этом городе", "этот художник")
+    for clue in (*clues, "его основатель"):  # a pronoun and its noun, as TAPE's pattern has it
         assert clue in kept
-    assert "Неве" not in kept and "основатель" not in kept  # ordinary words stay perturbable
+    assert not {"Неве", "называют", "море", "собакой"} & set(" ".join(kept).split())  # ordinary words stay perturbable
+
+
+def test_jeopardy_protects_a_pointing_word_with_its_adjectives_and_nouns():
+    question = "Его знаменитая картина висит в Лувре, а ЭТОТ древний город стоит на реке. Она течёт быстро."
+    example = Example(1, {"question_id": 1, "question": question, "answer": "Рим"}, ("Рим",))
+    kept = protected_texts("chegeka", example, "question")
+    assert "Его знаменитая картина" in kept and "ЭТОТ древний город" in kept
+    assert "висит" not in " ".join(kept) and "Она течёт" not in kept  # a pronoun without a noun is no clue
 
 
 @pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)

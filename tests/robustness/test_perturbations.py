@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from rueval.data import open_data
 from rueval.robustness.backends import EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.emoji_dictionary import build
 from rueval.robustness.perturbations import (
+    EMOJI_FILE,
     KEYBOARD_NEIGHBOURS,
     AddSent,
     BackTranslation,
@@ -29,7 +31,7 @@ from rueval.robustness.perturbations import (
 )
 from rueval.robustness.targets import TARGETS
 from rueval.tasks import Example, get_task
-from rueval.text import lemma, sentences, words
+from rueval.text import lemma, sentences, tokens, words
 
 WORD_LEVEL = [ButterFingers, Emojify, EdaDelete, EdaSwap, ChangeCharCase]
 SAMPLES = open_data(None)
@@ -65,13 +67,18 @@ def test_butter_fingers_typos_are_keyboard_neighbours_at_the_configured_rate():
     assert len(perturbed) == len(LONG_TEXT)
     changed = [(a, b) for a, b in zip(LONG_TEXT, perturbed) if a != b]
     assert all(b.lower() in KEYBOARD_NEIGHBOURS[a.lower()] and a.isupper() == b.isupper() for a, b in changed)
-    assert len(changed) / len(letters(LONG_TEXT)) == pytest.approx(0.15, abs=0.025)
+    # a struck letter lands on one of its n neighbours or on itself (as in TAPE's key map): n / (n + 1) change
+    near = [len(KEYBOARD_NEIGHBOURS[c.lower()]) for c in letters(LONG_TEXT)]
+    expected = 0.15 * sum(n / (n + 1) for n in near) / len(near)
+    assert 0.13 < expected < 0.14  # RuTransform changes 13.5-14% at p = 0.15 (benchmarks/rutransform_rates.py)
+    assert len(changed) / len(letters(LONG_TEXT)) == pytest.approx(expected, abs=0.02)
 
 
-def test_keyboard_neighbours_follow_the_russian_layout():
-    assert set(KEYBOARD_NEIGHBOURS["ф"]) == {"ы", "й", "ц", "я"}
-    assert set(KEYBOARD_NEIGHBOURS["п"]) == {"а", "р", "е", "н", "м", "и"}
+def test_keyboard_neighbours_are_the_keys_within_two_key_widths():
+    assert set(KEYBOARD_NEIGHBOURS["ф"]) == {"й", "ц", "ы", "в", "я", "ч"}
+    assert set(KEYBOARD_NEIGHBOURS["п"]) == {"к", "е", "н", "в", "а", "р", "о", "с", "м", "и", "т"}
     assert all(key not in near for key, near in KEYBOARD_NEIGHBOURS.items())
+    assert KEYBOARD_NEIGHBOURS["ё"] == KEYBOARD_NEIGHBOURS["е"]
 
 
 def test_change_char_case_rate():
@@ -97,32 +104,70 @@ def test_emojify_writes_numbers_as_keycaps_digit_by_digit():
     assert "1️⃣9️⃣3️⃣0️⃣" in perturbed
 
 
-def test_emoji_dictionary_is_tapes_size_and_generated_from_the_cldr_names():
+def test_emoji_dictionary_is_built_from_the_cldr_names_and_keywords():
     dictionary = emoji_dictionary()
-    assert 1500 <= len(dictionary) <= 2500  # TAPE's has about 1,900 lemmas
+    assert len(dictionary) > 4000  # CLDR's keywords as well as the names: TAPE's has about 1,900 entries
     assert all(word == word.lower() and "ё" not in word for word in dictionary)  # keys as lemma() gives them
     assert {lemma(w) for w in ("кошки", "России", "солнцем", "собаку")} <= set(dictionary)
     assert {str(d) for d in range(10)} <= set(dictionary)
     assert dictionary["1"] == ["1️⃣"] and "🐱" in dictionary["кошка"] and "☀️" in dictionary["солнце"]
     assert "россия" in dictionary and "в" not in dictionary and "с" not in dictionary  # no prepositions
+    assert "👍" in dictionary["хорошо"] and "🐈" in dictionary["питомец"]  # CLDR keywords, not in the names
     assert all(emoji.is_emoji(e) for emojis in dictionary.values() for e in emojis)
-    # the committed file is exactly what the generator makes from the installed emoji package
-    assert build()["lemmas"] == dictionary
+    assert "CLDR JSON" in json.loads(EMOJI_FILE.read_text(encoding="utf-8"))["source"]
 
 
-def test_eda_delete_rate_and_punctuation_kept():
+def cldr_json(root: Path, annotations: dict, derived: dict) -> Path:
+    """The two CLDR JSON packages as npm installs them, with the given Russian annotations."""
+    for package, file, key, content in (
+        ("cldr-annotations-full", "annotations/ru/annotations.json", "annotations", annotations),
+        ("cldr-annotations-derived-full", "annotationsDerived/ru/annotations.json", "annotationsDerived", derived),
+    ):
+        path = root / package / file
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({key: {"identity": {"language": "ru"}, "annotations": content}}), encoding="utf-8")
+        (root / package / "package.json").write_text('{"version": "99.1.0"}', encoding="utf-8")
+    return root
+
+
+def test_the_generator_lemmatises_cldr_keywords_of_emojis_only(tmp_path):
+    annotations = {
+        "🐈": {"default": ["домашний питомец", "коты"], "tts": ["кошка"]},
+        "≤": {"default": ["неравенство"]},  # CLDR annotates symbols that are no emoji
+        "👍🏻": {"default": ["одобрение"]},  # skin tones repeat their emoji's words
+        "🕐": {"default": ["1", "часы"]},  # a number's emojis are its keycaps only
+        "☺": {"default": ["улыбочка"]},  # CLDR drops the variation selector
+    }
+    built = build(cldr_json(tmp_path, annotations, {"🇷🇺": {"default": ["флаг", "Россия"]}}))
+    lemmas = built["lemmas"]
+    assert {"🐈"} <= set(lemmas["питомец"]) & set(lemmas["домашний"]) & set(lemmas["кот"])
+    assert "🇷🇺" in lemmas["россия"] and "☺️" in lemmas["улыбочка"]
+    assert "неравенство" not in lemmas and "одобрение" not in lemmas and lemmas["1"] == ["1️⃣"]
+    assert "CLDR JSON 99.1.0" in built["source"]
+
+
+def test_eda_delete_deletes_tokens_punctuation_included_at_the_rate():
     perturbed = EdaDelete(0.3).perturb(text_example(), ETHICS).fields["text"]
+    assert 1 - len(tokens(perturbed)) / len(tokens(LONG_TEXT)) == pytest.approx(0.3, abs=0.04)
     assert 1 - len(words(perturbed)) / len(words(LONG_TEXT)) == pytest.approx(0.3, abs=0.04)
-    assert perturbed.count(".") == LONG_TEXT.count(".") and "  " not in perturbed
+    assert perturbed.count(".") < LONG_TEXT.count(".") and "  " not in perturbed  # as TAPE's framework
 
 
 def test_eda_delete_keeps_at_least_one_word():
     perturbed = EdaDelete(1.0).perturb(text_example("Мама мыла раму."), ETHICS).fields["text"]
-    assert len(words(perturbed)) == 1 and perturbed.endswith(".")
+    assert len(words(perturbed)) == 1
+
+
+def test_eda_delete_deletes_a_stopword_in_a_sentence_where_chance_deleted_nothing():
+    text = "Мама и папа пошли в парк. Кошка спала на диване."
+    perturbed = EdaDelete(0.001).perturb(text_example(text), ETHICS).fields["text"]
+    first, second = sentences(perturbed)
+    assert first in ("Мама папа пошли в парк.", "Мама и папа пошли парк.") and second == "Кошка спала диване."
+    assert EdaDelete(0.0).perturb(text_example(text), ETHICS) is None  # no rate, no deletion
 
 
 def test_eda_swap_only_moves_words():
-    perturbed = EdaSwap(0.3).perturb(text_example(), ETHICS).fields["text"]
+    perturbed = EdaSwap(0.01).perturb(text_example(), ETHICS).fields["text"]  # max(1, p x n) = 1: a swap each
     before, after = words(LONG_TEXT), words(perturbed)
     assert sorted(before) == sorted(after)
     start = 0
@@ -134,17 +179,19 @@ def test_eda_swap_only_moves_words():
     assert perturbed != LONG_TEXT
 
 
-def test_eda_swap_is_one_swap_whatever_the_rate():
-    example = text_example("Мама мыла раму мылом и водой.")
-    low, high = (EdaSwap(rate).perturb(example, ETHICS).fields["text"] for rate in (0.1, 1.0))
+def test_eda_swap_is_one_swap_when_tapes_swap_count_is_odd():
+    example = text_example("Мама мыла раму мылом и водой.")  # 7 tokens
+    low, high = (EdaSwap(rate).perturb(example, ETHICS).fields["text"] for rate in (0.1, 1.0))  # 1 and 7: odd
     assert low == high and sum(a != b for a, b in zip(words(low), words(example.fields["text"]))) == 2
+    assert EdaSwap(0.3).perturb(example, ETHICS) is None  # max(1, 0.3 x 7) = 2 swaps, the second undoing the first
     assert EdaSwap(0.0).perturb(example, ETHICS) is None
 
 
 @pytest.mark.parametrize("cls", WORD_LEVEL, ids=lambda c: c.name)
 def test_same_seed_same_output_other_seed_other_output(cls):
     example = text_example()
-    first, again, other = (cls(seed=s).perturb(example, ETHICS).fields["text"] for s in (0, 0, 1))
+    rate = 0.01 if cls is EdaSwap else None  # at its default 0.3 it swaps back in LONG_TEXT's 14-16 tokens
+    first, again, other = (cls(rate, seed=s).perturb(example, ETHICS).fields["text"] for s in (0, 0, 1))
     assert first == again != other
 
 
@@ -157,7 +204,7 @@ def test_an_example_is_perturbed_the_same_alone_or_in_a_batch(cls):
 
 
 def test_nothing_to_change_gives_none():
-    assert Emojify(1.0).perturb(text_example("Всё прошло хорошо."), ETHICS) is None  # no dictionary word
+    assert Emojify(1.0).perturb(text_example("Всё прошло."), ETHICS) is None  # no dictionary word
     assert EdaSwap(1.0).perturb(text_example("Хорошо."), ETHICS) is None  # one word cannot swap
     assert ButterFingers(0.0).perturb(text_example(), ETHICS) is None
 
@@ -205,29 +252,34 @@ def test_multiple_choice_markers_stay_and_options_are_perturbed_apart(cls):
 # --- model based ---------------------------------------------------------------------------------
 
 
-def test_back_translation_rewrites_chosen_sentences_and_keeps_protected_spans():
+def test_back_translation_translates_segments_outside_named_entities_and_protected_spans():
     def to_english(texts):
         return [f"EN {t}" for t in texts]
 
     def to_russian(texts):
-        return [t.replace("EN ", "Итак, ") for t in texts]
+        return [t.replace("EN ", "").upper() for t in texts]
 
     task = get_task("multiq")
     example = SAMPLES.load(task, "test").examples[0]
     perturbed = BackTranslation(to_english, to_russian, rate=1.0).perturb(example, task)
-    assert perturbed.fields["main_text"].count("Итак, ") == len(sentences(example.fields["main_text"]))
     answer = perturbed.fields["main_answers"][0]
     assert perturbed.fields["main_text"][answer["offset"] : answer["offset"] + answer["length"]] == answer["segment"]
 
-    def lossy(texts):  # a translation that loses every capitalised word
-        return [" ".join(w for w in t.split() if not w[0].isupper()) for t in texts]
-
     main = "Вологда — город на севере России. Климат здесь умеренный, зима долгая. Город стоит на реке Вологде."
     fields = {**example.fields, "main_text": main, "main_answers": [{"offset": 91, "length": 7, "segment": "Вологде"}]}
-    dropped = BackTranslation(lambda t: t, lossy, rate=1.0).perturb(Example(0, fields, ("Вологде",)), task)
-    assert dropped.fields["main_text"] == (
-        "Вологда — город на севере России. здесь умеренный, зима долгая. Город стоит на реке Вологде."
-    )  # only the sentence without protected entities was rewritten
+    translated = BackTranslation(to_english, to_russian, rate=1.0).perturb(Example(0, fields, ("Вологде",)), task)
+    assert translated.fields["main_text"] == (  # runs of 3+ tokens between the entities; "." alone stays
+        "Вологда — ГОРОД НА СЕВЕРЕ России. КЛИМАТ ЗДЕСЬ УМЕРЕННЫЙ, ЗИМА ДОЛГАЯ. ГОРОД СТОИТ НА РЕКЕ Вологде."
+    )
+
+
+def test_back_translation_translates_a_one_sentence_field_whatever_the_rate():
+    def upper(texts):
+        return [t.upper() for t in texts]
+
+    one = BackTranslation(upper, upper, rate=0.0).perturb(text_example("Мама мыла раму мылом."), ETHICS)
+    assert one.fields["text"] == "МАМА МЫЛА РАМУ МЫЛОМ."  # TAPE's framework tosses no coin for one sentence
+    assert BackTranslation(upper, upper, rate=0.0).perturb(text_example("Мама мыла раму. Папа спал."), ETHICS) is None
 
 
 def test_back_translation_rate_is_per_sentence():
@@ -326,3 +378,42 @@ def test_add_sent_replaces_one_wrong_option_of_a_multiple_choice_question(tiny_g
     assert "ответ" in options  # cut to p x the words of the option it replaces (one word)
     real = AddSent(EngineGenerator(str(tiny_gpt2_dir), max_new_tokens=12), rate=1.0).perturb(example, task)
     assert re.findall(r"\(([A-D])\)", real.fields["question"]) == ["A", "B", "C", "D"]
+
+
+# --- TAPE's framework's rates (benchmarks/rutransform_rates.py) ---------------------------------
+
+RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
+LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def changed_letters(line: str, out: str) -> tuple[int, int]:
+    return sum(a != b for a, b in zip(line, out)), sum(map(str.isalpha, line))
+
+
+def replaced_dictionary_words(line: str, out: str) -> tuple[int, int]:
+    eligible = sum(lemma(word) in emoji_dictionary() for word in LETTERS.findall(line))
+    return len(LETTERS.findall(line)) - len(LETTERS.findall(out)), eligible
+
+
+RATE_MEASURES = {
+    "butter_fingers": (ButterFingers, changed_letters),
+    "change_char_case": (ChangeCharCase, changed_letters),
+    "emojify": (Emojify, replaced_dictionary_words),
+    "eda_delete": (EdaDelete, lambda line, out: (len(tokens(line)) - len(tokens(out)), len(tokens(line)))),
+    "eda_swap": (EdaSwap, lambda line, out: (int(out != line), 1)),
+}
+
+
+@pytest.mark.parametrize("name", RATE_MEASURES)
+def test_rates_on_the_docs_inputs_stay_within_a_tenth_of_rutransforms(name):
+    recorded = json.loads((RESULTS / "rutransform_rates.json").read_text(encoding="utf-8"))["results"]
+    theirs = {row["perturbation"]: row["rutransform"] for row in recorded if row["measure"] != "words replaced"}
+    lines = (RESULTS / "rutransform_inputs.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(set(lines)) == 1000
+    cls, measure = RATE_MEASURES[name]
+    changed = total = 0
+    for i, line in enumerate(lines):
+        perturbed = cls(seed=7).perturb(Example(i, {"text": line}, (0, 0, 0, 0, 0)), ETHICS)
+        counts = measure(line, line if perturbed is None else perturbed.fields["text"])
+        changed, total = changed + counts[0], total + counts[1]
+    assert changed / total == pytest.approx(theirs[name], rel=0.1)

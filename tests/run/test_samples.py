@@ -97,8 +97,8 @@ def test_generation_lines_hold_the_prompt_its_settings_and_the_raw_text(lm_run):
         assert argument["arg_1"]["max_gen_toks"] == 4 and argument["arg_1"]["do_sample"] is True
         (resp,) = line["resps"]
         assert isinstance(resp[0], str) and line["filtered_resps"] == [resp[0].strip()] == [line["prediction"]]
-        assert line["metrics"] == ["em", "f1"] and 0 <= line["f1"] <= 1
-    f1 = json.loads((lm_run / "results.json").read_text())["tasks"]["multiq"]["metrics"]["f1"]
+        assert line["metrics"] == ["f1", "exact_match"] and 0 <= line["f1"] <= 1  # under lm-eval's names
+    f1 = json.loads((lm_run / "results.json").read_text())["tasks"]["multiq"]["metrics"]["token_f1"]
     assert 100 * fmean(line["f1"] for line in lines_of(lm_run, "multiq")) == pytest.approx(f1)
 
 

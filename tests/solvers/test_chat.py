@@ -133,13 +133,15 @@ def test_a_chat_format_refuses_multiturn_without_a_template():
         ChatFormat(multiturn=True)
 
 
-def test_only_an_hf_model_renders_a_chat_template(chat_model):
+def test_only_a_model_that_declares_its_own_tokenizer_renders_a_chat_template():
     from rueval.models.engine import Engine
+    from rueval.models.openai import OpenAICompletionsModel
     from rueval.solvers.lm import LMSolver
 
-    engine = make_solver(f"hf:{chat_model}").engine  # a tokenizer with a template, but served as openai: here
-    with pytest.raises(RuevalError, match="openai:served is not an hf: model"):
-        LMSolver(Engine(engine.model), "openai:served", chat=ChatFormat(template=True))
+    served = OpenAICompletionsModel("served", "http://127.0.0.1:9/v1")  # given no tokenizer; never contacted
+    assert served.capabilities.tokenizer is None
+    with pytest.raises(RuevalError, match="openai:served has no tokenizer"):
+        LMSolver(Engine(served), "openai:served", chat=ChatFormat(template=True))
 
 
 def test_lm_evals_spelling_of_the_options_works_with_its_model_args(cli, chat_model, tmp_path):

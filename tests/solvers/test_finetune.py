@@ -58,13 +58,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.fixture(scope="session")
-def tiny_bert(tmp_path_factory) -> Path:
-    from rueval.models.tiny import build_tiny_bert
-
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
-
-
 @pytest.fixture
 def script(tmp_path: Path) -> Path:
     path = tmp_path / "finetune_script.py"

@@ -232,7 +232,7 @@ def test_field_vectors_keep_an_options_own_words_and_its_cosine_with_the_shared_
     ],
 )
 def test_a_classification_example_becomes_the_scripts_one_joined_text(name, fields, text):
-    assert official.TEXTS[name](Example(idx=0, fields=fields)) == text
+    assert official.joined_text(get_task(name), Example(idx=0, fields=fields)) == text
 
 
 def test_danetqa_learns_from_the_question_alone():

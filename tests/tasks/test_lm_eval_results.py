@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rueval
-from rueval.models.base import LanguageModel, LoglikelihoodResult
+from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.results.lm_eval import FILE_NAME
 
 # The top-level keys lm-evaluation-harness 0.4.x writes (lm_eval/evaluator.py: evaluate() and
@@ -52,7 +52,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
     assert rcb["acc,none"] == pytest.approx(result.tasks["rcb"].metrics["accuracy"] / 100)  # a fraction, not percent
     assert rcb["macro_f1,none"] == pytest.approx(result.tasks["rcb"].metrics["macro_f1"] / 100)
     assert document["results"]["multiq"]["exact_match,none"] == pytest.approx(
-        result.tasks["multiq"].metrics["em"] / 100
+        result.tasks["multiq"].metrics["exact_match"] / 100
     )
     for entry in document["results"].values():
         metrics = [key for key in entry if key != "alias" and "_stderr," not in key]
@@ -67,6 +67,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
 
 class LongestOption(LanguageModel):
     identity = "test:longest-option"
+    capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def loglikelihood(self, requests, on_done=None):
         return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]

@@ -5,26 +5,27 @@ import random
 import re
 import string
 
+import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from rueval.errors import RuevalError
 from rueval.metrics import (
+    ACCURACY,
+    BINARY_F1,
+    EXACT_MATCH,
+    MACRO_F1,
+    MCC,
     NORMALIZATIONS,
-    accuracy,
-    binary_f1,
+    QUESTION_EM,
+    TOKEN_F1,
+    Outcomes,
     exact_match,
-    grouped_exact_match,
-    macro_f1,
-    mcc,
     normalize_answer,
-    rsg_total,
-    score_task,
-    span_exact_match,
-    span_f1,
     squad_normalize,
     token_f1,
 )
+from rueval.scoring import rsg_total, score_task
 from rueval.tasks import Example, get_task
 from rueval.tasks.base import Record
 
@@ -32,20 +33,20 @@ E, N, C = "entailment", "neutral", "contradiction"
 
 
 def test_hand_computed_classification_metrics():
-    assert accuracy([E, N, E, E], [E, E, E, N]) == 0.5
+    assert ACCURACY.value(Outcomes([E, N, E, E], [E, E, E, N])) == 0.5
     # entailment: P=1/2 R=1/2 F1=1/2; neutral: P=1/2 R=1 F1=2/3; contradiction: F1=0
-    assert macro_f1([E, E, N, C], [E, N, N, E]) == pytest.approx((0.5 + 2 / 3 + 0) / 3)
+    assert MACRO_F1.value(Outcomes([E, E, N, C], [E, N, N, E])) == pytest.approx((0.5 + 2 / 3 + 0) / 3)
     # TP=1 TN=2 FP=0 FN=1
-    assert mcc([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(2 / math.sqrt(12))
+    assert MCC.value(Outcomes([1, 1, 0, 0], [1, 0, 0, 0])) == pytest.approx(2 / math.sqrt(12))
     # TP=2 FP=1 FN=1
-    assert binary_f1([1, 0, 1, 1], [1, 1, 0, 1]) == pytest.approx(2 / 3)
-    assert mcc([1, 0, 1, 0], [1, 1, 1, 1]) == 0.0  # a constant prediction carries no signal
+    assert BINARY_F1.value(Outcomes([1, 0, 1, 1], [1, 1, 0, 1])) == pytest.approx(2 / 3)
+    assert MCC.value(Outcomes([1, 0, 1, 0], [1, 1, 1, 1])) == 0.0  # a constant prediction carries no signal
 
 
-def test_grouped_exact_match_needs_every_answer_of_a_question():
+def test_question_exact_match_needs_every_answer_of_a_question():
     golds, preds = [1, 0, 1, 0, 1], [1, 0, 0, 0, 1]
-    groups = ["q1", "q1", "q2", "q2", "q3"]
-    assert grouped_exact_match(golds, preds, groups) == pytest.approx(2 / 3)
+    questions = np.array([0, 0, 1, 1, 2])  # q1, q1, q2, q2, q3
+    assert QUESTION_EM.value(Outcomes(golds, preds, units=questions)) == pytest.approx(2 / 3)
 
 
 def test_russian_answer_normalisation():
@@ -53,7 +54,7 @@ def test_russian_answer_normalisation():
     assert normalize_answer("Санкт-Петербург") == "санктпетербург"  # deleted, as the SQuAD scorer does
     assert normalize_answer("Москва — столица") == "москва столица"
     assert NORMALIZATIONS["russian"] is normalize_answer
-    assert span_exact_match([("Пётр I",)], ["петр i"], "russian") == 1.0
+    assert EXACT_MATCH.value(Outcomes([("Пётр I",)], ["петр i"], normalization="russian")) == 1.0
 
 
 def test_official_normalisation_deletes_ascii_punctuation_and_english_articles_only():
@@ -74,8 +75,8 @@ def test_token_f1_and_span_scores_take_the_best_gold():
     assert token_f1("Москва", "Казань", "squad") == 0.0
     golds = [("Москва", "город Москва"), ("1930",)]
     preds = ["Город москва", "1931"]
-    assert span_f1(golds, preds, "squad") == pytest.approx(0.5)
-    assert span_exact_match(golds, preds, "squad") == pytest.approx(0.5)
+    assert TOKEN_F1.value(Outcomes(golds, preds, normalization="squad")) == pytest.approx(0.5)
+    assert EXACT_MATCH.value(Outcomes(golds, preds, normalization="squad")) == pytest.approx(0.5)
 
 
 def test_answers_without_tokens_score_as_each_official_scorer_does():
@@ -148,7 +149,7 @@ def test_span_tasks_declare_their_official_normalisation():
     examples = [Example(idx=0, fields={}, label=("Пётр I",))]
     official = score_task(get_task("chegeka"), examples, ["Петр I"])
     russian = score_task(dataclasses.replace(get_task("chegeka"), normalization="russian"), examples, ["Петр I"])
-    assert official.metrics["em"] == 0.0 and russian.metrics["em"] == 100.0
+    assert official.metrics["exact_match"] == 0.0 and russian.metrics["exact_match"] == 100.0
 
 
 def test_chegeka_answers_with_alternatives_count_each():
@@ -159,7 +160,7 @@ def test_chegeka_answers_with_alternatives_count_each():
     (example,) = task.parse(record)
     assert example.label == ("Пушкин", "А. С. Пушкин")
     scores = score_task(task, [example, example], ["а с пушкин", "Александр"])
-    assert scores.metrics["em"] == pytest.approx(50.0)
+    assert scores.metrics["exact_match"] == pytest.approx(50.0)
     plain = Record({"question_id": 8, "question": "?", "answer": "Гренландия"}, "t", 2, 1)
     assert task.parse(plain)[0].label == ("Гренландия",)
 
@@ -187,7 +188,7 @@ def test_task_scores_agree_with_sklearn_on_random_inputs(seed):
     by_group = {}
     for g, p, q in zip(golds, preds, groups):
         by_group.setdefault(q, []).append(g == p)
-    assert muserc["em"] == pytest.approx(100 * sum(all(v) for v in by_group.values()) / len(by_group))
+    assert muserc["question_em"] == pytest.approx(100 * sum(all(v) for v in by_group.values()) / len(by_group))
 
     golds = [rng.choice(["entailment", "not_entailment"]) for _ in range(n)]
     preds = [rng.choice(["entailment", "not_entailment"]) for _ in range(n)]
@@ -198,7 +199,9 @@ def test_task_scores_agree_with_sklearn_on_random_inputs(seed):
     preds = [tuple(rng.randint(0, 1) for _ in range(5)) for _ in range(n)]
     ethics = score_task(get_task("sit_ethics"), _examples(golds), preds)
     columns = [([g[i] for g in golds], [p[i] for p in preds]) for i in range(5)]
-    assert ethics.metrics["f1"] == pytest.approx(100 * sum(f1_score(g, p, zero_division=0) for g, p in columns) / 5)
+    assert ethics.metrics["binary_f1"] == pytest.approx(
+        100 * sum(f1_score(g, p, zero_division=0) for g, p in columns) / 5
+    )
     assert ethics.metrics["accuracy"] == pytest.approx(100 * sum(accuracy_score(g, p) for g, p in columns) / 5)
     assert set(ethics.breakdown) == {"virtue", "moral", "law", "justice", "util"}
     assert ethics.breakdown["law"]["accuracy"] == pytest.approx(100 * accuracy_score(*columns[2]))
@@ -231,7 +234,7 @@ def test_span_task_scores_use_max_over_gold_answers():
         Example(idx=(1, 1), fields={}, label=("ТАСС",)),
     ]
     scores = score_task(task, examples, ["владимир путин", "РИА"])
-    assert scores.metrics == {"f1": pytest.approx(50.0), "em": pytest.approx(50.0)}
+    assert scores.metrics == {"token_f1": pytest.approx(50.0), "exact_match": pytest.approx(50.0)}
 
 
 def test_rsg_total_reproduces_the_papers_averages():
@@ -276,4 +279,4 @@ def test_tape_f1_definitions_match_the_papers_linear_baseline():
     assert scores["macro_f1"] == pytest.approx(36.7, abs=0.05)
     assert scores["accuracy"] == pytest.approx(58.0)
     ethics = [(1, 0, 0, 1, 0), (0, 0, 1, 0, 0), (0, 1, 0, 0, 1)]
-    assert score_task(get_task("sit_ethics"), _examples(ethics), [(0,) * 5] * 3).metrics["f1"] == 0.0
+    assert score_task(get_task("sit_ethics"), _examples(ethics), [(0,) * 5] * 3).metrics["binary_f1"] == 0.0

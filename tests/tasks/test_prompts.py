@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from rueval.data import open_data
 from rueval.errors import RuevalError
+from rueval.models.base import Capabilities
 from rueval.solvers.lm import LMSolver
 from rueval.tasks import TASKS, Example, split_options
 from rueval.tasks.prompts import PROMPTS, get_prompt
@@ -128,6 +131,8 @@ def test_generative_prompts_follow_tape():
 
 class _RecordingEngine:
     """Generates a two-line answer and keeps the requests it was given."""
+
+    model = SimpleNamespace(capabilities=Capabilities(generation=True))  # what the solver reads of the backend
 
     def __init__(self):
         self.requests = []

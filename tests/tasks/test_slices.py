@@ -5,7 +5,7 @@ import pytest
 import rueval.slices
 import rueval.text
 from rueval.errors import RuevalError
-from rueval.metrics import score_task
+from rueval.scoring import score_task
 from rueval.slices import (
     MIN_BUCKET_SIZE,
     SLICES,
@@ -134,7 +134,7 @@ def test_muserc_bucket_size_counts_questions():
     ]
     result = slice_scores(TASKS["muserc"], examples, [1, 0, 1, 1, 1], ["length"])
     assert result["length"]["1-10 words"] == {"n": 3}  # three answers, but one question
-    assert result["length"]["11-20 words"]["em"] == pytest.approx(50.0)
+    assert result["length"]["11-20 words"]["question_em"] == pytest.approx(50.0)
 
 
 def test_a_passage_shared_by_answers_is_measured_once(monkeypatch):

@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from rueval.metrics import score_task
-from rueval.stats import _statistics, bootstrap_ci, paired_bootstrap, units_of
+from rueval.scoring import score_task, task_statistics, units_of
+from rueval.stats import bootstrap_ci, paired_bootstrap
 from rueval.tasks import TASKS, Example
 
 ANSWERS = ["Москва", "Пётр Первый", "1812 год", "Казань"]
@@ -39,10 +39,10 @@ def test_summed_statistics_reproduce_score_task_exactly(task_name):
     task = TASKS[task_name]
     examples, preds = synthetic(task_name, 300, right=0.6)
     unit = units_of(examples)
-    stats, metrics_of = _statistics(task, examples, preds, unit)
-    per_unit = np.zeros((unit.max() + 1, stats.shape[1]))
-    np.add.at(per_unit, unit, stats)
-    full_sample = metrics_of(np.ones((1, len(per_unit))) @ per_unit)
+    stats = task_statistics(task, examples, preds, unit)
+    per_unit = np.zeros((unit.max() + 1, stats.table.shape[1]))
+    np.add.at(per_unit, unit, stats.table)
+    full_sample = stats.metrics_of(np.ones((1, len(per_unit))) @ per_unit)
     for metric, value in score_task(task, examples, preds).metrics.items():
         assert full_sample[metric][0] == pytest.approx(value, abs=1e-9)
 
@@ -63,8 +63,9 @@ def test_span_statistics_use_the_task_normalisation():
     task = TASKS["chegeka"]
     examples = [Example(idx=i, fields={}, label=("Пётр Первый",)) for i in range(20)]
     preds = ["«Петр Первый»"] * 20  # a miss for the official scorer, a match for the Russian opt-in
-    assert bootstrap_ci(task, examples, preds)["em"] == [0.0, 0.0]
-    assert bootstrap_ci(dataclasses.replace(task, normalization="russian"), examples, preds)["em"] == [100.0, 100.0]
+    assert bootstrap_ci(task, examples, preds)["exact_match"] == [0.0, 0.0]
+    russian = dataclasses.replace(task, normalization="russian")
+    assert bootstrap_ci(russian, examples, preds)["exact_match"] == [100.0, 100.0]
 
 
 def test_interval_narrows_as_examples_grow():
@@ -100,8 +101,8 @@ def test_muserc_resamples_whole_questions():
     grouped_accuracy_width = np.diff(bootstrap_ci(TASKS["parus"], examples, preds)["accuracy"])[0]
     assert grouped_accuracy_width > 1.7 * flat_width  # about sqrt(5) wider
     assert grouped_width > 1.7 * flat_width
-    low, high = bootstrap_ci(task, examples, preds)["em"]
-    assert low < score_task(task, examples, preds).metrics["em"] < high
+    low, high = bootstrap_ci(task, examples, preds)["question_em"]
+    assert low < score_task(task, examples, preds).metrics["question_em"] < high
 
 
 def test_paired_bootstrap_finds_a_clearly_better_run():

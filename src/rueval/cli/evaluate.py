@@ -41,6 +41,7 @@ from rueval.cli.options import (
     FtSaveOption,
     FtSeedOption,
     GenKwargsOption,
+    IncludePathOption,
     LimitOption,
     LoadInOption,
     LogSamplesOption,
@@ -78,6 +79,7 @@ from rueval.cli.options import (
 from rueval.errors import RuevalError
 from rueval.progress import set_level, warn
 from rueval.tasks import resolve_tasks
+from rueval.tasks.include import include
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
 RUN_ONLY = ("resume", "out", "force", "quiet", "verbose")
@@ -118,6 +120,7 @@ def run(
     tasks: TasksOption = "all",
     model: ModelOption = "majority",
     data: DataOption = None,
+    include_path: IncludePathOption = None,
     split: SplitOption = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
@@ -190,6 +193,7 @@ def run(
         if out is None:
             raise RuevalError("--resume needs the run's output directory: -o OUT")
         return run(**load_run_arguments(out), out=out, quiet=quiet, verbose=verbose)
+    include(*include_path or ())
     from rueval.run.pipeline import check_limit
 
     options["limit"] = limit = check_limit(limit)

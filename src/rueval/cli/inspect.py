@@ -12,6 +12,7 @@ from rueval import __version__
 from rueval.cli.app import app
 from rueval.cli.options import (
     DataOption,
+    IncludePathOption,
     QuietOption,
     RunDirsArgument,
     SeedOption,
@@ -24,13 +25,16 @@ from rueval.cli.options import (
 from rueval.errors import RuevalError
 from rueval.progress import set_level
 from rueval.tasks import TASKS, get_task, resolve_tasks
+from rueval.tasks.include import include
 
 
 @app.command()
 @user_errors
-def tasks() -> None:
+def tasks(include_path: IncludePathOption = None) -> None:
     """List the tasks with their labels, metrics and splits."""
     from rueval.report.table import tasks_table
+
+    include(*include_path or ())
 
     console.print(tasks_table(TASKS.values()))
 

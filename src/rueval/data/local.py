@@ -86,7 +86,10 @@ class DataSource:
         return self._given_roots
 
     def folders(self, task: Dataset) -> list[Node]:
-        """Every folder of the task under the roots, best first."""
+        """Every folder of the task under the roots, best first; a task with a folder of its own (a YAML
+        task's data) is read from there."""
+        if task.data_dir:
+            return [Path(task.data_dir)]
         if task.name not in self._folders:
             found = [
                 (depth, node)

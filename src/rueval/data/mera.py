@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +22,7 @@ from rueval.data.records import Dataset
 from rueval.errors import DataError, RuevalError
 
 TASK_FILE = "task.json"
-# rueval's task name -> MERA's task name (its folder, and its submission file <Task>.json)
-MERA_TASKS = {
-    "parus": "PARus",
-    "rcb": "RCB",
-    "rwsd": "RWSD",
-    "ru_worldtree": "ruWorldTree",
-    "ru_openbook": "ruOpenBookQA",
-    "multiq": "MultiQ",
-    "chegeka": "CheGeKa",
-}
 MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev"), "test": ("test",)}
-RCB_LABELS = {"1": "entailment", "2": "contradiction", "3": "neutral"}  # MERA's dataset card
-PARUS_LABELS = {"1": 0, "2": 1}
-RWSD_LABELS = {"Да": True, "Нет": False}
 LETTERS = ("A", "B", "C", "D")
 
 
@@ -69,12 +57,12 @@ class MeraRecord:
             raise self.error("meta.id", "missing")
         return meta["id"]
 
-    def label(self, labels: dict[str, Any] | None = None) -> Any:
-        """The outputs as the task's label (through ``labels``); None when MERA left them empty."""
+    def label(self, labels: Mapping[str, Any] | None = None) -> Any:
+        """The outputs as the task's label (through ``labels``, when given); None when MERA left them empty."""
         outputs = self.data.get("outputs")
         if outputs in (None, "", []):
             return None
-        if labels is None:
+        if not labels:
             return outputs
         if outputs not in labels:
             raise self.error("outputs", f"unknown answer {outputs!r}; expected one of: {', '.join(labels)}")
@@ -85,35 +73,38 @@ def _labelled(fields: dict[str, Any], name: str, label: Any) -> dict[str, Any]:
     return fields if label is None else {**fields, name: label}
 
 
-def _rcb(r: MeraRecord) -> dict[str, Any]:
+Answers = Mapping[str, Any]  # MERA's answer text -> the task's label
+
+
+def _rcb(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     meta = r.part("meta")
     fields = {"idx": r.id, "premise": r.input("premise"), "hypothesis": r.input("hypothesis")}
     fields |= {name: meta[name] for name in ("verb", "negation", "genre") if name in meta}
-    return _labelled(fields, "label", r.label(RCB_LABELS))
+    return _labelled(fields, "label", r.label(answers))
 
 
-def _parus(r: MeraRecord) -> dict[str, Any]:
+def _parus(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     fields = {"idx": r.id, "premise": r.input("premise"), "choice1": r.input("choice1"), "choice2": r.input("choice2")}
     fields["question"] = r.part("meta").get("task")
     if fields["question"] not in ("cause", "effect"):
         raise r.error("meta.task", f"expected cause or effect, got {fields['question']!r}")
-    return _labelled(fields, "label", r.label(PARUS_LABELS))
+    return _labelled(fields, "label", r.label(answers))
 
 
-def _rwsd(r: MeraRecord) -> dict[str, Any]:
+def _rwsd(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     target = {name: r.input(name) for name in ("span1_index", "span1_text", "span2_index", "span2_text")}
-    return _labelled({"idx": r.id, "text": r.input("text"), "target": target}, "label", r.label(RWSD_LABELS))
+    return _labelled({"idx": r.id, "text": r.input("text"), "target": target}, "label", r.label(answers))
 
 
-def _science_qa(r: MeraRecord) -> dict[str, Any]:
+def _science_qa(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     """TAPE's layout: the options inline in the question, "(A) ... (D) ..."."""
     options = " ".join(f"({letter}) {r.input('option_' + letter.lower())}" for letter in LETTERS)
     fields = {"idx": r.id, "question": f"{r.input('question')} {options}"}
     fields |= {k: v for k, v in r.part("meta").items() if k != "id"}
-    return _labelled(fields, "answer", r.label(dict(zip(LETTERS, LETTERS, strict=True))))
+    return _labelled(fields, "answer", r.label(answers))
 
 
-def _multiq(r: MeraRecord) -> dict[str, Any]:
+def _multiq(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     meta = r.part("meta")
     fields = {
         "idx": r.id,
@@ -122,27 +113,44 @@ def _multiq(r: MeraRecord) -> dict[str, Any]:
         "question": r.input("question"),
         "bridge_answers": meta.get("bridge_answers", []),
     }
-    answers = r.label()
-    if answers is not None and not (isinstance(answers, list) and all(isinstance(a, dict) for a in answers)):
+    spans = r.label()
+    if spans is not None and not (isinstance(spans, list) and all(isinstance(a, dict) for a in spans)):
         raise r.error("outputs", "expected a list of answer spans {label, length, offset, segment}")
-    return _labelled(fields, "main_answers", answers)
+    return _labelled(fields, "main_answers", spans)
 
 
-def _chegeka(r: MeraRecord) -> dict[str, Any]:
+def _chegeka(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     fields = {"question_id": r.id, "question": r.input("text"), "topic": r.input("topic")}
     fields |= {k: v for k, v in r.part("meta").items() if k != "id"}
     return _labelled(fields, "answer", r.label())
 
 
-CONVERTERS: dict[str, Callable[[MeraRecord], dict[str, Any]]] = {
-    "parus": _parus,
-    "rcb": _rcb,
-    "rwsd": _rwsd,
-    "ru_worldtree": _science_qa,
-    "ru_openbook": _science_qa,
-    "multiq": _multiq,
-    "chegeka": _chegeka,
+@dataclass(frozen=True)
+class MeraTask:
+    """How one of MERA's tasks maps onto rueval's task of the same data."""
+
+    name: str  # MERA's: its folder and its submission file <name>.json
+    convert: Callable[[MeraRecord, Answers], dict[str, Any]]  # a MERA record -> a record in the task's own layout
+    # MERA's answer texts and the labels they stand for; a language model answers " " + the text.
+    # Empty: the answer is generated.
+    answers: Answers = field(default_factory=dict)
+    cued: bool = False  # MERA's lm-eval task appends "\nОтвет:" to the instruction (its RSG tasks)
+
+
+LETTER_ANSWERS = {letter: letter for letter in LETTERS}
+# rueval's task name -> MERA's task; answers as MERA's dataset cards give them
+MERA: dict[str, MeraTask] = {
+    "parus": MeraTask("PARus", _parus, {"1": 0, "2": 1}, cued=True),
+    "rcb": MeraTask("RCB", _rcb, {"1": "entailment", "2": "contradiction", "3": "neutral"}, cued=True),
+    "rwsd": MeraTask("RWSD", _rwsd, {"Да": True, "Нет": False}, cued=True),
+    "ru_worldtree": MeraTask("ruWorldTree", _science_qa, LETTER_ANSWERS),
+    "ru_openbook": MeraTask("ruOpenBookQA", _science_qa, LETTER_ANSWERS),
+    "multiq": MeraTask("MultiQ", _multiq),
+    "chegeka": MeraTask("CheGeKa", _chegeka),
 }
+MERA_TASKS = {name: task.name for name, task in MERA.items()}  # rueval's task name -> MERA's
+# rueval's task name -> {label: MERA's answer text}, for MERA's submission files
+ANSWERS = {name: {label: text for text, label in task.answers.items()} for name, task in MERA.items() if task.answers}
 
 
 def is_mera_folder(path: Path) -> bool:
@@ -212,7 +220,8 @@ class MeraSource(DataSource):
             raise self.missing(task, split)
         splits, sha256 = self._document(task)
         file = f"{self.split_file(task, split)}#data.{mera_split}"  # "line N" below: the split's record N
-        records = [CONVERTERS[task.name](MeraRecord(r, file, n)) for n, r in enumerate(splits[mera_split], 1)]
+        mera = MERA[task.name]
+        records = [mera.convert(MeraRecord(r, file, n), mera.answers) for n, r in enumerate(splits[mera_split], 1)]
         for record, original in zip(records, splits[mera_split], strict=True):
             record["mera"] = {"instruction": original.get("instruction"), "inputs": original.get("inputs")}
         examples = _parse_examples(task, _Records(file, records), limit, f"reading {task.name}/{split}")[None]

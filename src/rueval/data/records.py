@@ -119,6 +119,7 @@ class Dataset(Protocol):
     split_files: Mapping[str, tuple[str, ...]]
     train_from: Dataset | None  # whose train split stands in when the dataset has none
     train_fields: Mapping[str, str]  # the lender's field names -> this dataset's
+    data_dir: str  # a folder of the dataset's own files, read whatever the source; "" to find it under the roots
 
     @property
     def names(self) -> tuple[str, ...]: ...

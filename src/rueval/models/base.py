@@ -1,11 +1,33 @@
-"""What a language model is asked to compute (requests) and the backend interface."""
+"""What a language model is asked to compute (requests), what a backend declares it can compute
+(capabilities), and the backend interface."""
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation, as chat APIs take them."""
+
+    role: str  # system, user or assistant
+    content: str
+
+
+# What a request is asked after: text, or chat messages for a backend that declares chat_messages
+Prompt = str | tuple[Message, ...]
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """A prompt as text: itself, or chat messages as JSON (as lm-evaluation-harness logs a chat
+    request; sample logs, the engine's order and the servers' routing read it so)."""
+    if isinstance(prompt, str):
+        return prompt
+    return json.dumps([asdict(message) for message in prompt], ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -14,10 +36,11 @@ class Loglikelihood:
 
     An empty context scores the whole text after the model's start token: that is TAPE's
     perplexity scoring (Taktasheva et al., 2022, Equation 1: the candidate prompt with the
-    lowest mean negative log-probability per token wins).
+    lowest mean negative log-probability per token wins). After chat messages, the continuation
+    is the assistant's (unfinished) answer.
     """
 
-    context: str
+    context: Prompt
     continuation: str
 
 
@@ -32,7 +55,7 @@ class LoglikelihoodResult:
 class Generation:
     """Text generated after ``prompt``, cut at the first stop sequence."""
 
-    prompt: str
+    prompt: Prompt
     max_new_tokens: int
     stop: tuple[str, ...] = ()
     top_p: float = 1.0  # < 1 samples with nucleus sampling (TAPE: 0.8); 1.0 with temperature 0 is greedy
@@ -70,13 +93,38 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     return text[:end]
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can compute, declared by every backend: the LM solver plans only requests its
+    backend declares, in the form it declares (text or chat messages)."""
+
+    loglikelihood: bool = False  # log P(continuation | text context): options by log-likelihood, --scoring ppl
+    generation: bool = False  # text generated after a prompt
+    chat_messages: bool = False  # prompts are chat messages (Message tuples), rendered by the backend
+    # after chat messages, an option as the assistant's answer scored by its prompt logprobs (else options are
+    # answered by generating); None: the backend's server says, asked once when first needed (``settle``)
+    chat_logprobs: bool | None = False
+    tokenizer: Any = None  # the model's own tokenizer, if the backend has one (its chat template renders prompts)
+    parameters: int | None = None  # the model's size, if known
+
+
 class LanguageModel(ABC):
     """A backend: computes requests in batches, reporting each finished batch to ``on_done``
     (results it never reports are recorded when the call returns). ``identity`` names the exact
     model (hub id and commit, or path and content hash) so cached results are never reused for
-    another model."""
+    another model; ``capabilities`` declare what it computes (known when it is made, asking no
+    server)."""
 
     identity: str
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> Capabilities: ...
+
+    def settle(self) -> Capabilities:
+        """The capabilities with nothing left open: a backend that declared ``chat_logprobs=None`` asks its
+        server now (once); the others have nothing to ask."""
+        return self.capabilities
 
     @abstractmethod
     def loglikelihood(

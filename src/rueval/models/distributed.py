@@ -79,8 +79,8 @@ class World:
         computed: set[Request] = set()
         error = None
         try:
-            for _ in engine.stream(share, f"{description}, process {self.rank + 1} of {self.size}"):
-                pass
+            for so_far in engine.stream(share, f"{description}, process {self.rank + 1} of {self.size}"):
+                done, computed = so_far  # every result so far: the last holds the whole share's
         except Exception as e:  # noqa: BLE001 - any failure goes to the main process, which stops the run naming it
             error = f"{type(e).__name__}: {e}" if not isinstance(e, RuevalError) else str(e)
         gathered: list[Any] | None = [None] * self.size if self.is_main else None

@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request
+from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request, prompt_text
 from rueval.models.cache import RequestCache, request_key
 from rueval.progress import counting, detail
 
 # each kind of request, the backend method that computes it, and the order that puts shared prefixes together
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
-    (Loglikelihood, "loglikelihood", lambda r: r.context + r.continuation),
-    (Generation, "generate", lambda r: r.prompt),
+    (Loglikelihood, "loglikelihood", lambda r: prompt_text(r.context) + r.continuation),
+    (Generation, "generate", lambda r: prompt_text(r.prompt)),
 )
 
 

@@ -1,16 +1,20 @@
 """The one place that opens a language model: a spec (`hf:PATH_OR_HUB_ID`, `openai:MODEL`,
-`openai-chat:MODEL`) and one options object -> a backend, behind an engine with the request cache."""
+`openai-chat:MODEL`, ...) and one options object -> a backend, behind an engine with the request cache.
+
+Backends are registered in BACKENDS by name: a new backend is one module with an ``open_model(spec,
+options)`` function that returns its LanguageModel, plus one line here (or one ``BACKENDS[name] = ...``
+from outside). The module is imported only when a model of its backend is opened.
+"""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import asdict, dataclass
 
 from rueval.errors import RuevalError
-from rueval.models.distributed import world
+from rueval.models.base import LanguageModel
 from rueval.models.engine import Engine
-from rueval.progress import step
 
-BACKENDS = ("hf", "openai", "openai-chat")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
@@ -18,8 +22,27 @@ LOAD_IN = ("8bit", "4bit")
 
 
 @dataclass(frozen=True)
+class Backend:
+    """Where a backend lives: ``module`` defines ``open_model(spec: ModelSpec, options: ModelOptions) ->
+    LanguageModel``; ``target`` says what follows the colon (for help texts)."""
+
+    module: str
+    target: str = "MODEL"
+
+    def open(self, spec: ModelSpec, options: ModelOptions) -> LanguageModel:
+        return importlib.import_module(self.module).open_model(spec, options)
+
+
+BACKENDS: dict[str, Backend] = {
+    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID"),
+    "openai": Backend("rueval.models.openai"),
+    "openai-chat": Backend("rueval.models.openai_chat"),
+}
+
+
+@dataclass(frozen=True)
 class ModelSpec:
-    """`-m BACKEND:TARGET`, parsed once."""
+    """`-m BACKEND:TARGET`, parsed once, its backend one of BACKENDS."""
 
     backend: str
     target: str
@@ -65,49 +88,23 @@ class ModelOptions:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def check(self) -> None:
+        """Every value one of its choices, whichever backend reads it."""
+        for flag, value, allowed in (
+            ("--dtype", self.dtype, DTYPES),
+            ("--device-map", self.device_map, DEVICE_MAPS),
+            ("--load-in", self.load_in, LOAD_IN),
+            ("--cache", self.cache, CACHE_MODES),
+        ):
+            if value is not None and value not in allowed:
+                raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
+
 
 def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -> Engine:
     """The backend for ``spec`` behind an engine (with the on-disk request cache unless turned off)."""
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
-    if options.dtype not in DTYPES:
-        raise RuevalError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
-    for flag, value, allowed in (
-        ("--device-map", options.device_map, DEVICE_MAPS),
-        ("--load-in", options.load_in, LOAD_IN),
-    ):
-        if value is not None and value not in allowed:
-            raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
-    if options.cache not in CACHE_MODES:
-        raise RuevalError(f"--cache {options.cache}: expected one of {', '.join(CACHE_MODES)}")
-    if spec.backend == "hf":
-        from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
-
-        device = _device(options)
-        with step(f"loading {spec} on {options.device_map or device} ({options.dtype})") as loading:
-            model = HFCausalLM(
-                spec.target,
-                device=device,
-                dtype=options.dtype,
-                batch_size=options.batch_size,
-                trust_remote_code=options.trust_remote_code,
-                revision=options.revision,
-                device_map=options.device_map,
-                peft=options.peft,
-                load_in=options.load_in,
-            )
-            loading.outcome = f"{model.parameters() / 1e6:.1f}M parameters"
-    elif not options.base_url:
-        raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
-    elif spec.backend == "openai":
-        from rueval.models.openai import OpenAICompletionsModel
-
-        model = OpenAICompletionsModel(spec.target, options.base_url, concurrency=options.concurrency)
-    else:
-        from rueval.models.openai_chat import OpenAIChatModel
-
-        model = OpenAIChatModel(
-            spec.target, options.base_url, scoring=options.chat_scoring, concurrency=options.concurrency
-        )
+    options.check()
+    model = BACKENDS[spec.backend].open(spec, options)
     requests = None
     if options.cache != "off":
         from rueval.models.cache import RequestCache
@@ -115,16 +112,3 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
 
         requests = RequestCache(cache_dir("requests") / "requests.sqlite", refresh=options.cache == "refresh")
     return Engine(model, requests)
-
-
-def _device(options: ModelOptions) -> str:
-    """The asked device; under accelerate launch, each process's own (cuda:0, cuda:1, ... or cpu)."""
-    launch = world()
-    if launch is None:
-        return options.device
-    if options.device_map is not None:
-        raise RuevalError(
-            "--device-map auto spreads one model over the GPUs; under accelerate launch each process holds "
-            "its own copy on its own device: leave out one or the other"
-        )
-    return launch.device

@@ -11,6 +11,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import (
+    Capabilities,
     Generation,
     LanguageModel,
     Loglikelihood,
@@ -19,12 +20,14 @@ from rueval.models.base import (
     cut_at_stop,
     encode_pair,
 )
-from rueval.models.placement import merged_adapter, weights_placement
+from rueval.models.distributed import world
+from rueval.models.factory import ModelOptions, ModelSpec
+from rueval.models.placement import check_device, load_weights, merged_adapter, require_libraries, weights_placement
 from rueval.models.token_ids import fit_window, start_token_of
 from rueval.paths import cache_dir
+from rueval.progress import step
 
 # torch and transformers are imported inside the methods: without them, `-m hf:` says what to install.
-TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 
 
 class HFCausalLM(LanguageModel):
@@ -48,12 +51,12 @@ class HFCausalLM(LanguageModel):
         load_in: str | None = None,
         loaded: tuple[Any, Any] | None = None,
     ):
-        _require_libraries(path)
+        require_libraries(path)
         from rueval.models.prefix_tree import PACK_TOKENS, TreeStats
 
-        self.device = _check_device(device)
+        self.device = check_device(device)
         placement = weights_placement(device_map, load_in, peft)
-        self.model, self.tokenizer = loaded or _load(path, dtype, trust_remote_code, revision, placement)
+        self.model, self.tokenizer = loaded or load_weights(path, dtype, trust_remote_code, revision, placement)
         if peft:
             self.model = merged_adapter(self.model, peft)
         if placement:  # accelerate placed the weights: inputs go where the embeddings are
@@ -74,6 +77,12 @@ class HFCausalLM(LanguageModel):
         self._split_head = self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
         self.window = _sliding_window(self.model.config)
+        self._capabilities = Capabilities(
+            loglikelihood=True,
+            generation=True,
+            tokenizer=self.tokenizer,
+            parameters=sum(p.numel() for p in self.model.parameters()),
+        )
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, batch_size: int | str = "auto") -> HFCausalLM:
@@ -87,9 +96,9 @@ class HFCausalLM(LanguageModel):
         loaded.identity = f"hf:{path}@in-memory"
         return loaded
 
-    # -- parameters, for the industrial figures ------------------------------------------------
-    def parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
 
     # -- log-likelihood ------------------------------------------------------------------------
     def encode(self, request: Loglikelihood) -> tuple[list[int], int]:
@@ -275,24 +284,36 @@ class HFCausalLM(LanguageModel):
         return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
 
 
-def _load(
-    path: str, dtype: str, trust_remote_code: bool, revision: str | None, placement: dict[str, Any]
-) -> tuple[Any, Any]:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            path,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-            dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            **placement,
+def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:
+    """The backend of `-m hf:PATH_OR_HUB_ID` (BACKENDS)."""
+    device = _device(options)
+    with step(f"loading {spec} on {options.device_map or device} ({options.dtype})") as loading:
+        model = HFCausalLM(
+            spec.target,
+            device=device,
+            dtype=options.dtype,
+            batch_size=options.batch_size,
+            trust_remote_code=options.trust_remote_code,
+            revision=options.revision,
+            device_map=options.device_map,
+            peft=options.peft,
+            load_in=options.load_in,
         )
-    except (OSError, ValueError) as e:
-        raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
-    return model, tokenizer
+        loading.outcome = f"{model.capabilities.parameters / 1e6:.1f}M parameters"
+    return model
+
+
+def _device(options: ModelOptions) -> str:
+    """The asked device; under accelerate launch, each process's own (cuda:0, cuda:1, ... or cpu)."""
+    launch = world()
+    if launch is None:
+        return options.device
+    if options.device_map is not None:
+        raise RuevalError(
+            "--device-map auto spreads one model over the GPUs; under accelerate launch each process holds "
+            "its own copy on its own device: leave out one or the other"
+        )
+    return launch.device
 
 
 def _fuse_tanh_gelu(model) -> None:
@@ -327,39 +348,6 @@ def _max_length(config, tokenizer) -> int:
             return value
     limit = getattr(tokenizer, "model_max_length", None)
     return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
-
-
-def _require_libraries(path: str) -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise RuevalError(f"-m hf:{path} needs PyTorch, which is not installed: {TORCH_INSTALL}") from None
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        raise RuevalError(
-            f"-m hf:{path} needs transformers, which is not installed: pip install 'rueval[lm]'"
-        ) from None
-
-
-def _check_device(device: str):
-    """The torch device, refused before any weights load if torch does not know it or sees none."""
-    import torch
-
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise RuevalError(f"--device {device}: not a torch device; expected e.g. cpu, cuda, cuda:1, mps") from None
-    if parsed.type == "cpu":
-        return parsed
-    backend = getattr(torch, parsed.type, None)  # torch.cuda, torch.mps, torch.xpu, ...
-    available = getattr(backend, "is_available", None)
-    if available is None or not available():
-        raise RuevalError(f"--device {device}: torch {torch.__version__} sees no {parsed.type} device on this machine")
-    count = backend.device_count()
-    if parsed.index is not None and parsed.index >= count:
-        raise RuevalError(f"--device {device}: this machine has {count} {parsed.type} device(s), numbered from 0")
-    return parsed
 
 
 def model_revision(path: str, config=None, revision: str | None = None) -> str:

@@ -42,13 +42,16 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import (
+    Capabilities,
     Generation,
     LanguageModel,
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
     cut_at_stop,
+    prompt_text,
 )
+from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.models.serving import (
     ClientError,
     Dispatcher,
@@ -58,7 +61,7 @@ from rueval.models.serving import (
     route,
     weights_card,
 )
-from rueval.models.token_ids import SERVER, local_tokens, served_tokens
+from rueval.models.token_ids import SERVER, load_tokenizer, local_tokens, served_tokens
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
@@ -98,7 +101,9 @@ class OpenAICompletionsModel(LanguageModel):
         self._tokenizer = tokenizer
         # token-id prompts; the server's own tokenizer is found when the servers are first contacted
         given = tokenizer is not None and not (isinstance(tokenizer, str) and tokenizer == SERVER)
-        self.prompt_tokens = local_tokens(tokenizer, f"openai:{model}") if given else None
+        self.tokenizer = load_tokenizer(tokenizer) if given else None
+        self.prompt_tokens = local_tokens(self.tokenizer, f"openai:{model}") if given else None
+        self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.tokenizer)
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
         self._dispatcher = Dispatcher(self.urls, self.concurrency)
         self._card: dict[str, Any] | None = None  # the served weights, as every server describes them
@@ -135,6 +140,11 @@ class OpenAICompletionsModel(LanguageModel):
                 self._identity = " ".join(parts)
             return self._identity
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """Log-likelihoods (the server must return prompt logprobs: checked when it scores) and generation."""
+        return self._capabilities
+
     # -- requests ------------------------------------------------------------------------------
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
@@ -144,7 +154,9 @@ class OpenAICompletionsModel(LanguageModel):
             if not r.continuation:
                 raise ValueError("a log-likelihood request needs a non-empty continuation")
         chunks = self._chunks(list(range(len(requests))))
-        homes = [route(requests[c[0]].context + requests[c[0]].continuation, len(self.urls)) for c in chunks]
+        homes = [
+            route(prompt_text(requests[c[0]].context) + requests[c[0]].continuation, len(self.urls)) for c in chunks
+        ]
         return self._run(
             chunks, homes, lambda url, c: self._score_chunk(url, [requests[i] for i in c]), len(requests), on_done
         )
@@ -156,7 +168,7 @@ class OpenAICompletionsModel(LanguageModel):
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.stop, r.top_p, r.temperature, r.seed), []).append(i)
         chunks = [chunk for indices in groups.values() for chunk in self._chunks(indices)]
-        homes = [route(requests[c[0]].prompt, len(self.urls)) for c in chunks]
+        homes = [route(prompt_text(requests[c[0]].prompt), len(self.urls)) for c in chunks]
         return self._run(
             chunks, homes, lambda url, c: self._generate_chunk(url, [requests[i] for i in c]), len(requests), on_done
         )
@@ -371,6 +383,18 @@ class OpenAICompletionsModel(LanguageModel):
             "logprobs=1), which scoring needs; vLLM returns them on /v1/completions (keep --max-logprobs >= 1); "
             "a server without them can run generation tasks only"
         )
+
+
+def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
+    """The backend of `-m openai:MODEL --base-url URL` (BACKENDS)."""
+    return OpenAICompletionsModel(spec.target, served_at(spec, options), concurrency=options.concurrency)
+
+
+def served_at(spec: ModelSpec, options: ModelOptions) -> str:
+    """The --base-url a served model needs."""
+    if not options.base_url:
+        raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
+    return options.base_url
 
 
 def sampling_fields(r: Generation) -> dict[str, Any]:

@@ -3,10 +3,11 @@
 HTTP client, the dispatcher and the cache identity are the `openai:` backend's; only the requests
 differ.
 
-A context reaches this backend as its chat messages (``encode_messages``: the solver's plan step
+A context reaches this backend as its chat messages (``Message`` tuples: the solver's plan step
 builds the system, user and assistant turns, and the server renders them with its own template).
 
-Options are scored in one of two ways, chosen once per run (``scoring``):
+Options are scored in one of two ways, chosen once per run (``scoring``; with ``auto`` the backend
+declares ``chat_logprobs=None`` and asks its first server once, when the solver first needs it):
 
 - ``logprobs``: the option is sent as the assistant's message, continued rather than closed
   (vLLM's ``continue_final_message``), and scored by the prompt logprobs of its tokens (vLLM's
@@ -21,14 +22,23 @@ The two give different scores: the protocol is written to results.json per task.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.models.base import Generation, Loglikelihood, LoglikelihoodResult, cut_at_stop
-from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields
+from rueval.models.base import (
+    Capabilities,
+    Generation,
+    Loglikelihood,
+    LoglikelihoodResult,
+    Message,
+    Prompt,
+    cut_at_stop,
+)
+from rueval.models.factory import ModelOptions, ModelSpec
+from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields, served_at
 from rueval.models.serving import ClientError
 
 CHAT_SCORINGS = ("auto", "logprobs", "generate")
@@ -36,19 +46,11 @@ CHAT_PATH = "/chat/completions"
 log = logging.getLogger(__name__)
 
 
-def encode_messages(messages: Sequence[dict[str, str]]) -> str:
-    """Chat messages as a request's context: JSON, readable in sample logs and cache keys."""
-    return json.dumps(list(messages), ensure_ascii=False)
-
-
-def decode_messages(context: str) -> list[dict[str, str]]:
-    try:
-        messages = json.loads(context)
-    except ValueError:
-        messages = None
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise RuevalError(f"openai-chat: a context must be chat messages (encode_messages), got {context[:80]!r}")
-    return messages
+def payload_messages(prompt: Prompt) -> list[dict[str, str]]:
+    """Chat messages as the API takes them; a text prompt is refused."""
+    if isinstance(prompt, str):
+        raise RuevalError(f"openai-chat: a context must be chat messages, got the text {prompt[:80]!r}")
+    return [asdict(message) for message in prompt]
 
 
 class OpenAIChatModel(OpenAICompletionsModel):
@@ -58,34 +60,37 @@ class OpenAIChatModel(OpenAICompletionsModel):
 
     backend = "openai-chat"
     probe = (CHAT_PATH, {"messages": [{"role": "user", "content": "0"}]})
-    takes_messages = True  # contexts are encode_messages(...) strings
 
     def __init__(self, model: str, base_url: str | Sequence[str], scoring: str = "auto", **options: Any):
         if scoring not in CHAT_SCORINGS:
             raise RuevalError(f"--chat-scoring {scoring}: expected one of {', '.join(CHAT_SCORINGS)}")
         super().__init__(model, base_url, prompts_per_request=1, **options)
-        self._scoring = None if scoring == "auto" else scoring
+        logprobs = None if scoring == "auto" else scoring == "logprobs"
+        self._capabilities = Capabilities(generation=True, chat_messages=True, chat_logprobs=logprobs)
 
-    @property
-    def choice_scoring(self) -> str:
-        """``logprobs`` or ``generate``, decided once for the whole run."""
+    def settle(self) -> Capabilities:
+        """With --chat-scoring auto: whether options are scored by prompt logprobs, asked of the first server
+        once for the whole run."""
         with self._check_lock:
-            if self._scoring is None:
-                self._check_servers()
-                url = self._live_urls()[0]
-                try:
-                    self._score(url, Loglikelihood(encode_messages([{"role": "user", "content": "0"}]), "0"))
-                    self._scoring = "logprobs"
-                except (ClientError, NoPromptLogprobs) as e:
-                    log.warning(
-                        "%s gives no prompt logprobs on %s (%s): options are scored by generating the answer and "
-                        "matching it (protocol generate-match), which is not comparable with log-likelihood scores",
-                        url,
-                        CHAT_PATH,
-                        e,
-                    )
-                    self._scoring = "generate"
-            return self._scoring
+            if self._capabilities.chat_logprobs is None:
+                self._capabilities = replace(self._capabilities, chat_logprobs=self._serves_prompt_logprobs())
+            return self._capabilities
+
+    def _serves_prompt_logprobs(self) -> bool:
+        self._check_servers()
+        url = self._live_urls()[0]
+        try:
+            self._score(url, Loglikelihood((Message("user", "0"),), "0"))
+            return True
+        except (ClientError, NoPromptLogprobs) as e:
+            log.warning(
+                "%s gives no prompt logprobs on %s (%s): options are scored by generating the answer and "
+                "matching it (protocol generate-match), which is not comparable with log-likelihood scores",
+                url,
+                CHAT_PATH,
+                e,
+            )
+            return False
 
     # -- log-likelihood ------------------------------------------------------------------------
     def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
@@ -95,7 +100,7 @@ class OpenAIChatModel(OpenAICompletionsModel):
         """The continuation as the assistant's unfinished message, scored by its prompt logprobs."""
         if not request.context:
             raise RuevalError("openai-chat: options are scored after chat messages; --scoring ppl needs openai: or hf:")
-        messages = [*decode_messages(request.context), {"role": "assistant", "content": request.continuation}]
+        messages = [*payload_messages(request.context), {"role": "assistant", "content": request.continuation}]
         payload = {
             "messages": messages,
             "add_generation_prompt": False,
@@ -142,13 +147,19 @@ class OpenAIChatModel(OpenAICompletionsModel):
         return [self._generate_one(url, request) for request in requests]
 
     def _generate_one(self, url: str, r: Generation) -> str:
-        payload = {"messages": decode_messages(r.prompt), **sampling_fields(r)}
+        payload = {"messages": payload_messages(r.prompt), **sampling_fields(r)}
         choices = self._post(url, CHAT_PATH, payload).get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict):
             raise RuevalError(f"the server at {url} answered {CHAT_PATH} without a message")
         return cut_at_stop(str(message.get("content") or ""), r.stop)
+
+
+def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAIChatModel:
+    """The backend of `-m openai-chat:MODEL --base-url URL` (BACKENDS)."""
+    base_url = served_at(spec, options)
+    return OpenAIChatModel(spec.target, base_url, scoring=options.chat_scoring, concurrency=options.concurrency)
 
 
 class NoPromptLogprobs(RuevalError):

@@ -1,13 +1,16 @@
-"""Where an `hf:` model's weights go and what is loaded with them: accelerate's device map,
-bitsandbytes quantization, a PEFT adapter. Each is refused with a clear error when a library
-or a GPU it needs is missing."""
+"""Loading an `hf:` model: its libraries and device, where its weights go and what is loaded with
+them (accelerate's device map, bitsandbytes quantization, a PEFT adapter). Each is refused with a
+clear error when a library or a GPU it needs is missing."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from rueval.errors import RuevalError
+
+TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 
 
 def weights_placement(device_map: str | None, load_in: str | None, peft: str | None) -> dict:
@@ -48,3 +51,56 @@ def merged_adapter(model, adapter: str):
         return PeftModel.from_pretrained(model, adapter).merge_and_unload()
     except (OSError, ValueError, KeyError) as e:
         raise RuevalError(f"--peft {adapter}: cannot load the adapter ({str(e).splitlines()[0]})") from None
+
+
+def load_weights(
+    path: str, dtype: str, trust_remote_code: bool, revision: str | None, placement: dict[str, Any]
+) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            path,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            **placement,
+        )
+    except (OSError, ValueError) as e:
+        raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
+    return model, tokenizer
+
+
+def require_libraries(path: str) -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise RuevalError(f"-m hf:{path} needs PyTorch, which is not installed: {TORCH_INSTALL}") from None
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise RuevalError(
+            f"-m hf:{path} needs transformers, which is not installed: pip install 'rueval[lm]'"
+        ) from None
+
+
+def check_device(device: str):
+    """The torch device, refused before any weights load if torch does not know it or sees none."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise RuevalError(f"--device {device}: not a torch device; expected e.g. cpu, cuda, cuda:1, mps") from None
+    if parsed.type == "cpu":
+        return parsed
+    backend = getattr(torch, parsed.type, None)  # torch.cuda, torch.mps, torch.xpu, ...
+    available = getattr(backend, "is_available", None)
+    if available is None or not available():
+        raise RuevalError(f"--device {device}: torch {torch.__version__} sees no {parsed.type} device on this machine")
+    count = backend.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise RuevalError(f"--device {device}: this machine has {count} {parsed.type} device(s), numbered from 0")
+    return parsed

@@ -69,15 +69,21 @@ def start_token_of(tokenizer: Any, owner: str) -> int:
     return start
 
 
+def load_tokenizer(tokenizer: Any) -> Any:
+    """A transformers tokenizer, loaded from a path or hub id (a tokenizer object as it is)."""
+    if not isinstance(tokenizer, str | Path):
+        return tokenizer
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(tokenizer))
+    except (OSError, ValueError) as e:
+        raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
+
+
 def local_tokens(tokenizer: Any, owner: str) -> PromptTokens:
     """A transformers tokenizer (or a path or hub id to load one from) as PromptTokens."""
-    if isinstance(tokenizer, str | Path):
-        from transformers import AutoTokenizer
-
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-        except (OSError, ValueError) as e:
-            raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
+    tokenizer = load_tokenizer(tokenizer)
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
     return PromptTokens(
         lambda text: tokenizer(text, add_special_tokens=False)["input_ids"], start_token_of(tokenizer, owner), name

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.data import TaskData, load_train
-from rueval.data.mera import MERA_TASKS, PARUS_LABELS, RCB_LABELS, RWSD_LABELS, MeraSource
+from rueval.data.mera import ANSWERS, MERA_TASKS, MeraSource
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
 from rueval.results import RunResult
@@ -27,12 +27,6 @@ from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
 from rueval.solvers import Setting, make_solver
 from rueval.tasks import Example, Task, get_task
-
-ANSWERS = {  # the task's label -> MERA's answer text
-    "rcb": {label: text for text, label in RCB_LABELS.items()},
-    "parus": {label: text for text, label in PARUS_LABELS.items()},
-    "rwsd": {label: text for text, label in RWSD_LABELS.items()},
-}
 
 
 def mera_entries(task: Task, examples: Sequence[Example], predictions: Sequence[Any]) -> list[dict[str, Any]]:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rueval.files import write_text
+from rueval.metrics import metric
 from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
 from rueval.report.runs import Run, load_runs
 from rueval.tasks import BENCHMARKS, TASKS
 
 BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}
-METRIC_TITLES = {"mcc": "MCC", "macro_f1": "F1", "f1": "F1", "f1a": "F1a", "accuracy": "Acc", "em": "EM"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Board:
     def header(self) -> list[str]:
         total = "Total" if self.benchmark == "rsg" else "Avg (F1 / Acc)"
         columns = ["#", "Name", *(["k"] if self.show_k else []), total]
-        columns += [f"{TASKS[t].title} ({'/'.join(METRIC_TITLES[m] for m in TASKS[t].metrics)})" for t in self.tasks]
+        columns += [f"{TASKS[t].title} ({'/'.join(metric(m).title for m in TASKS[t].metrics)})" for t in self.tasks]
         return [*columns, "Source"]
 
     def cells(self, rank: int | None, row: ScoreRow) -> list[str]:

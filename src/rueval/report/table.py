@@ -254,6 +254,7 @@ def compare_table(comparison: dict[str, Any]) -> Table:
         caption=f"* p < {level}: paired bootstrap, {comparison['resamples']} resamples, "
         f"{comparison['confidence']:.0%} interval of A - B",
         box=box.SIMPLE_HEAD,
+        pad_edge=False,  # eight columns in 80 characters
     )
     for column in ("task", "n", "metric", "A", "B", "A - B", "interval", "p"):
         table.add_column(column, justify="left" if column in ("task", "metric") else "right", no_wrap=column != "task")

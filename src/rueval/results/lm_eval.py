@@ -6,6 +6,7 @@ lm-eval's conventions, as its evaluator writes them: metrics keyed "<metric>,<fi
 where there is no standard error. rueval's bootstrap gives a 95% percentile interval, not a standard
 error: the file's stderr is that interval's half-width over 1.96 (a normal approximation). A run
 with several k gives one entry per further k, "<task>_<k>shot", with the mean over its episodes.
+Each metric goes under its lm-eval name from the registry (rueval.metrics: accuracy is "acc").
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from rueval.metrics import ACCURACY, Metric, metric
 from rueval.results.run import RunResult, TaskResult
 from rueval.tasks import get_task
 
 FILE_NAME = "results_lmeval.json"  # lm-eval finds results files by "/results_" and ".json" in the path
 FILTER = "none"  # rueval applies no lm-eval filter: its answer normalisation is the task's metric
-METRIC_NAMES = {"accuracy": "acc", "em": "exact_match"}  # rueval's name -> lm-eval's where lm-eval has one
+SCORE = "score"  # the task score, the mean of its metrics: not a metric of its own, exported under its name
+ACCURACY_NORM = "acc_norm"  # lm-eval's accuracy of the options' log-likelihoods per byte
 Z_95 = 1.959964
 
 
@@ -30,25 +33,24 @@ def lm_eval_results(run: RunResult) -> dict[str, Any]:
     configs: dict[str, dict[str, Any]] = {}
     n_shot: dict[str, int] = {}
     n_samples: dict[str, dict[str, int | None]] = {}
+    higher_is_better: dict[str, dict[str, bool]] = {}
     for name, task_result in run.tasks.items():
-        for k, entry_name, metrics in _entries(name, task_result, shots):
+        for k, entry_name, (metrics, higher) in _entries(name, task_result, shots):
             results[entry_name] = {"alias": entry_name, **metrics}
+            higher_is_better[entry_name] = higher
             configs[entry_name] = _config(name, entry_name, task_result, k, settings)
             n_shot[entry_name] = k
             n_samples[entry_name] = {
                 "original": task_result.n if settings.get("limit") is None else None,
                 "effective": task_result.n,
             }
-    metric_names = {
-        entry: [m.split(",")[0] for m in r if "," in m and "_stderr," not in m] for entry, r in results.items()
-    }
     return {
         "results": results,
         "group_subtasks": {entry: [] for entry in results},
         "configs": dict(sorted(configs.items())),
         "versions": dict(sorted((entry, settings.get("rueval_version")) for entry in results)),
         "n-shot": dict(sorted(n_shot.items())),
-        "higher_is_better": dict(sorted((e, dict.fromkeys(names, True)) for e, names in metric_names.items())),
+        "higher_is_better": dict(sorted(higher_is_better.items())),
         "n-samples": n_samples,
         "config": {
             "model": settings.get("model"),
@@ -69,12 +71,13 @@ def lm_eval_results(run: RunResult) -> dict[str, Any]:
 
 
 def _entries(name: str, result: TaskResult, shots: list[int]):
-    """(k, entry name, lm-eval metrics) per k the run scored: the task's headline k first, under its own name."""
-    yield shots[0], name, _metrics(result.metrics | {"score": result.score}, result.ci, _norm(result, shots[0]))
+    """(k, entry name, (lm-eval metrics, higher_is_better)) per k the run scored: the task's headline k first,
+    under its own name."""
+    yield shots[0], name, _metrics(result.metrics | {SCORE: result.score}, result.ci, _norm(result, shots[0]))
     for k in shots[1:]:
         shot = result.shots.get(k)
         if shot is not None:
-            yield k, f"{name}_{k}shot", _metrics(shot.metrics | {"score": shot.score}, {}, shot.metrics_norm)
+            yield k, f"{name}_{k}shot", _metrics(shot.metrics | {SCORE: shot.score}, {}, shot.metrics_norm)
 
 
 def _norm(result: TaskResult, k: int) -> dict[str, float] | None:
@@ -82,17 +85,27 @@ def _norm(result: TaskResult, k: int) -> dict[str, float] | None:
     return shot.metrics_norm if shot is not None else None
 
 
-def _metrics(values: dict[str, float], ci: dict[str, list[float]], norm: dict[str, float] | None) -> dict[str, Any]:
+def _metrics(
+    values: dict[str, float], ci: dict[str, list[float]], norm: dict[str, float] | None
+) -> tuple[dict[str, Any], dict[str, bool]]:
+    """An entry's metrics as lm-eval writes them, and lm-eval's higher_is_better for each."""
     metrics: dict[str, Any] = {}
-    for metric, value in values.items():
-        name = METRIC_NAMES.get(metric, metric)
-        metrics[f"{name},{FILTER}"] = value / 100
-        low_high = ci.get(metric)
-        metrics[f"{name}_stderr,{FILTER}"] = (low_high[1] - low_high[0]) / 100 / (2 * Z_95) if low_high else "N/A"
-    if norm and "accuracy" in norm:  # loglik per byte: lm-eval's acc_norm
-        metrics[f"acc_norm,{FILTER}"] = norm["accuracy"] / 100
-        metrics[f"acc_norm_stderr,{FILTER}"] = "N/A"
-    return metrics
+    higher: dict[str, bool] = {}
+    for name, value in values.items():
+        lm_name, higher_is_better = (SCORE, True) if name == SCORE else _lm_eval(metric(name))
+        metrics[f"{lm_name},{FILTER}"] = value / 100
+        low_high = ci.get(name)
+        metrics[f"{lm_name}_stderr,{FILTER}"] = (low_high[1] - low_high[0]) / 100 / (2 * Z_95) if low_high else "N/A"
+        higher[lm_name] = higher_is_better
+    if norm and ACCURACY.name in norm:  # loglik per byte: lm-eval's acc_norm
+        metrics[f"{ACCURACY_NORM},{FILTER}"] = norm[ACCURACY.name] / 100
+        metrics[f"{ACCURACY_NORM}_stderr,{FILTER}"] = "N/A"
+        higher[ACCURACY_NORM] = ACCURACY.higher_is_better
+    return metrics, higher
+
+
+def _lm_eval(m: Metric) -> tuple[str, bool]:
+    return m.lm_eval_name, m.higher_is_better
 
 
 def _config(name: str, entry: str, result: TaskResult, k: int, settings: dict[str, Any]) -> dict[str, Any]:
@@ -104,12 +117,15 @@ def _config(name: str, entry: str, result: TaskResult, k: int, settings: dict[st
         "test_split": result.split,
         "num_fewshot": k,
         "metric_list": [
-            {
-                "metric": METRIC_NAMES.get(m, m),
-                "aggregation": "mean" if m == "accuracy" else METRIC_NAMES.get(m, m),
-                "higher_is_better": True,
-            }
-            for m in (*task.metrics, "score")
+            *map(_metric_config, task.metrics),
+            {"metric": SCORE, "aggregation": SCORE, "higher_is_better": True},
         ],
         "metadata": {"version": settings.get("rueval_version"), "description": task.description},
     }
+
+
+def _metric_config(name: str) -> dict[str, Any]:
+    """A metric as lm-eval's task configs list it: a mean over examples aggregates by "mean"."""
+    m = metric(name)
+    aggregation = "mean" if m.per_example is not None else m.lm_eval_name
+    return {"metric": m.lm_eval_name, "aggregation": aggregation, "higher_is_better": m.higher_is_better}

@@ -244,6 +244,19 @@ class TaskResult:
         write_json(path, self.to_json())
 
 
+def _task_result(name: str, data: Any, check: Checker) -> TaskResult:
+    """A task's result in results.json, its metrics named as the task names them today."""
+    result = TaskResult.from_json(data, check, f"tasks.{name}.")
+    expected = TASKS[name].metrics
+    if set(result.metrics) != set(expected):
+        raise check.fail(
+            f"tasks.{name}.metrics",
+            f"has {', '.join(result.metrics) or 'none'}, but {name} is scored by {', '.join(expected)} "
+            "(written by an earlier rueval, whose metric names differ? run it again)",
+        )
+    return result
+
+
 def _industrial(value: Any, check: Checker, at: str) -> dict[str, Any]:
     figures = dict(check.obj(value, at))
     for key in INDUSTRIAL_FIELDS:
@@ -323,7 +336,7 @@ class RunResult:
             wall_time_s=check.number(data.get("wall_time_s", 0.0), "wall_time_s"),
             rsg_total=check.number(data.get("rsg_total"), "rsg_total", optional=True),
             industrial=_industrial(data.get("industrial", {}), check, "industrial"),
-            tasks={name: TaskResult.from_json(result, check, f"tasks.{name}.") for name, result in tasks.items()},
+            tasks={name: _task_result(name, result, check) for name, result in tasks.items()},
             reused=list(data.get("reused", [])),
             notes=list(data.get("notes", [])),
         )

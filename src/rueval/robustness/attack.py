@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rueval.errors import DataError
-from rueval.metrics import is_correct, score_task
 from rueval.robustness.targets import target_for
+from rueval.scoring import is_correct, score_task
 from rueval.tasks import Example, Task
 
 

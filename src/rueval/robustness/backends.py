@@ -26,7 +26,8 @@ def _load(option: str, name: str, model_class: str):
 
 
 class Seq2SeqTranslator:
-    """Greedy translation with a transformers seq2seq model (e.g. OPUS-MT), batched; loaded on first use."""
+    """Translation with a transformers seq2seq model (e.g. OPUS-MT) by its own generation settings
+    (OPUS-MT's beam search), as TAPE's framework calls it; batched, loaded on first use."""
 
     def __init__(
         self, model: str, batch_size: int = 16, max_new_tokens: int = 256, option: str = "--translation-model"
@@ -45,7 +46,7 @@ class Seq2SeqTranslator:
             batch = self._tokenizer(chunk, return_tensors="pt", padding=True, truncation=True)
             batch.pop("token_type_ids", None)
             with torch.no_grad():
-                output = self._model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=self.max_new_tokens)
+                output = self._model.generate(**batch, max_new_tokens=self.max_new_tokens)
             translated += self._tokenizer.batch_decode(output, skip_special_tokens=True)
         return translated
 

@@ -19,7 +19,7 @@ from typing import Any
 from rueval.errors import RuevalError
 from rueval.robustness.spans import Span, find_all, is_word, token_spans
 from rueval.tasks import Example
-from rueval.text import lemma, words
+from rueval.text import lemma, parse, words
 
 Protected = dict[str, list[Span]]  # field -> spans in the field's original text
 Moved = Mapping[str, Mapping[Span, Span]]  # field -> protected span -> where it is in the perturbed text
@@ -116,10 +116,10 @@ def _dependencies(texts: list[str]) -> list[list[_Word]]:
     chunk = [[token.text for token in sentence.tokens] for _, sentence in sentences]
     morph, syntax = tools["morph"].map(chunk), tools["syntax"].map(chunk)
     words: list[list[_Word]] = [[] for _ in docs]
-    for number, ((d, sentence), tags, parse) in enumerate(zip(sentences, morph, syntax)):
+    for number, ((d, sentence), tags, links) in enumerate(zip(sentences, morph, syntax)):
         words[d] += [
             _Word(token.start, token.stop, tag.pos, (number, link.id), (number, link.head_id))
-            for token, tag, link in zip(sentence.tokens, tags.tokens, parse.tokens)
+            for token, tag, link in zip(sentence.tokens, tags.tokens, links.tokens)
         ]
     return words
 
@@ -152,8 +152,10 @@ _JEOPARDY_PATTERNS = (
 
 
 class Jeopardy(Constraint):
-    """CheGeKa: the clue the answer replaces (upper-cased noun phrases such as ЭТОТ ГОРОД, and
-    lower-cased «этот город»), 'X', parenthesised named entities and quoted clues."""
+    """CheGeKa: the clue the answer replaces, as TAPE's framework finds it: upper-cased words (ЭТОТ
+    ГОРОД), a pointing word (a third-person pronoun, этот, это, такой, икс: его, этом, ...) or an
+    upper-cased word followed by any adjectives and one or more nouns (его знаменитая картина,
+    ЭТОТ известный город), 'X', parenthesised named entities and quoted clues."""
 
     name = "jeopardy"
 
@@ -161,13 +163,35 @@ class Jeopardy(Constraint):
         return {f: _jeopardy_spans(example.fields[f]) for f in fields}
 
 
+_POINTING = frozenset({"он", "она", "оно", "они", "этот", "это", "такой", "икс"})  # as rueval.text.lemma gives them
+
+
 def _jeopardy_spans(text: str) -> list[Span]:
     spans = [match.span() for pattern in _JEOPARDY_PATTERNS for match in pattern.finditer(text)]
-    words = [span for span in token_spans(text) if text[span[0] : span[1]].isalpha()]
-    for this, following in zip(words, words[1:]):
-        if lemma(text[this[0] : this[1]]) in ("этот", "это"):  # a demonstrative and the noun it points at
-            spans.append((this[0], following[1]))
+    tokens = token_spans(text)
+    kinds = [_clue_word(text[s:e]) for s, e in tokens]
+    for i, kind in enumerate(kinds):
+        if kind != "pointer":
+            continue
+        end = i + 1
+        while end < len(kinds) and kinds[end] == "adjective":
+            end += 1
+        nouns = end
+        while nouns < len(kinds) and kinds[nouns] == "noun":
+            nouns += 1
+        if nouns > end:  # at least one noun
+            spans.append((tokens[i][0], tokens[nouns - 1][1]))
     return spans
+
+
+def _clue_word(token: str) -> str | None:
+    """What a token can be in a clue: "pointer", "adjective", "noun", or None."""
+    if not token.isalpha():
+        return None
+    pos = parse(token).tag.POS
+    if lemma(token) in _POINTING or (token.isupper() and pos != "PREP"):
+        return "pointer"
+    return {"ADJF": "adjective", "ADJS": "adjective", "NOUN": "noun"}.get(pos)
 
 
 # --- Winograd and RWSD ------------------------------------------------------------------------

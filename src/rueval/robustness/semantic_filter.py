@@ -2,27 +2,31 @@
 TAPE's framework runs it (RussianNLP/rutransform, Transformer._filter_candidates and the
 transformers' _apply_transformation).
 
-Each perturbed example is compared with its original. One below the similarity threshold is
-perturbed again at half the rate, at most three times while the rate stays above 0.01 (for the
-perturbations that have a rate to lower: not back-translation or AddSent). An example that never
-passes keeps its original text: it stays in the perturbed set, unchanged, and the share of such
-examples is reported beside the scores (rueval.robustness.attack), so a perturbation that changed
-nothing does not pass for a robust model. Similarity is BERTScore F1 with the encoder given by
-``--filter-model`` (TAPE: bert-base-multilingual-cased, threshold 0.8), or by default, with no
-download, the cosine of character 3-gram vectors. rueval can also lower the threshold until a
-share of the examples passes (``min_share``, off by default: TAPE does not).
+Each example is perturbed into 3 candidates (1 for the model-based perturbations, as TAPE's
+framework draws them), each compared with its original: the closest that reaches the similarity
+threshold is kept. Where none does, the example is perturbed again at half the rate, at most three
+times while the rate stays above 0.01 (for the perturbations that have a rate to lower: not
+back-translation or AddSent). An example that never passes keeps its original text: it stays in
+the perturbed set, unchanged, and the share of such examples is reported beside the scores
+(rueval.robustness.attack), so a perturbation that changed nothing does not pass for a robust
+model. Similarity is BERTScore F1 at 0.8 (TAPE's) with the encoder given by ``--filter-model``, by
+default TAPE's bert-base-multilingual-cased when it is in the local Hugging Face cache (nothing
+is downloaded), and otherwise the cosine of character 3-gram vectors at 0.6, with a note saying so
+(``choose_similarity``). rueval can also lower the threshold until a share of the examples passes
+(``min_share``, off by default: TAPE does not).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rueval.errors import RuevalError
 from rueval.progress import progress
+from rueval.robustness.base import Perturbation
 from rueval.robustness.constraints import Protected
-from rueval.robustness.perturbations import Perturbation
 from rueval.robustness.targets import target_for
 from rueval.tasks import Example, Task
 
@@ -103,6 +107,27 @@ class BertScore(Similarity):
         return f1.tolist()
 
 
+TAPE_ENCODER = "bert-base-multilingual-cased"  # bert_score's model for Russian (BERTScorer(lang="ru"), TAPE's)
+
+
+def choose_similarity(filter_model: str | None = None, cache_dir: str | None = None) -> tuple[Similarity, str | None]:
+    """The filter's similarity: BERTScore with ``filter_model``, or with TAPE's encoder when bert-score
+    is installed and the encoder is in the Hugging Face cache (``cache_dir``, by default the usual
+    one); otherwise character 3-gram similarity, with a one-line note saying so."""
+    if filter_model:
+        return BertScore(filter_model), None
+    if importlib.util.find_spec("bert_score") is not None:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(TAPE_ENCODER, "config.json", cache_dir=cache_dir), str):
+            return BertScore(TAPE_ENCODER), None
+    note = (
+        f"semantic filter: character 3-gram similarity at {CharNgramSimilarity.default_threshold}, as BERTScore's "
+        f"{TAPE_ENCODER} (TAPE's, at 0.8) is not at hand: give --filter-model to use it"
+    )
+    return CharNgramSimilarity(), note
+
+
 def table_layer(model: str) -> int | None:
     """The layer bert_score's table (bert_score.utils.model2layers) gives a hub model, by its name
     with or without the organisation ("google-bert/bert-base-multilingual-cased" reads as the
@@ -162,6 +187,7 @@ class SemanticFilter:
     similarity: Similarity = field(default_factory=CharNgramSimilarity)
     threshold: float | None = None  # None: the similarity's default
     min_share: float = 0.0  # rueval's option: lower the threshold until this share of perturbable examples pass
+    candidates: int = 3  # TAPE's: candidates drawn per example and attempt (1 for model-based perturbations)
     halvings: int = 3  # TAPE's: the rate is halved at most three times
     min_rate: float = 0.01  # TAPE's: and only while it stays above this
     threshold_step: float = 0.05
@@ -171,9 +197,10 @@ class SemanticFilter:
             self.threshold = self.similarity.default_threshold
         if not 0 <= self.threshold <= 1 or not 0 <= self.min_share <= 1:
             raise RuevalError("the semantic filter's threshold and minimum share must lie between 0 and 1")
-        if self.halvings < 0 or self.threshold_step <= 0:
+        if self.halvings < 0 or self.threshold_step <= 0 or self.candidates < 1:
             raise RuevalError(
-                "the semantic filter needs a non-negative number of halvings and a positive threshold step"
+                "the semantic filter needs a candidate or more, a non-negative number of halvings "
+                "and a positive threshold step"
             )
 
     def describe(self) -> dict[str, float | str]:
@@ -181,6 +208,7 @@ class SemanticFilter:
             "similarity": self.similarity.name,
             "threshold": self.threshold,
             "min_share": self.min_share,
+            "candidates": self.candidates,
             "halvings": self.halvings,
         }
 
@@ -200,21 +228,25 @@ class SemanticFilter:
         best: dict[int, tuple[float, float, Example]] = {}  # example -> (similarity, rate, perturbed)
         passed: set[int] = set()
         pending = list(range(len(examples)))
+        candidates = self.candidates if perturbation.needs_model is None else 1
         for rate in self.rates(perturbation):
             attempt = perturbation.with_rate(rate)
-            batch = progress(pending, f"{perturbation.name} on {task.name} (p={rate:.3g})", total=len(pending))
-            outputs = attempt.perturb_batch(task, [examples[i] for i in batch], None, [protected[i] for i in pending])
-            changed = [(i, out) for i, out in zip(pending, outputs, strict=True) if out is not None]
-            scores = self.similarity.score(
-                [_joined(target.fields, examples[i]) for i, _ in changed],
-                [_joined(target.fields, out) for _, out in changed],
-            )
-            for (i, out), score in zip(changed, scores, strict=True):
-                if i not in best or score > best[i][0]:  # a passing attempt is the best so far: retries stop there
-                    best[i] = (score, rate, out)
-                if score >= self.threshold:
-                    passed.add(i)
-            pending = [i for i in pending if i not in passed]
+            for candidate in range(candidates):
+                label = f"{perturbation.name} on {task.name} (p={rate:.3g}, candidate {candidate + 1}/{candidates})"
+                batch = [examples[i] for i in progress(pending, label, total=len(pending))]
+                rngs = [attempt.rng(task, example, candidate) for example in batch]
+                outputs = attempt.perturb_batch(task, batch, rngs, [protected[i] for i in pending])
+                changed = [(i, out) for i, out in zip(pending, outputs, strict=True) if out is not None]
+                scores = self.similarity.score(
+                    [_joined(target.fields, examples[i]) for i, _ in changed],
+                    [_joined(target.fields, out) for _, out in changed],
+                )
+                for (i, out), score in zip(changed, scores, strict=True):
+                    if i not in best or score > best[i][0]:  # the closest candidate of the attempts so far
+                        best[i] = (score, rate, out)
+                    if score >= self.threshold:
+                        passed.add(i)
+            pending = [i for i in pending if i not in passed]  # retried at a lower rate: none passed
             if not pending:
                 break
         threshold, lowered = self.threshold, 0

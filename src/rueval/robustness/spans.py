@@ -3,8 +3,8 @@ and knowing where those spans end up (MultiQ answer offsets, RUSSE target words)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from rueval.text import tokens
 
@@ -13,13 +13,11 @@ Span = tuple[int, int]  # [start, end) character offsets
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace text[start:end] with ``text``. ``kept`` says where protected spans lying inside the
-    replaced range are in the replacement (offsets relative to its start), when they survive."""
+    """Replace text[start:end] with ``text``."""
 
     start: int
     end: int
     text: str
-    kept: Mapping[Span, Span] = field(default_factory=dict)
 
 
 def substring_spans(text: str, parts: Iterable[str]) -> list[Span]:
@@ -68,49 +66,28 @@ def find_all(text: str, needle: str) -> list[Span]:
     return spans
 
 
-def locate_in_order(text: str, needles: Sequence[str]) -> list[Span] | None:
-    """Find the needles in ``text`` one after another (each after the previous one's start);
-    None if one is missing. Used to follow protected spans through a rewritten sentence."""
-    spans, position = [], 0
-    for needle in needles:
-        start = text.find(needle, position)
-        if start < 0:
-            return None
-        spans.append((start, start + len(needle)))
-        position = start
-    return spans
-
-
 def apply_edits(text: str, edits: Iterable[Edit], protected: Iterable[Span]) -> tuple[str, dict[Span, Span]]:
     """Apply non-overlapping edits; return the new text and where each protected span now lies.
 
-    A protected span outside every edit moves by the length change of the edits before it; one
-    inside an edit is placed by the edit's ``kept``. A protected span an edit touches without
-    keeping it is a bug in the perturbation, so it raises.
+    A protected span moves by the length change of the edits before it; one an edit touches is a
+    bug in the perturbation, so it raises.
     """
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
     for before, after in zip(ordered, ordered[1:]):
         if after.start < before.end:
             raise ValueError(f"overlapping edits {before.start}:{before.end} and {after.start}:{after.end}")
-    parts, new_starts, position = [], [], 0
+    parts, position = [], 0
     for edit in ordered:
-        parts.append(text[position : edit.start])
-        new_starts.append(sum(map(len, parts)))
-        parts.append(edit.text)
+        parts += [text[position : edit.start], edit.text]
         position = edit.end
     parts.append(text[position:])
     moved: dict[Span, Span] = {}
     for span in protected:
         shift = 0
-        for edit, new_start in zip(ordered, new_starts):
+        for edit in ordered:
             if edit.end <= span[0]:  # wholly before the span (an insertion at its start too)
                 shift += len(edit.text) - (edit.end - edit.start)
-            elif span in edit.kept:
-                local = edit.kept[span]
-                moved[span] = (new_start + local[0], new_start + local[1])
-                break
             elif edit.start < span[1] and span[0] < edit.end:
                 raise ValueError(f"edit {edit.start}:{edit.end} touches protected span {span[0]}:{span[1]}")
-        else:
-            moved[span] = (span[0] + shift, span[1] + shift)
+        moved[span] = (span[0] + shift, span[1] + shift)
     return "".join(parts), moved

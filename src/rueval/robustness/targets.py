@@ -1,5 +1,6 @@
 """What each task's perturbations may change: its input fields, the constraints that protect the
-gold answer, and where AddSent puts a distractor. Declared once, here, for every task."""
+gold answer, and where AddSent puts a distractor. They follow from the task's shape; ``TAPE_CONSTRAINTS``
+and ``NOT_APPLIED`` hold what TAPE decided per task beyond that."""
 
 from __future__ import annotations
 
@@ -20,8 +21,27 @@ from rueval.robustness.constraints import (
     TargetWord,
 )
 from rueval.robustness.spans import Span, tighten
-from rueval.tasks import Example, Task
-from rueval.tasks.base import OPTION_MARK
+from rueval.tasks import TASKS, Example, PerTask, Task
+from rueval.tasks.options import OPTION_MARK
+from rueval.tasks.shapes import (
+    Answer,
+    AnswerCheck,
+    Choice,
+    Cloze,
+    Coreference,
+    InlineChoice,
+    MultiLabel,
+    PassageQuestion,
+    Shape,
+    SpanCoreference,
+    Texts,
+    WordInContext,
+)
+
+# TAPE's task-specific constraints (Appendix D, Table 4), kept ahead of those the shape implies
+TAPE_CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {"multiq": (Multihop(),), "chegeka": (Jeopardy(),)}
+# TAPE Table 2: no back-translation for Winograd (a paraphrase need not keep the referents)
+NOT_APPLIED = {"winograd": ("back_translation",)}
 
 
 @dataclass(frozen=True)
@@ -34,27 +54,42 @@ class Target:
     not_applied: tuple[str, ...] = ()  # perturbations the benchmark does not apply to the task
 
 
-TARGETS: dict[str, Target] = {
-    # TAPE
-    # TAPE Table 2: no back-translation for Winograd (a paraphrase need not keep the referents)
-    "winograd": Target(("text",), (Referents(),), distractor="text", not_applied=("back_translation",)),
-    "ru_openbook": Target(("question",), (NamedEntities(),)),
-    "ru_worldtree": Target(("question",), (NamedEntities(),)),
-    "multiq": Target(("question", "support_text", "main_text"), (Multihop(), NamedEntities()), distractor="main_text"),
-    "chegeka": Target(("question",), (Jeopardy(),), distractor="question"),
-    "sit_ethics": Target(("text",), distractor="text"),
-    "per_ethics": Target(("text",), distractor="text"),
-    # RussianSuperGLUE
-    "lidirus": Target(("sentence1", "sentence2"), distractor="sentence1"),
-    "rcb": Target(("premise", "hypothesis"), distractor="premise"),
-    "parus": Target(("premise", "choice1", "choice2"), distractor="premise"),
-    "muserc": Target(("passage", "question", "answer"), (NamedEntities(),), distractor="passage"),
-    "terra": Target(("premise", "hypothesis"), distractor="premise"),
-    "russe": Target(("sentence1", "sentence2"), (TargetWord(),), distractor="sentence2"),
-    "rwsd": Target(("text",), (Referents(),), distractor="text"),
-    "danetqa": Target(("question", "passage"), (NamedEntities(),), distractor="passage"),
-    "rucos": Target(("passage",), (Mentions(),), distractor="passage"),
-}
+def _shape_target(shape: Shape) -> Target:
+    """What follows from the shape: the texts a reader reads (not a word or a span asked about), the
+    annotations the answer depends on (named entities for questions on passages), AddSent's field (the
+    passage, the first text)."""
+    match shape:
+        case Texts(fields=fields):
+            return Target(fields, distractor=fields[0])
+        case PassageQuestion(passage=passage, question=question):
+            return Target((question, passage), (NamedEntities(),), passage)
+        case AnswerCheck():
+            return Target(shape.texts, (NamedEntities(),), "passage")
+        case WordInContext(sentences=sentences):
+            return Target(sentences, (TargetWord(),), sentences[-1])
+        case SpanCoreference(text=text) | Coreference(text=text):
+            return Target((text,), (Referents(),), text)
+        case Choice(context=context, options=options):
+            return Target((*context, *options), distractor=context[0])
+        case InlineChoice(question=question):
+            return Target((question,), (NamedEntities(),))  # AddSent replaces a wrong option instead
+        case Cloze():
+            return Target(("passage",), (Mentions(),), "passage")
+        case Answer(question=question, passages=passages, span_of=span_of):
+            keep = (NamedEntities(),) if passages else ()
+            return Target((question, *passages), keep, span_of or (passages or (question,))[-1])
+        case MultiLabel(text=text):
+            return Target((text,), distractor=text)
+    raise RuevalError(f"no perturbable fields follow from a {type(shape).__name__} shape")
+
+
+def _target(task: Task) -> Target:
+    derived = _shape_target(task.shape)
+    constraints = (*TAPE_CONSTRAINTS.get(task.name, ()), *derived.constraints)
+    return Target(derived.fields, constraints, derived.distractor, NOT_APPLIED.get(task.name, ()))
+
+
+TARGETS: PerTask[Target] = PerTask(_target)
 
 
 @dataclass(frozen=True)
@@ -75,9 +110,7 @@ class Piece:
 
 
 def target_for(task: Task) -> Target:
-    if task.name not in TARGETS:
-        raise RuevalError(f"{task.name}: no perturbable fields are declared for this task")
-    return TARGETS[task.name]
+    return TARGETS[task.name] if task.name in TASKS else _target(task)  # a task made in code, unregistered
 
 
 def applies(task: Task, perturbation: str) -> bool:
@@ -142,7 +175,7 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
         text = example.fields[f]
         ranges = (
             _option_ranges(text, example.label)
-            if task.inline_options and f == "question"
+            if isinstance(task.shape, InlineChoice) and f == task.shape.question
             else [((0, len(text)), "text")]
         )
         for (start, end), role in ranges:

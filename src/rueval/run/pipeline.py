@@ -20,7 +20,6 @@ from rueval import __version__
 from rueval.data import MAX_LINE_BYTES, DataSource, TaskData, load_task_data, open_data, tape_set_of
 from rueval.errors import RuevalError
 from rueval.files import write_json
-from rueval.metrics import rsg_total, score_task
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
@@ -29,6 +28,7 @@ from rueval.results.lm_eval import lm_eval_results
 from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
 from rueval.run.store import RunStore, fingerprint
+from rueval.scoring import rsg_total, score_task
 from rueval.slices import check_slice_names
 from rueval.solvers import FINETUNE_PREFIX, Setting, Solver, make_solver
 from rueval.tasks import Example, Task

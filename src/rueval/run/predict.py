@@ -1,9 +1,10 @@
 """The predict stage of a run: every pending task's predictions in every few-shot setting.
 
-A classical solver is fitted and applied task by task. A language model's tasks are planned first
-(each task, k and episode: examples -> requests), then all their requests go to the engine in one
-pooled call, so identical requests and shared prefixes are computed once across tasks, k and
-episodes; a task is handed on as soon as its own requests are done (tasks are asked in order).
+A classical solver is fitted and applied task by task. A pooled solver's (a language model's)
+tasks are planned first (each task, k and episode: examples -> requests), then all their requests
+go to the engine in one pooled call, so identical requests and shared prefixes are computed once
+across tasks, k and episodes; a task is handed on as soon as its own requests are done (tasks are
+asked in order) with the solver's TaskAnswers.
 Under accelerate launch each process computes a share of them (rueval.models.distributed).
 
 With ``log_samples`` each task also carries its sample log: one line per example per setting, in
@@ -17,19 +18,19 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from rueval.data import TaskData
 from rueval.errors import RuevalError
-from rueval.metrics import exact_match, is_correct, token_f1
-from rueval.models.base import Generation, Request
+from rueval.models.base import Generation, Request, prompt_text
 from rueval.models.distributed import world
 from rueval.progress import detail, progress
+from rueval.scoring import example_metrics, is_correct
 from rueval.solvers import Setting, Solver
-from rueval.solvers.lm import LMSolver, Plan
+from rueval.solvers.base import PooledSolver, TaskAnswers
 from rueval.tasks import Example, Task
 
 # predicts lists of examples, each under a setting, in one go: what robustness asks the model
@@ -52,7 +53,7 @@ class Predicted:
     seconds: float = 0.0  # fitting and predicting; for a pooled LM run, the time until the task's requests were done
     requests_computed: int | None = None  # LMs: requests the model computed for this task (the rest were cached)
     predictor: Predictor | None = None
-    protocol: str | None = None  # LMs: how the task was scored (LMSolver.protocol)
+    protocol: str | None = None  # LMs: how the task was scored (TaskAnswers.protocol)
     unmatched_answers: int | None = None  # LMs answering choices by generating: answers that named no option
     samples: list[dict[str, Any]] = field(default_factory=list)  # the sample log, when asked for
 
@@ -65,8 +66,8 @@ class Predicted:
 def predict_tasks(
     solver: Solver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool = False
 ) -> Iterator[Predicted]:
-    if isinstance(solver, LMSolver):
-        yield from _pooled(solver, pending, settings, log_samples)
+    if (pooled := solver.pooled) is not None:
+        yield from _pooled(pooled, pending, settings, log_samples)
         return
     if world() is not None:
         raise RuevalError(
@@ -94,19 +95,15 @@ def predict_tasks(
 
 
 def _pooled(
-    solver: LMSolver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool
+    solver: PooledSolver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool
 ) -> Iterator[Predicted]:
-    plans = {
-        task.name: [solver.plan(task, _train(data), data.eval.examples, setting) for setting in settings]
-        for task, data in pending
-    }
+    plans = {task.name: solver.plan_task(task, _train(data), data.eval.examples, settings) for task, data in pending}
     # each distinct request belongs to the first task that asks for it, for the per-task counts
     owner: dict[Request, str] = {}
-    for name, task_plans in plans.items():
-        for plan in task_plans:
-            for request in plan.requests:
-                owner.setdefault(request, name)
-    planned = sum(len(plan.requests) for task_plans in plans.values() for plan in task_plans)
+    for name, plan in plans.items():
+        for request in plan.requests:
+            owner.setdefault(request, name)
+    planned = sum(len(plan.requests) for plan in plans.values())
     detail(f"{solver.name}: {planned:,} requests planned for {len(pending)} task(s), {len(owner):,} distinct")
     waiting = list(pending)
     started = time.perf_counter()
@@ -114,47 +111,33 @@ def _pooled(
     # under accelerate launch each process computes its share; the main process goes on with all results
     stream = solver.engine.stream if launch is None else partial(launch.stream, solver.engine)
     for done, computed in stream(list(owner), description):
-        while waiting and all(r in done for plan in plans[waiting[0][0].name] for r in plan.requests):
+        while waiting and all(r in done for r in plans[waiting[0][0].name].requests):
             task, data = waiting.pop(0)
-            task_plans = plans[task.name]
-            by_setting = {plan.setting: solver.answer(plan, done) for plan in task_plans}
+            answers = solver.answer_task(plans[task.name], done)
             yield Predicted(
                 task,
                 data,
-                by_setting,
-                {
-                    plan.setting: solver.answer(plan, done, normalize=True)
-                    for plan in task_plans
-                    if _normalizes(solver, plan)
-                },
+                answers.by_setting,
+                answers.normalized,
                 seconds=time.perf_counter() - started,
                 requests_computed=sum(owner[r] == task.name for r in computed),
-                predictor=_lm_predictor(solver, task, data),
-                protocol=solver.protocol(task_plans[0]),
-                unmatched_answers=_sum_or_none(solver.unmatched(plan, done) for plan in task_plans),
-                samples=[line for plan in task_plans for line in lm_samples(plan, done, by_setting[plan.setting])]
-                if log_samples
-                else [],
+                predictor=_pooled_predictor(solver, task, data),
+                protocol=answers.protocol,
+                unmatched_answers=answers.unmatched,
+                samples=exchange_samples(task, data.eval.examples, answers) if log_samples else [],
             )
             started = time.perf_counter()
 
 
-def _sum_or_none(counts: Iterable[int | None]) -> int | None:
-    values = [count for count in counts if count is not None]
-    return sum(values) if values else None
-
-
-def _normalizes(solver: LMSolver, plan: Plan) -> bool:
-    """Log-likelihood scoring of options is also read per byte (lm-eval's acc_norm)."""
-    return solver.scoring == "loglik" and plan.picks_options and not solver.generates_choices
-
-
-def _lm_predictor(solver: LMSolver, task: Task, data: TaskData) -> Predictor:
+def _pooled_predictor(solver: PooledSolver, task: Task, data: TaskData) -> Predictor:
     def predict(jobs: Sequence[tuple[Sequence[Example], Setting]]) -> list[list[Any]]:
-        plans = [solver.plan(task, _train(data), examples, setting) for examples, setting in jobs]
+        plans = [solver.plan_task(task, _train(data), examples, [setting]) for examples, setting in jobs]
         requests = list(dict.fromkeys(r for plan in plans for r in plan.requests))
         results = dict(zip(requests, solver.engine.compute(requests, f"{solver.name} on {task.name}"), strict=True))
-        return [solver.answer(plan, results) for plan in plans]
+        return [
+            solver.answer_task(plan, results).by_setting[setting]
+            for plan, (_, setting) in zip(plans, jobs, strict=True)
+        ]
 
     return predict
 
@@ -166,21 +149,25 @@ def _train(data: TaskData) -> list[Example]:
 # -- sample logs -------------------------------------------------------------------------------------
 
 
-def lm_samples(plan: Plan, results: Mapping[Request, Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
-    """A language model's sample log lines for one plan: every request sent and what it returned."""
+def exchange_samples(task: Task, examples: Sequence[Example], answers: TaskAnswers) -> list[dict[str, Any]]:
+    """A pooled solver's sample log lines, setting by setting: every request each example sent and what it
+    returned."""
     lines = []
-    for doc_id, (example, per_example, prediction) in enumerate(zip(plan.examples, plan.asked, predictions)):
-        requests = [request for asked in per_example for request in asked.requests]
-        responses = [_response(request, results[request]) for request in requests]
-        logged = {
-            "arguments": {f"gen_args_{i}": _arguments(request) for i, request in enumerate(requests)},
-            "resps": [[response] for response in responses],
-            "filtered_resps": [
-                response.strip() if isinstance(request, Generation) else response
-                for request, response in zip(requests, responses)
-            ],
-        }
-        lines.append(sample_line(plan.task, doc_id, example, prediction, plan.setting, logged))
+    for setting, exchanges in answers.exchanges.items():
+        predictions = answers.by_setting[setting]
+        for doc_id, (example, sent, prediction) in enumerate(zip(examples, exchanges, predictions, strict=True)):
+            responses = [
+                _response(request, result) for request, result in zip(sent.requests, sent.results, strict=True)
+            ]
+            logged = {
+                "arguments": {f"gen_args_{i}": _arguments(request) for i, request in enumerate(sent.requests)},
+                "resps": [[response] for response in responses],
+                "filtered_resps": [
+                    response.strip() if isinstance(request, Generation) else response
+                    for request, response in zip(sent.requests, responses, strict=True)
+                ],
+            }
+            lines.append(sample_line(task, doc_id, example, prediction, setting, logged))
     return lines
 
 
@@ -211,17 +198,6 @@ def sample_line(
     }
 
 
-def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
-    """One example's metrics, as lm-eval logs them: accuracy, or for answers to find, EM and F1 against the
-    best gold."""
-    if task.kind != "span":
-        return {"acc": float(is_correct(task, gold, prediction))}
-    return {
-        "em": max(exact_match(answer, prediction, task.normalization) for answer in gold),
-        "f1": max(token_f1(answer, prediction, task.normalization) for answer in gold),
-    }
-
-
 def _arguments(request: Request) -> dict[str, Any]:
     if isinstance(request, Generation):
         settings = {
@@ -232,8 +208,8 @@ def _arguments(request: Request) -> dict[str, Any]:
             "top_p": request.top_p,
             "seed": request.seed,
         }
-        return {"arg_0": request.prompt, "arg_1": settings}
-    return {"arg_0": request.context, "arg_1": request.continuation}
+        return {"arg_0": prompt_text(request.prompt), "arg_1": settings}
+    return {"arg_0": prompt_text(request.context), "arg_1": request.continuation}
 
 
 def _response(request: Request, result: Any) -> Any:

@@ -14,7 +14,7 @@ from rueval.files import write_jsonl, write_text
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
-from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
+from rueval.robustness.semantic_filter import Filtered, SemanticFilter, choose_similarity
 from rueval.robustness.targets import applies, not_applied_notes, protected_spans_batch
 from rueval.run.predict import Predicted
 from rueval.solvers import Setting
@@ -76,7 +76,8 @@ class Robustness:
             else:
                 perturbations.append(cls_(rate, seed))
         notes += not_applied_notes([p.name for p in perturbations])
-        similarity = BertScore(filter_model) if filter_model else CharNgramSimilarity()
+        similarity, note = choose_similarity(filter_model)
+        notes += [note] if note else []
         semantic_filter = SemanticFilter(similarity, filter_threshold, filter_min_share)
         return cls(perturbations, semantic_filter, None if rates is None else list(rates), notes)
 

@@ -127,6 +127,8 @@ class RunStore:
 def fingerprint(settings: Mapping[str, Any], task: Task, data: TaskData) -> str:
     """A hash of everything a task's result depends on: the run's settings, the task, the scored split and the data."""
     key = {**settings, "task": task.name, "split": data.eval.name, "data": data.sha256}
+    if task.revision:  # a task declared in a YAML file: an edited file is another task
+        key["task_revision"] = task.revision
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 

@@ -1,13 +1,19 @@
-"""The solver interface: anything that turns examples into predictions."""
+"""The solver interface: anything that turns examples into predictions. A pooled solver (a language
+model) answers through an engine's requests instead, so that a run computes the requests of all its
+tasks and settings together."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rueval.tasks import Example, Task
+
+if TYPE_CHECKING:
+    from rueval.models.base import Request
+    from rueval.models.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -47,3 +53,52 @@ class Solver(ABC):
         """The model's size, if the solver has a model: parameters and megabytes. None by default.
         Report what is loaded; do not load a model just to answer."""
         return None
+
+    @property
+    def pooled(self) -> PooledSolver | None:
+        """This solver as a pooled one, if it answers through an engine's requests; None (the default):
+        a run fits and applies it task by task."""
+        return None
+
+
+class TaskPlan(Protocol):
+    """What a pooled solver asks of the engine for one task in every setting."""
+
+    @property
+    def requests(self) -> Sequence[Request]: ...
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What one example asked of the model, in order, and what each request returned (its sample log)."""
+
+    requests: tuple[Request, ...]
+    results: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class TaskAnswers:
+    """A pooled solver's answers to one task in every setting."""
+
+    by_setting: dict[Setting, list[Any]]  # one prediction per example, in the form of Example.label
+    normalized: dict[Setting, list[Any]]  # options by per-byte log-likelihood (lm-eval's acc_norm), where scored so
+    protocol: str  # how the task was scored, as results.json states it: e.g. loglik, ppl-chat-template, generate
+    unmatched: int | None  # generated answers to choice questions that named no option (None: none were generated)
+    exchanges: dict[Setting, list[Exchange]]  # per example
+
+
+class PooledSolver(ABC):
+    """A solver that answers through an engine: it plans a task's requests in every setting, the run
+    computes the requests of all its tasks in one engine call (identical requests and shared prefixes
+    once), and the solver answers each task from their results."""
+
+    name: str
+    engine: Engine
+
+    @abstractmethod
+    def plan_task(
+        self, task: Task, train: Sequence[Example], examples: Sequence[Example], settings: Sequence[Setting]
+    ) -> TaskPlan: ...
+
+    @abstractmethod
+    def answer_task(self, plan: TaskPlan, results: Mapping[Request, Any]) -> TaskAnswers: ...

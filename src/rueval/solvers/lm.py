@@ -1,6 +1,8 @@
 """A language model as a solver, in two visible steps: examples -> requests (``plan``), then the
-requests' results -> predictions (``answer``). A run plans every task, k and episode first and
-computes all their requests in one engine call, so the prefix tree shares across all of them.
+requests' results -> predictions (``answer``). As a PooledSolver it plans a task in every setting
+(``plan_task``) and answers it with one TaskAnswers (``answer_task``): a run plans every task, k and
+episode first and computes all their requests in one engine call, so the prefix tree shares across
+all of them. The solver asks only what its backend declares (``Capabilities``).
 
 Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
@@ -10,9 +12,10 @@ generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2), unless `
 
 For instruction-tuned models the plan step can render each context through the tokenizer's chat
 template (``ChatFormat``, lm-evaluation-harness's --apply-chat-template, --system-instruction and
---fewshot-as-multiturn); options are then scored after the rendered template. A chat backend
-(``takes_messages``: `openai-chat:`) gets the same turns as messages, which its server renders; when
-it scores options by generating (``choice_scoring == "generate"``, MERA's way) the plan asks for
+--fewshot-as-multiturn); options are then scored after the rendered template. A backend that takes
+chat messages (``chat_messages``, e.g. `openai-chat:`) gets the same turns as Message tuples, which
+its server renders. A backend that cannot score options (no ``chat_logprobs`` after chat messages,
+no ``loglikelihood`` for text) answers choice questions by generating, MERA's way: the plan asks for
 a greedy answer and ``answer`` matches it to an option (``match_option``).
 """
 
@@ -20,15 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.fewshot import episode_demos
 from rueval.metrics import normalize_answer
-from rueval.models.base import Generation, Loglikelihood, Request
+from rueval.models.base import Capabilities, Generation, Loglikelihood, Message, Prompt, Request
 from rueval.models.engine import Engine
-from rueval.models.openai_chat import encode_messages
-from rueval.solvers.base import ModelSize, Setting, Solver
+from rueval.solvers.base import Exchange, ModelSize, PooledSolver, Setting, Solver, TaskAnswers
 from rueval.tasks import Example, Task
 from rueval.tasks.prompts import get_prompt
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question
@@ -139,11 +142,12 @@ class ChatFormat:
 
 @dataclass(frozen=True)
 class Asked:
-    """One question of one example, with its full context (the setting's demonstrations, then it)
-    and the requests that answer it: one per option, or one generation."""
+    """One question of one example, with its full context (the setting's demonstrations, then it:
+    text, or chat messages for a backend that takes them) and the requests that answer it: one per
+    option, or one generation."""
 
     question: Question
-    context: str
+    context: Prompt
     requests: tuple[Request, ...]
 
 
@@ -166,7 +170,17 @@ class Plan:
         return any(asked.question.choices for per_example in self.asked for asked in per_example)
 
 
-class LMSolver(Solver):
+@dataclass(frozen=True)
+class TaskPlans:
+    """One task's plans, one per setting, and all their requests in order."""
+
+    plans: tuple[Plan, ...]
+    requests: tuple[Request, ...]
+
+
+class LMSolver(Solver, PooledSolver):
+    """A language model behind ``engine``, asked only what its backend declares (``Capabilities``)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -181,18 +195,28 @@ class LMSolver(Solver):
         self.engine, self.name, self.scoring, self.seed, self.chat = engine, name, scoring, seed, chat
         self.generation = generation
         self._train: dict[str, Sequence[Example]] = {}
-        self._messages = getattr(getattr(engine, "model", None), "takes_messages", False)  # an openai-chat: backend
-        if self._messages and scoring == "ppl":
+        declared = engine.model.capabilities  # what is known without asking a server
+        self._messages = declared.chat_messages  # the backend's server renders the turns
+        if scoring == "ppl" and (self._messages or not declared.loglikelihood):
             raise RuevalError(f"--scoring ppl scores whole prompts; {name} scores the assistant's answer: use loglik")
-        self._tokenizer = _chat_tokenizer(engine, name) if chat.template and not self._messages else None
+        self._tokenizer = _chat_tokenizer(declared, name) if chat.template and not self._messages else None
 
     @property
     def identity(self) -> str:
         return self.engine.model.identity
 
+    @property
+    def pooled(self) -> LMSolver:
+        return self
+
     def size(self) -> ModelSize | None:
-        parameters = getattr(self.engine.model, "parameters", None)
-        return ModelSize(parameters=parameters()) if callable(parameters) else None
+        parameters = self.engine.model.capabilities.parameters
+        return ModelSize(parameters=parameters) if parameters is not None else None
+
+    @cached_property
+    def _capabilities(self) -> Capabilities:
+        """The backend's capabilities, settled when first needed (a chat server may be asked once)."""
+        return self.engine.model.settle()
 
     # -- the two steps ---------------------------------------------------------------------------
     def plan(self, task: Task, train: Sequence[Example], examples: Sequence[Example], setting: Setting) -> Plan:
@@ -207,16 +231,7 @@ class LMSolver(Solver):
             for i, question in enumerate(prompt.questions(example)):
                 shown = [(d[i].context, d[i].target) for d in demo_questions if d[i].target is not None]
                 context = self._render(shown, question.context)
-                if question.choices and self.generates_choices:
-                    requests = (Generation(context, MATCH_MAX_TOKENS, seed=self.seed),)
-                elif question.choices:
-                    requests = tuple(
-                        self._loglikelihood(context, self._continuation(choice.continuation))
-                        for choice in question.choices
-                    )
-                else:
-                    requests = (self.generation.request(context, budget, prompt.stop, self.seed),)
-                per_example.append(Asked(question, context, requests))
+                per_example.append(Asked(question, context, self._requests(question, context, budget, prompt.stop)))
             asked.append(per_example)
         return Plan(task, setting, list(examples), asked)
 
@@ -229,24 +244,22 @@ class LMSolver(Solver):
             predictions.append(prompt.prediction(example, answers))
         return predictions
 
-    def protocol(self, plan: Plan) -> str:
-        """How the plan's task is scored, as results.json states it: e.g. loglik, ppl-chat-template, generate."""
-        if self._messages:
-            if not plan.picks_options:
-                return "generate-chat"
-            return "generate-match" if self.generates_choices else "loglik-chat-logprobs"
-        scored = self.scoring if plan.picks_options else "generate"
-        return f"{scored}-chat-template" if self.chat.template else scored
+    # -- the PooledSolver interface: a task in every setting ---------------------------------------
+    def plan_task(
+        self, task: Task, train: Sequence[Example], examples: Sequence[Example], settings: Sequence[Setting]
+    ) -> TaskPlans:
+        plans = tuple(self.plan(task, train, examples, setting) for setting in settings)
+        return TaskPlans(plans, tuple(request for plan in plans for request in plan.requests))
 
-    def unmatched(self, plan: Plan, results: Mapping[Request, Any]) -> int | None:
-        """How many generated answers to choice questions matched no option (None: options were scored)."""
-        if not (plan.picks_options and self.generates_choices):
-            return None
-        return sum(
-            match_option(asked.question.choices, results[asked.requests[0]]) is None
-            for per_example in plan.asked
-            for asked in per_example
-            if asked.question.choices
+    def answer_task(self, plan: TaskPlans, results: Mapping[Request, Any]) -> TaskAnswers:
+        plans = plan.plans
+        unmatched = [count for one in plans if (count := self._unmatched(one, results)) is not None]
+        return TaskAnswers(
+            by_setting={one.setting: self.answer(one, results) for one in plans},
+            normalized={one.setting: self.answer(one, results, True) for one in plans if self._normalizes(one)},
+            protocol=self._protocol(plans[0]),
+            unmatched=sum(unmatched) if unmatched else None,
+            exchanges={one.setting: _exchanges(one, results) for one in plans},
         )
 
     # -- the Solver interface: zero-shot -----------------------------------------------------------
@@ -258,48 +271,85 @@ class LMSolver(Solver):
         requests = plan.requests
         return self.answer(plan, dict(zip(requests, self.engine.compute(requests, f"{self.name} on {task.name}"))))
 
-    # -- helpers ---------------------------------------------------------------------------------
-    def _render(self, shown: Sequence[tuple[str, str]], question: str) -> str:
+    # -- planning ----------------------------------------------------------------------------------
+    def _render(self, shown: Sequence[tuple[str, str]], question: str) -> Prompt:
         """The context of one question after the demonstrations ``shown`` (context, target)."""
         system = [self.chat.system] if self.chat.system else []
         if self._tokenizer is None and not self._messages:
             return DEMO_SEPARATOR.join([*system, *(context + target for context, target in shown), question])
-        messages = [{"role": "system", "content": text} for text in system]
+        messages = [Message("system", text) for text in system]
         if self.chat.multiturn:
             for context, target in shown:
-                messages += [
-                    {"role": "user", "content": context.rstrip()},
-                    {"role": "assistant", "content": target.strip()},
-                ]
-            messages.append({"role": "user", "content": question.rstrip()})
+                messages += [Message("user", context.rstrip()), Message("assistant", target.strip())]
+            messages.append(Message("user", question.rstrip()))
         else:
             together = DEMO_SEPARATOR.join([*(context + target for context, target in shown), question])
-            messages.append({"role": "user", "content": together.rstrip()})
+            messages.append(Message("user", together.rstrip()))
         if self._messages:
-            return encode_messages(messages)
-        rendered = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            return tuple(messages)
+        turns = [asdict(message) for message in messages]
+        rendered = self._tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
         bos = self._tokenizer.bos_token
         # the backend starts every sequence with BOS itself: a template that writes it would double it
         return rendered[len(bos) :] if bos and rendered.startswith(bos) else rendered
+
+    def _requests(self, question: Question, context: Prompt, budget: int, stop: tuple[str, ...]) -> tuple[Request, ...]:
+        """One request per option, or one generation (an open question, or options named by generating)."""
+        if question.choices and not self._generates_choices:
+            return tuple(
+                self._loglikelihood(context, self._continuation(choice.continuation)) for choice in question.choices
+            )
+        if not self.engine.model.capabilities.generation:
+            raise RuevalError(f"{self.name} declares no generation: it cannot answer {question.context[:60]!r}")
+        if question.choices:
+            return (Generation(context, MATCH_MAX_TOKENS, seed=self.seed),)
+        return (self.generation.request(context, budget, stop, self.seed),)
 
     def _continuation(self, continuation: str) -> str:
         """After a chat template the answer opens the assistant's turn: lm-eval drops the target delimiter."""
         return continuation.lstrip() if self._tokenizer is not None or self._messages else continuation
 
-    def _loglikelihood(self, context: str, continuation: str) -> Loglikelihood:
+    def _loglikelihood(self, context: Prompt, continuation: str) -> Loglikelihood:
         if self.scoring == "ppl":
             return Loglikelihood("", context + continuation)
         return Loglikelihood(context, continuation)
 
     @property
-    def generates_choices(self) -> bool:
-        """Whether choice questions are answered by generating (a chat backend without prompt logprobs)."""
-        return self._messages and self.engine.model.choice_scoring == "generate"
+    def _generates_choices(self) -> bool:
+        """Whether choice questions are answered by generating and matching (MERA's way): the backend scores
+        no option (a chat server without prompt logprobs, a model that only generates)."""
+        settled = self._capabilities
+        return not (settled.chat_logprobs if settled.chat_messages else settled.loglikelihood)
+
+    # -- answering ---------------------------------------------------------------------------------
+    def _protocol(self, plan: Plan) -> str:
+        """How the plan's task is scored, as results.json states it: e.g. loglik, ppl-chat-template, generate."""
+        if self._messages:
+            if not plan.picks_options:
+                return "generate-chat"
+            return "generate-match" if self._generates_choices else "loglik-chat-logprobs"
+        scored = ("generate-match" if self._generates_choices else self.scoring) if plan.picks_options else "generate"
+        return f"{scored}-chat-template" if self.chat.template else scored
+
+    def _unmatched(self, plan: Plan, results: Mapping[Request, Any]) -> int | None:
+        """How many generated answers to choice questions matched no option (None: options were scored)."""
+        if not (plan.picks_options and self._generates_choices):
+            return None
+        return sum(
+            match_option(asked.question.choices, results[asked.requests[0]]) is None
+            for per_example in plan.asked
+            for asked in per_example
+            if asked.question.choices
+        )
+
+    def _normalizes(self, plan: Plan) -> bool:
+        """Log-likelihood scoring of options is also read per byte (lm-eval's acc_norm)."""
+        return self.scoring == "loglik" and plan.picks_options and not self._generates_choices
 
     def _answer_one(self, asked: Asked, results: Mapping[Request, Any], normalize: bool) -> Any:
         if not asked.question.choices:
             return results[asked.requests[0]].strip()
-        if self.generates_choices:
+        if self._generates_choices:
             return self._matched(asked, results[asked.requests[0]])
         return self._best(asked, [results[r] for r in asked.requests], normalize)
 
@@ -324,6 +374,15 @@ class LMSolver(Solver):
         return asked.question.choices[max(range(len(results)), key=value)].label
 
 
+def _exchanges(plan: Plan, results: Mapping[Request, Any]) -> list[Exchange]:
+    """Per example: every request it sent, in order, and what each returned."""
+    exchanges = []
+    for per_example in plan.asked:
+        requests = tuple(request for asked in per_example for request in asked.requests)
+        exchanges.append(Exchange(requests, tuple(results[request] for request in requests)))
+    return exchanges
+
+
 def match_option(choices: Sequence[Choice], generated: str) -> Choice | None:
     """The option a generated answer names, after normalisation (case, ё, punctuation, spaces): the
     one it equals, else the longest one it starts with as whole words; None if it names none."""
@@ -333,11 +392,12 @@ def match_option(choices: Sequence[Choice], generated: str) -> Choice | None:
     return max(named, key=lambda pair: len(pair[0]))[1] if named else None
 
 
-def _chat_tokenizer(engine: Engine, name: str) -> Any:
-    """The hf: backend's tokenizer, which must carry a chat template."""
-    tokenizer = getattr(engine.model, "tokenizer", None)
-    if not name.startswith("hf:") or tokenizer is None:
-        raise RuevalError(f"--apply-chat-template renders an hf: model's chat template; {name} is not an hf: model")
-    if not getattr(tokenizer, "chat_template", None):
+def _chat_tokenizer(declared: Capabilities, name: str) -> Any:
+    """The model's own tokenizer, which must carry a chat template."""
+    if declared.tokenizer is None:
+        raise RuevalError(
+            f"--apply-chat-template renders the model's own chat template; {name} has no tokenizer (hf: models have)"
+        )
+    if not getattr(declared.tokenizer, "chat_template", None):
         raise RuevalError(f"--apply-chat-template: the tokenizer of {name} has no chat template")
-    return tokenizer
+    return declared.tokenizer

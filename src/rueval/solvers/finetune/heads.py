@@ -11,21 +11,37 @@ tokenizer's separator) and the example's label into a training target:
 - ``candidate``: one pair per distinct passage entity put in the query's placeholder, each
   classified true/false; the entity scored most likely true is the answer (RuCoS, as jiant's
   ReCoRD).
+
+Both the head and the pairs follow from the task's shape (``head_for``, ``text_pairs``): a task of
+a shape above fine-tunes with no entry of its own here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.tasks import Example, Task, split_options
+from rueval.tasks.shapes import (
+    Answer,
+    AnswerCheck,
+    Choice,
+    Cloze,
+    Coreference,
+    InlineChoice,
+    MultiLabel,
+    PassageQuestion,
+    SpanCoreference,
+    Texts,
+    WordInContext,
+)
 
 Pair = tuple[str, str | None]
 
-# The question word jiant's COPA head appends to the premise, in Russian.
-PARUS_QUESTIONS = {"cause": "Что было причиной?", "effect": "Что случилось в результате?"}
+# The question jiant's COPA head appends to the premise (PARus: cause or effect), in Russian.
+QUESTION_WORDS = {"cause": "Что было причиной?", "effect": "Что случилось в результате?"}
 TARGET_MARK = "*"  # around the word in question (RUSSE) and the candidate referent (RWSD)
 PRONOUN_MARKS = ("[", "]")  # around the pronoun (RWSD)
 
@@ -33,7 +49,10 @@ PRONOUN_MARKS = ("[", "]")  # around the pronoun (RWSD)
 @dataclass(frozen=True)
 class Head:
     kind: str  # "pair", "multilabel", "choice" or "candidate"
-    pairs: Callable[[Example], list[Pair]]
+    task: Task
+
+    def pairs(self, example: Example) -> list[Pair]:
+        return text_pairs(self.task, example)
 
     def num_labels(self, task: Task) -> int:
         if self.kind == "multilabel":
@@ -76,22 +95,14 @@ def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=lambda i: values[i])
 
 
-def _nli(first: str, second: str) -> Callable[[Example], list[Pair]]:
-    return lambda e: [(e.text(first), e.text(second))]
-
-
-def _muserc(e: Example) -> list[Pair]:
-    return [(e.text("passage"), f"{e.text('question')} {e.text('answer')}")]
-
-
 def _mark(text: str, start: int, end: int, marks: tuple[str, str]) -> str:
     return f"{text[:start]}{marks[0]}{text[start:end]}{marks[1]}{text[end:]}"
 
 
-def _russe_sentence(e: Example, n: int) -> str:
-    """The sentence with the target word marked at its character offsets, else where it first occurs."""
-    sentence, word = e.text(f"sentence{n}"), e.text("word")
-    start, end = e.value(f"start{n}"), e.value(f"end{n}")
+def _marked_sentence(shape: WordInContext, e: Example, n: int) -> str:
+    """Sentence n with the word marked at its character offsets, else where it first occurs."""
+    sentence, word = e.text(shape.sentences[n]), e.text(shape.word)
+    start, end = (e.value(f) for f in shape.offsets[n])
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sentence)):
         start = sentence.lower().find(word.lower())
         if start < 0:
@@ -100,14 +111,10 @@ def _russe_sentence(e: Example, n: int) -> str:
     return _mark(sentence, start, end, (TARGET_MARK, TARGET_MARK))
 
 
-def _russe(e: Example) -> list[Pair]:
-    return [(_russe_sentence(e, 1), _russe_sentence(e, 2))]
-
-
-def _span_offsets(e: Example, text: str, n: int) -> tuple[int, int]:
+def _span_offsets(shape: SpanCoreference, e: Example, text: str, n: int) -> tuple[int, int]:
     """Character offsets of target span n: at its word index when the words agree, else its first occurrence."""
-    span = e.text(f"target.span{n}_text")
-    index = e.value(f"target.span{n}_index")
+    span = e.text(shape.span(n))
+    index = e.value(shape.span(n, "index"))
     words = text.split(" ")
     if isinstance(index, int) and " ".join(words[index:]).startswith(span):
         start = len(" ".join(words[:index])) + (1 if index else 0)
@@ -118,67 +125,68 @@ def _span_offsets(e: Example, text: str, n: int) -> tuple[int, int]:
     return start, start + len(span)
 
 
-def _rwsd(e: Example) -> list[Pair]:
+def _marked_spans(shape: SpanCoreference, e: Example) -> str:
     """The text with the referent candidate (span1) and the pronoun (span2) marked."""
-    text = e.text("text")
-    (s1, e1), (s2, e2) = _span_offsets(e, text, 1), _span_offsets(e, text, 2)
+    text = e.text(shape.text)
+    (s1, e1), (s2, e2) = _span_offsets(shape, e, text, 1), _span_offsets(shape, e, text, 2)
     if s1 < e2 and s2 < e1:
         raise RuevalError(f"rwsd example {e.key}: span1 and span2 overlap")
     # Mark the later span first so the earlier one's offsets stay valid.
     for start, end, marks in sorted([(s1, e1, (TARGET_MARK, TARGET_MARK)), (s2, e2, PRONOUN_MARKS)], reverse=True):
         text = _mark(text, start, end, marks)
-    return [(text, None)]
+    return text
 
 
-def _winograd(e: Example) -> list[Pair]:
-    return [(e.text("text"), f"{e.text('reference')} — {e.text('answer')}")]
+def _choice_pairs(shape: Choice, e: Example) -> list[Pair]:
+    """The context, with the question's word (PARus: cause or effect) after it, against each option."""
+    context = " ".join(map(e.text, shape.context))
+    if shape.question:
+        question = e.text(shape.question)
+        context = f"{context} {QUESTION_WORDS.get(question, question)}"
+    return [(context, e.text(option)) for option in shape.options]
 
 
-def _parus(e: Example) -> list[Pair]:
-    question = e.text("question")
-    context = f"{e.text('premise')} {PARUS_QUESTIONS.get(question, question)}"
-    return [(context, e.text("choice1")), (context, e.text("choice2"))]
-
-
-def _lettered(task_name: str) -> Callable[[Example], list[Pair]]:
-    def pairs(e: Example) -> list[Pair]:
-        stem, options = split_options(e.text("question"), where=f"{task_name} example {e.key}")
-        return [(stem, text) for text in options.values()]
-
-    return pairs
-
-
-def _rucos(e: Example) -> list[Pair]:
-    passage, query = e.text("passage"), e.text("query")
-    return [(passage, query.replace("@placeholder", entity)) for entity in dict.fromkeys(e.candidates)]
-
-
-def _text(e: Example) -> list[Pair]:
-    return [(e.text("text"), None)]
-
-
-HEADS: dict[str, Head] = {
-    "terra": Head("pair", _nli("premise", "hypothesis")),
-    "lidirus": Head("pair", _nli("sentence1", "sentence2")),
-    "rcb": Head("pair", _nli("premise", "hypothesis")),
-    "danetqa": Head("pair", _nli("passage", "question")),
-    "russe": Head("pair", _russe),
-    "rwsd": Head("pair", _rwsd),
-    "muserc": Head("pair", _muserc),
-    "parus": Head("choice", _parus),
-    "rucos": Head("candidate", _rucos),
-    "winograd": Head("pair", _winograd),
-    "ru_openbook": Head("choice", _lettered("ru_openbook")),
-    "ru_worldtree": Head("choice", _lettered("ru_worldtree")),
-    "sit_ethics": Head("multilabel", _text),
-    "per_ethics": Head("multilabel", _text),
-}
+def text_pairs(task: Task, e: Example) -> list[Pair]:
+    """The example's text pairs, by its task's shape."""
+    match task.shape:
+        case Texts(fields=fields):
+            return [(e.text(fields[0]), " ".join(map(e.text, fields[1:])) or None)]
+        case PassageQuestion(passage=passage, question=question):
+            return [(e.text(passage), e.text(question))]
+        case AnswerCheck():
+            return [(e.text("passage"), f"{e.text('question')} {e.text('answer')}")]
+        case WordInContext() as shape:
+            return [(_marked_sentence(shape, e, 0), _marked_sentence(shape, e, 1))]
+        case SpanCoreference() as shape:
+            return [(_marked_spans(shape, e), None)]
+        case Coreference(text=text, pronoun=pronoun, candidate=candidate):
+            return [(e.text(text), f"{e.text(pronoun)} — {e.text(candidate)}")]
+        case Choice() as shape:
+            return _choice_pairs(shape, e)
+        case InlineChoice(question=question):
+            stem, options = split_options(e.text(question), where=f"{task.name} example {e.key}")
+            return [(stem, text) for text in options.values()]
+        case Cloze():
+            passage, query = e.text("passage"), e.text("query")
+            return [(passage, query.replace("@placeholder", entity)) for entity in dict.fromkeys(e.candidates)]
+        case MultiLabel(text=text):
+            return [(e.text(text), None)]
+    raise RuevalError(f"{task.name}: no text pairs follow from a {type(task.shape).__name__} shape")
 
 
 def head_for(task: Task) -> Head:
-    if task.name not in HEADS:
-        raise RuevalError(
-            f"{task.name} has no classification form, so an encoder cannot be fine-tuned on it; "
-            f"finetune models handle: {', '.join(HEADS)}"
-        )
-    return HEADS[task.name]
+    """The head of the task's shape: one class of a pair, 0/1 per category, a softmax over options, or
+    each candidate entity true/false."""
+    match task.shape:
+        case MultiLabel():
+            return Head("multilabel", task)
+        case Choice() | InlineChoice():
+            return Head("choice", task)
+        case Cloze():
+            return Head("candidate", task)
+        case Answer():
+            raise RuevalError(
+                f"{task.name} has no classification form (its answers are generated), so an encoder cannot be "
+                "fine-tuned on it"
+            )
+    return Head("pair", task)

@@ -26,10 +26,11 @@ import razdel
 from scipy import sparse
 
 from rueval.errors import RuevalError
-from rueval.metrics import is_correct
 from rueval.progress import progress
+from rueval.scoring import is_correct
 from rueval.solvers.tfidf.features import CONFIGS, Fields, FieldVectors, LinearConfig, fit_classifier
 from rueval.tasks import Example, Task, split_options
+from rueval.tasks.shapes import Answer, Choice, Cloze, Coreference, InlineChoice, MultiLabel
 from rueval.text import sentences
 
 PREDICT_BATCH = 256  # examples whose options are featurised at once
@@ -40,15 +41,16 @@ Option = tuple[Any, Fields, Fields]  # an answer, the texts all options of its e
 # ---- reading examples -------------------------------------------------------------------------------
 
 
-def _parus_options(task: Task, example: Example) -> list[Option]:
-    """PARus: premise, cause/effect and each choice; label 0 is choice1."""
-    premise, question = example.text("premise"), example.text("question")
-    return [(label, (premise, question), (example.text(f"choice{label + 1}"),)) for label in task.labels]
+def _choice_options(task: Task, example: Example) -> list[Option]:
+    """PARus: the context (premise, cause/effect) and each option; label 0 is the first."""
+    shape = task.shape
+    context = tuple(map(example.text, (*shape.context, *([shape.question] if shape.question else []))))
+    return [(label, context, (example.text(option),)) for label, option in enumerate(shape.options)]
 
 
 def _lettered_options(task: Task, example: Example) -> list[Option]:
     """RuOpenBookQA / RuWorldTree: the question's stem with each inline option (A)-(D)."""
-    stem, options = split_options(example.text("question"), where=f"{task.name} example {example.key}")
+    stem, options = split_options(example.text(task.shape.question), where=f"{task.name} example {example.key}")
     return [(letter, (stem,), (text,)) for letter, text in options.items()]
 
 
@@ -61,9 +63,9 @@ def _entity_options(task: Task, example: Example) -> list[Option]:
 
 def _span_options(task: Task, example: Example) -> list[Option]:
     """MultiQ: every run of 1-3 adjacent words of the main text, with its sentence and the question."""
-    question = example.text("question")
+    question = example.text(task.shape.question)
     options: dict[str, Fields] = {}
-    for sentence in sentences(example.text("main_text")):
+    for sentence in sentences(example.text(task.shape.span_of)):
         for run in _word_runs(sentence):
             for n in (1, 2, 3):
                 for first, last in zip(run, run[n - 1 :]):
@@ -171,7 +173,8 @@ class CategoryModel:
         self.config, self.seed = config, seed
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
-        inputs = [(example.text("text"),) for example in progress(train, f"tfidf features for {task.name}")]
+        described = progress(train, f"tfidf features for {task.name}")
+        inputs = [(example.text(task.shape.text),) for example in described]
         self.features = FieldVectors(self.config).fit(task, inputs)
         matrix = self.features.transform(inputs)
         self.classifiers = [
@@ -180,7 +183,7 @@ class CategoryModel:
         ]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        matrix = self.features.transform([(example.text("text"),) for example in examples])
+        matrix = self.features.transform([(example.text(task.shape.text),) for example in examples])
         columns = [classifier.predict(matrix) for classifier in self.classifiers]
         return [tuple(int(column[row]) for column in columns) for row in range(len(examples))]
 
@@ -192,49 +195,49 @@ class NearestAnswerModel:
         self.config = config
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
-        inputs = [(example.text("question"),) for example in progress(train, f"tfidf features for {task.name}")]
+        described = progress(train, f"tfidf features for {task.name}")
+        inputs = [(example.text(task.shape.question),) for example in described]
         self.features = FieldVectors(self.config).fit(task, inputs)
         self.questions = self.features.transform(inputs)
         self.answers = [example.label[0] for example in train]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        queries = self.features.transform([(example.text("question"),) for example in examples])
+        queries = self.features.transform([(example.text(task.shape.question),) for example in examples])
         nearest = np.asarray((queries @ self.questions.T).argmax(axis=1)).ravel()  # rows are unit length
         return [self.answers[row] for row in nearest]
 
 
 Model = LabelModel | OptionModel | CategoryModel | NearestAnswerModel
 
-# Classification tasks: the fields the classifier reads, each a vector, plus their pairwise cosines.
-LABEL_FIELDS = {
-    "lidirus": ("sentence1", "sentence2"),  # fitted on TERRa's train split, renamed by load_train
-    "rcb": ("premise", "hypothesis"),
-    "terra": ("premise", "hypothesis"),
-    "russe": ("word", "sentence1", "sentence2"),
-    "rwsd": ("text", "target.span1_text", "target.span2_text"),  # does span 2 refer to span 1?
-    "danetqa": ("question", "passage"),
-    "muserc": ("passage", "question", "answer"),  # one example per answer option, labelled 0/1
-    "winograd": ("text", "reference", "answer"),  # does the reference point to the answer?
-}
-# Choice tasks: the options each example offers, each scored by a binary classifier; the best wins.
-OPTIONS = {
-    "parus": _parus_options,  # premise + cause/effect, each choice
-    "ru_openbook": _lettered_options,  # stem, each inline option (A)-(D)
-    "ru_worldtree": _lettered_options,
-    "rucos": _entity_options,  # passage, the query with each entity in its @placeholder
-    "multiq": _span_options,  # question, each 1-3-word span of the main text with its sentence
-}
+
+def label_fields(task: Task) -> tuple[str, ...]:
+    """A classification task's texts: premise and hypothesis; a Winograd example reads its text, the
+    pronoun and the candidate (not the list of every candidate)."""
+    if isinstance(task.shape, Coreference):
+        return (task.shape.text, task.shape.pronoun, task.shape.candidate)
+    return task.text_fields
 
 
 def fields_model(task: Task, seed: int) -> Model:
-    """The task's model, with the settings of the task's paper."""
-    config = CONFIGS[task.benchmark]
-    if task.name in LABEL_FIELDS:
-        return LabelModel(LABEL_FIELDS[task.name], config, seed)
-    if task.name in OPTIONS:
-        return OptionModel(OPTIONS[task.name], config, seed)
-    if task.kind == "multilabel":
-        return CategoryModel(config, seed)
-    if task.name == "chegeka":
-        return NearestAnswerModel(config)
+    """The task's model, by its shape, with the settings of the task's paper (TAPE's for a task of
+    one's own). Classification tasks read their texts; choice tasks score each option with a binary
+    classifier and pick the best: PARus' choices (with the premise and cause/effect), the inline options
+    (A)-(D) (with the stem), RuCoS' entities in the query (against the passage), MultiQ's 1-3-word spans
+    of the main text (with their sentence and the question)."""
+    config = CONFIGS.get(task.benchmark, CONFIGS["tape"])
+    match task.shape:
+        case Choice():
+            return OptionModel(_choice_options, config, seed)
+        case InlineChoice():
+            return OptionModel(_lettered_options, config, seed)
+        case Cloze():
+            return OptionModel(_entity_options, config, seed)
+        case Answer(span_of=str()):
+            return OptionModel(_span_options, config, seed)
+        case Answer():
+            return NearestAnswerModel(config)
+        case MultiLabel():
+            return CategoryModel(config, seed)
+    if task.kind == "classification":
+        return LabelModel(label_fields(task), config, seed)
     raise RuevalError(f"the tfidf baseline does not know how to read task '{task.name}'")

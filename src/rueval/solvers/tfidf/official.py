@@ -35,6 +35,7 @@ from rueval.errors import RuevalError
 from rueval.progress import progress
 from rueval.solvers.tfidf.features import OFFICIAL_RSG, fit_classifier, fit_vectorizer, paired_cosines, vectorize
 from rueval.tasks import Example, Task
+from rueval.tasks.shapes import AnswerCheck, Cloze
 
 PREDICT_BATCH = 256  # RuCoS queries whose filled-in candidates are vectorized at once
 PARUS_QUESTIONS = {"cause": "Что было ПРИЧИНОЙ этого?", "effect": "Что случилось в РЕЗУЛЬТАТЕ?"}  # the scripts'
@@ -49,16 +50,18 @@ def _parus_text(example: Example) -> str:
     return " ".join((example.text("premise"), question, example.text("choice1"), example.text("choice2")))
 
 
-# Classification tasks: the one text each example becomes.
-TEXTS: dict[str, Callable[[Example], str]] = {
-    "lidirus": _joined("sentence1", "sentence2"),  # fitted on TERRa's train split, renamed by load_train
-    "rcb": _joined("premise", "hypothesis"),
-    "parus": _parus_text,
-    "terra": _joined("premise", "hypothesis"),
-    "russe": _joined("sentence1", "sentence2", "word"),
-    "rwsd": _joined("text", "target.span1_text", "target.span2_text"),
-    "danetqa": _joined("question"),
+# The scripts' joins that are not the task's texts in reading order (LiDiRus, fitted on TERRa's train
+# split renamed by load_train, TERRa, RCB and RWSD join theirs).
+JOINS: dict[str, Callable[[Example], str]] = {
+    "parus": _parus_text,  # a question sentence between the premise and the choices
+    "danetqa": _joined("question"),  # the question alone
+    "russe": _joined("sentence1", "sentence2", "word"),  # the sentences, then the word
 }
+
+
+def joined_text(task: Task, example: Example) -> str:
+    """The one text a classification example becomes."""
+    return JOINS[task.name](example) if task.name in JOINS else " ".join(map(example.text, task.text_fields))
 
 
 class JoinedTextModel:
@@ -70,13 +73,13 @@ class JoinedTextModel:
         self.seed = seed
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
-        texts = [TEXTS[task.name](example) for example in progress(train, f"tfidf texts for {task.name}")]
+        texts = [joined_text(task, example) for example in progress(train, f"tfidf texts for {task.name}")]
         self.vectorizer = fit_vectorizer(self.config, task, texts)
         targets = [task.labels.index(example.label) for example in train]
         self.classifier = fit_classifier(self.config, self.seed, self.vectorizer.transform(texts), targets)
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        rows = self.classifier.predict(self.vectorizer.transform([TEXTS[task.name](example) for example in examples]))
+        rows = self.classifier.predict(self.vectorizer.transform([joined_text(task, example) for example in examples]))
         return [task.labels[row] for row in rows]
 
 
@@ -148,11 +151,11 @@ Model = JoinedTextModel | TopTwoAnswersModel | ClosestEntityModel
 
 
 def official_model(task: Task, seed: int) -> Model:
-    """The scripts' model for an RSG task."""
-    if task.name in TEXTS:
-        return JoinedTextModel(seed)
-    if task.name == "muserc":
+    """The scripts' model for an RSG task: by its shape."""
+    if isinstance(task.shape, AnswerCheck):
         return TopTwoAnswersModel()
-    if task.name == "rucos":
+    if isinstance(task.shape, Cloze):
         return ClosestEntityModel()
+    if task.kind == "classification":
+        return JoinedTextModel(seed)
     raise RuevalError(f"the official RSG tfidf baseline does not cover task '{task.name}'")
