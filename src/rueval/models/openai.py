@@ -25,11 +25,12 @@ rueval.models.serving. The cache identity is the model name and what the servers
 weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
 servers reuses a one-server run's results, and new weights behind the same name and port do not.
 
-With ``tokenizer=`` (a local path or hub id of the served model's tokenizer, a tokenizer object,
-or ``"server"`` for the server's own: rueval.models.token_ids) prompts are sent as token ids
-encoded exactly as the HF backend encodes them: a start token, the context's tokens, then the
-continuation's. Token boundaries are then exact and an empty context scores every token, so
-results equal ``-m hf:`` on the same weights.
+Prompts go as token ids whenever the served model's tokenizer can be had (``tokenizer=``: by
+default the server's own, from its weights folder or its ``/tokenize``; or a local path or hub id,
+a tokenizer object; rueval.models.token_ids), encoded exactly as the HF backend encodes them: a
+start token, the context's tokens, then the continuation's. Token boundaries are then exact and an
+empty context scores every token, so results equal ``-m hf:`` on the same weights. Text prompts
+(``tokenizer="text"``, or no tokenizer to be had: a warning says so) follow the rule above.
 """
 
 from __future__ import annotations
@@ -61,7 +62,17 @@ from rueval.models.serving import (
     route,
     weights_card,
 )
-from rueval.models.token_ids import SERVER, load_tokenizer, local_tokens, served_tokens
+from rueval.models.token_ids import (
+    AUTO,
+    MODES,
+    SERVER,
+    TEXT,
+    NoServedTokenizer,
+    load_tokenizer,
+    local_tokens,
+    served_tokens,
+)
+from rueval.progress import info, warn
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
@@ -77,6 +88,7 @@ class OpenAICompletionsModel(LanguageModel):
     """
 
     backend = "openai"  # the -m prefix, which opens the cache identity
+    token_prompts = True  # prompts as token ids when the tokenizer can be had (the chat endpoint takes messages)
     probe: tuple[str, dict] = ("/completions", {"prompt": "0"})  # a one-token request: its system_fingerprint
 
     def __init__(
@@ -87,7 +99,7 @@ class OpenAICompletionsModel(LanguageModel):
         concurrency: int = 8,
         timeout: float = 60.0,
         max_retries: int = 5,
-        tokenizer: Any = None,
+        tokenizer: Any = AUTO,
         prompts_per_request: int = 16,
         retry_delay: float = 1.0,
     ):
@@ -98,9 +110,9 @@ class OpenAICompletionsModel(LanguageModel):
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         connections = self.concurrency * len(self.urls)
         self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay, connections)
-        self._tokenizer = tokenizer
+        self._tokenizer = AUTO if tokenizer is None else tokenizer
         # token-id prompts; the server's own tokenizer is found when the servers are first contacted
-        given = tokenizer is not None and not (isinstance(tokenizer, str) and tokenizer == SERVER)
+        given = not (isinstance(self._tokenizer, str) and self._tokenizer in MODES)
         self.tokenizer = load_tokenizer(tokenizer) if given else None
         self.prompt_tokens = local_tokens(self.tokenizer, f"openai:{model}") if given else None
         self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.tokenizer)
@@ -364,18 +376,38 @@ class OpenAICompletionsModel(LanguageModel):
 
     def _find_prompt_tokens(self, entry: dict) -> None:
         """The server's own tokenizer when asked for (token_ids.served_tokens); a tokenizer given gets
-        the served model's window."""
+        the served model's window. Says once which way prompts go."""
+        if not self.token_prompts:
+            return
         window = entry.get("max_model_len")
+        reason = "tokenizer=text"
         if self.prompt_tokens is not None and isinstance(window, int):
             self.prompt_tokens = replace(self.prompt_tokens, window=window)
-        elif self.prompt_tokens is None and self._tokenizer is not None:
+        elif self.prompt_tokens is None and self._tokenizer in (AUTO, SERVER):
             root = self._live_urls()[0].removesuffix("/v1")  # vLLM's /tokenize is beside /v1, not under it
 
             def request(path: str, payload: dict | None) -> Any:
                 body = None if payload is None else {"model": self.model, **payload}
                 return self._client.request(root, path, body, retry_connection=False)
 
-            self.prompt_tokens = served_tokens(request, entry, f"openai:{self.model}")
+            try:
+                self.prompt_tokens = served_tokens(request, entry, f"openai:{self.model}")
+            except NoServedTokenizer as e:
+                if self._tokenizer == SERVER:
+                    raise
+                reason = e.reason
+        self._say_how_prompts_go(reason)
+
+    def _say_how_prompts_go(self, reason: str) -> None:
+        if self.prompt_tokens is not None:
+            info(f"openai:{self.model}: prompts go as token ids built as hf: builds them ({self.prompt_tokens.name})")
+        else:
+            say = info if self._tokenizer == TEXT else warn
+            say(
+                f"openai:{self.model}: prompts go as text ({reason}); the server tokenizes them without the start "
+                "token hf: puts first (unless its tokenizer adds one), so scores may differ from hf:'s on the same "
+                "weights; --tokenizer PATH_OR_HUB_ID (the served model's) makes them token-exact"
+            )
 
     def _no_logprobs(self, url: str) -> RuevalError:
         return RuevalError(
@@ -386,8 +418,19 @@ class OpenAICompletionsModel(LanguageModel):
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
-    """The backend of `-m openai:MODEL --base-url URL` (BACKENDS)."""
-    return OpenAICompletionsModel(spec.target, served_at(spec, options), concurrency=options.concurrency)
+    """The backend of `-m openai:MODEL[,tokenizer=...] --base-url URL [--tokenizer ...]` (BACKENDS)."""
+    tokenizer = spec_tokenizer(spec, options)
+    return OpenAICompletionsModel(
+        spec.target, served_at(spec, options), concurrency=options.concurrency, tokenizer=tokenizer
+    )
+
+
+def spec_tokenizer(spec: ModelSpec, options: ModelOptions) -> str:
+    """The spec's tokenizer= key or --tokenizer (not both, unless they agree)."""
+    key = spec.key("tokenizer")
+    if key is not None and options.tokenizer not in (AUTO, key):
+        raise RuevalError(f"-m {spec} and --tokenizer {options.tokenizer}: give the tokenizer once")
+    return key or options.tokenizer
 
 
 def served_at(spec: ModelSpec, options: ModelOptions) -> str:

@@ -8,10 +8,13 @@ the context's tokens, then the continuation's (``encode_pair``); a generation pr
 the same start token. A window (the server's ``max_model_len``) drops the oldest context tokens
 of a longer sequence, and cuts a generation prompt to leave room for its new tokens, as `hf:` does.
 
-``tokenizer=`` says where the tokens come from: a local path or hub id (or a loaded tokenizer),
-or ``"server"``: the served model's own, its weights folder (the `/v1/models` ``root``) when that
-folder is on this machine and tokenizes as the server does, else the server's ``/tokenize``
-endpoint (vLLM), one text at a time, remembered. Its start token is then the BOS the server adds
+``tokenizer=`` says where the tokens come from: a local path or hub id (or a loaded tokenizer);
+``"auto"`` (the default of `openai:`): the served model's own when it can be had, else text prompts
+(with a warning: the scores may then differ from `hf:`'s); ``"text"``: text prompts, tokenized by the
+server; or ``"server"``: the served model's own, refused when it cannot be had. The served model's
+own is its weights folder (the `/v1/models` ``root``) when that folder is on this machine and
+tokenizes as the server does, else the server's ``/tokenize`` endpoint (vLLM, SGLang), one text at a
+time, remembered. Its start token is then the BOS the server adds
 (Llama-style), or the BOS or EOS its ``/tokenizer_info`` names (vLLM's
 ``--enable-tokenizer-info-endpoint``); a server that tells neither is refused with what to do.
 """
@@ -27,7 +30,10 @@ from typing import Any
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood, encode_pair
 
-SERVER = "server"  # tokenizer="server": the served model's own tokenizer
+AUTO = "auto"  # the served model's own tokenizer if it can be had, else text prompts
+SERVER = "server"  # the served model's own tokenizer, or an error
+TEXT = "text"  # text prompts: the server tokenizes them
+MODES = (AUTO, SERVER, TEXT)
 PROBE = "Проверка связи: 12 слов, ёлка и 🙂 — «кавычки»."  # tokenized both ways: do they agree?
 
 
@@ -104,11 +110,18 @@ def served_tokens(request: Request, entry: dict, owner: str) -> PromptTokens:
         if server.available() is False or server(PROBE) == found.tokens(PROBE):
             return replace(found, window=window)
     if not server.available():
-        raise RuevalError(
-            f"{owner}: the server has no /tokenize endpoint and its weights folder ({root}) is not on this "
-            "machine: pass the served model's tokenizer (tokenizer=PATH_OR_HUB_ID)"
+        raise NoServedTokenizer(
+            owner, f"the server has no /tokenize endpoint and its weights folder ({root}) is not on this machine"
         )
     return PromptTokens(server, server.start_token(owner), "server /tokenize", window)
+
+
+class NoServedTokenizer(RuevalError):
+    """The served model's tokenizer cannot be had; ``reason`` says why."""
+
+    def __init__(self, owner: str, reason: str):
+        self.reason = reason
+        super().__init__(f"{owner}: {reason}: pass the served model's tokenizer (--tokenizer PATH_OR_HUB_ID)")
 
 
 class _ServerTokenizer:
@@ -156,7 +169,8 @@ class _ServerTokenizer:
             token = token.get("content") if isinstance(token, dict) else token
             if isinstance(token, str) and token and len(ids := self(token)) == 1:
                 return ids[0]
-        raise RuevalError(
-            f"{owner}: the server adds no start token and does not name its BOS or EOS (vLLM names them with "
-            "--enable-tokenizer-info-endpoint): pass the served model's tokenizer (tokenizer=PATH_OR_HUB_ID)"
+        raise NoServedTokenizer(
+            owner,
+            "the server adds no start token and does not name its BOS or EOS (vLLM names them with "
+            "--enable-tokenizer-info-endpoint)",
         )
