@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from rueval.run import run
+from rueval.run import RunSpec, run
 from rueval.tasks import get_task
 
 # (task, system) -> reference figure x100; MuSeRC as (F1a, EM)
@@ -76,7 +76,8 @@ def main() -> None:
         tasks = [get_task(name) for name in TASKS if any(data.rglob(get_task(name).folder))]
         rows = []
         for system, (model, options) in SYSTEMS.items():
-            summary = run(tasks, model, args.out / system, str(data), args.split, solver_options=options, force=True)
+            spec = RunSpec.create([t.name for t in tasks], model, options, data=data, split=args.split)
+            summary = run(spec, args.out / system, force=True)
             for task in tasks:
                 metrics = tuple(summary.tasks[task.name].metrics.values())
                 reference = REFERENCE.get((task.name, system))

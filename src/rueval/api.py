@@ -5,19 +5,21 @@ The same run as `rueval run`, through the same pipeline; files are written only 
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import LanguageModel
 from rueval.results import PredictionRow, RunResult
 from rueval.results.run import read_predictions
-from rueval.tasks import resolve_tasks
 
-LM_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn", "gen_kwargs")
+if TYPE_CHECKING:
+    from rueval.run import RunSpec
+    from rueval.solvers import Solver
 
 
 @dataclass
@@ -39,6 +41,7 @@ def evaluate(
     split: str | None = None,
     seed: int = 0,
     limit: float | None = None,
+    include_path: str | Path | Sequence[str | Path] = (),
     scoring: str = "loglik",
     force: bool = False,
     log_samples: bool = False,
@@ -56,86 +59,58 @@ def evaluate(
     ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
     ``log_samples``: write OUT/samples/<task>.jsonl (lm-eval's per-example logs; needs ``out``).
+    ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
 
-    task_list = resolve_tasks(tasks if isinstance(tasks, str) else ",".join(tasks))
-    shot_list = [shots] if isinstance(shots, int) else list(shots)
-    chat = {"apply_chat_template": apply_chat_template, "system_instruction": system_instruction}
-    chat["fewshot_as_multiturn"] = fewshot_as_multiturn
-    lm_options = _lm_options(chat, gen_kwargs)
-    name, solver, solver_options = _solver(model, tokenizer, scoring, seed, {**model_options, **lm_options})
+    # the language-model options given: those set to other than their default, and every model option
+    lm_options = {"scoring": scoring, "apply_chat_template": apply_chat_template, "gen_kwargs": gen_kwargs}
+    lm_options |= {"system_instruction": system_instruction, "fewshot_as_multiturn": fewshot_as_multiturn}
+    defaults = inspect.signature(evaluate).parameters
+    given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
+    values = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots, "episodes": episodes}
+    values["include_path"] = include_path
+    spec, solver = _spec(model, tokenizer, tasks, given, {**values, "log_samples": log_samples})
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)
-        summary = run(
-            task_list,
-            name,
-            run_dir,
-            str(data) if data is not None else None,
-            split,
-            seed,
-            limit,
-            solver_options=solver_options,
-            shots=shot_list,
-            episodes=episodes,
-            force=force,
-            solver=solver,
-            log_samples=log_samples,
-        )
+        summary = run(spec, run_dir, force, solver)
         predictions = {
-            task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in task_list
+            task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in spec.task_list
         }
     return Evaluation(**{f.name: getattr(summary, f.name) for f in fields(RunResult)}, predictions=predictions)
 
 
-def _lm_options(chat: dict[str, Any], gen_kwargs: str | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The chat and generation options given (those not given stay out: runs keep their fingerprints)."""
-    given = {name: value for name, value in chat.items() if value}
-    if gen_kwargs:
-        from rueval.solvers.lm import GenerationSettings
+def _spec(
+    model: Any, tokenizer: Any, tasks: str | Sequence[str], given: dict[str, Any], values: dict[str, Any]
+) -> tuple[RunSpec, Solver | None]:
+    """The run's spec, and for a model in memory its solver (a spec's the pipeline makes)."""
+    from rueval.run import RunSpec
 
-        parse = GenerationSettings.parse if isinstance(gen_kwargs, str) else GenerationSettings.from_mapping
-        given["gen_kwargs"] = parse(gen_kwargs).describe()
-    return given
-
-
-def _solver(model: Any, tokenizer: Any, scoring: str, seed: int, model_options: dict[str, Any]):
-    """(the name results give the model, a solver made here or None for the pipeline to make, its options).
-    ``model_options``: ModelOptions' fields and the chat and generation options."""
     if isinstance(model, str):
-        from rueval.models.factory import ModelSpec
-
         if tokenizer is not None:
             raise RuevalError(f"model {model!r}: a spec loads its own tokenizer; tokenizer= goes with a loaded model")
-        if ModelSpec.is_lm(model):
-            return model, None, {"scoring": scoring, **model_options}
-        if model_options:
-            raise RuevalError(
-                f"model {model!r} takes no model options; {', '.join(model_options)} are for language models"
-            )
-        return model, None, {}
-    lm_options = {name: model_options.pop(name) for name in LM_OPTIONS if name in model_options}
-    if model_options:
-        raise RuevalError(f"{', '.join(model_options)}: options for a model spec; an in-memory model is used as it is")
-    if not isinstance(model, LanguageModel):
-        if tokenizer is None:
-            raise RuevalError(
-                "model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, "
-                f"got {type(model).__name__}"
-            )
-        from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
-
-        model = HFCausalLM.from_loaded(model, tokenizer)
+        return RunSpec.create(tasks, model, given, **values), None
     from rueval.models.engine import Engine
-    from rueval.solvers.lm import ChatFormat, GenerationSettings, LMSolver
+    from rueval.solvers import lm_solver
+    from rueval.solvers.options import LMOptions
 
-    name = model.identity
-    chat = ChatFormat(
-        lm_options.get("apply_chat_template", False),
-        lm_options.get("system_instruction"),
-        lm_options.get("fewshot_as_multiturn", False),
-    )
-    generation = GenerationSettings.from_mapping(lm_options.get("gen_kwargs", {}))
-    return name, LMSolver(Engine(model), name, scoring, seed, chat, generation), {"scoring": scoring, **lm_options}
+    loaded = _language_model(model, tokenizer)
+    options = LMOptions.from_given(loaded.identity, given, values["seed"], in_memory=True)
+    spec = RunSpec.create(tasks, loaded.identity, options=options, **values)
+    return spec, lm_solver(Engine(loaded), spec.model, options, spec.seed)
+
+
+def _language_model(model: Any, tokenizer: Any) -> LanguageModel:
+    """A LanguageModel as it is, or a transformers model with its tokenizer behind one."""
+    if isinstance(model, LanguageModel):
+        return model
+    if tokenizer is None:
+        raise RuevalError(
+            "model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, "
+            f"got {type(model).__name__}"
+        )
+    from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
+
+    return HFCausalLM.from_loaded(model, tokenizer)

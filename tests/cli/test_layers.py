@@ -22,7 +22,7 @@ LAYERS = {
         "rueval.fewshot",
     ),
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
-    "run": ("rueval.run", "rueval.audit", "rueval.duplicates", "rueval.submit"),
+    "run": ("rueval.run", "rueval.audit", "rueval.duplicates"),
     "report": ("rueval.report",),
     "cli": ("rueval.cli", "rueval.__main__", "rueval.api"),
 }
@@ -103,6 +103,18 @@ def test_no_import_circle():
         if module not in index:
             visit(module)
     assert circles == []
+
+
+def test_the_report_layer_presents_and_runs_nothing():
+    """report/ only shows finished runs: it makes no solver and runs no model (submissions live in run/)."""
+    running = [
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith("rueval.report")
+        for target in sorted(targets)
+        if target.startswith(("rueval.run", "rueval.solvers"))
+    ]
+    assert running == []
 
 
 def test_modules_stay_small():

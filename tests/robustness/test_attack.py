@@ -24,6 +24,7 @@ from rueval.robustness.semantic_filter import (
 from rueval.robustness.spans import Edit
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.robustness import Robustness
+from rueval.run.spec import RobustnessOptions
 from rueval.scoring import is_correct
 from rueval.tasks import Example, get_task
 
@@ -67,8 +68,9 @@ def test_the_share_of_unchanged_perturbed_examples_is_reported():
 
 
 def test_back_translation_is_not_applied_to_winograd_and_says_so():
-    robustness = Robustness.from_options("back_translation,butter_fingers", translation_model="ru-en,en-ru")
-    assert "back_translation is not applied to winograd, as in TAPE (Table 2)" in robustness.notes
+    options = RobustnessOptions.parse("back_translation,butter_fingers", translation_model="ru-en,en-ru")
+    robustness = Robustness.build(options)
+    assert "back_translation is not applied to winograd, as in TAPE (Table 2)" in options.notes()
     task = get_task("winograd")
     examples = open_data(None).load(task, "test").examples
     assert set(robustness.generate(task, examples, "winograd.jsonl")) == {"butter_fingers"}  # no model loaded

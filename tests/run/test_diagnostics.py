@@ -1,10 +1,10 @@
 import json
-from functools import partial
 
 import pytest
 
-from rueval.solvers import SOLVERS
+from rueval.solvers import NAMED, Family
 from rueval.solvers.base import ModelSize
+from rueval.solvers.options import NoOptions
 from rueval.solvers.trivial import TrivialSolver
 
 
@@ -35,7 +35,9 @@ def test_run_records_industrial_figures_per_task_and_in_total(cli, tmp_path):
 
 
 def test_model_size_is_recorded_when_the_solver_reports_it(cli, tmp_path, monkeypatch):
-    monkeypatch.setitem(SOLVERS, "sized", partial(SizedSolver, "majority"))
+    monkeypatch.setitem(
+        NAMED, "sized", Family("sized", NoOptions, lambda model, options, seed, work_dir: SizedSolver("majority", seed))
+    )
     out = tmp_path / "out"
     result = cli("run", "-t", "terra", "-m", "sized", "-o", out)
     assert result.exit_code == 0, result.stderr

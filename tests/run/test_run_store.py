@@ -38,7 +38,7 @@ def test_same_settings_merge_and_say_so(cli, tmp_path):
 def test_resume_works_from_any_working_directory(cli, tmp_path, monkeypatch, data_dir):
     monkeypatch.chdir(data_dir.parent)
     assert cli("run", "-t", "rcb", "--data", "data", "-o", "out").exit_code == 0
-    saved = json.loads((tmp_path / "out" / "run.json").read_text())["options"]
+    saved = json.loads((tmp_path / "out" / "run.json").read_text())
     assert saved["data"] == str(data_dir)  # absolute: the run can be resumed from elsewhere
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

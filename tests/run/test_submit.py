@@ -10,7 +10,7 @@ import pytest
 from support import read_jsonl
 
 from rueval.data.local import SAMPLES_DIR
-from rueval.submit import submission_lines
+from rueval.run.submission import submission_lines
 from rueval.tasks import Example, get_task
 
 # A few lines of each file of the official sample submission (RussianNLP/RussianSuperGLUE,

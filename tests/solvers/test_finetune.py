@@ -105,7 +105,7 @@ def test_learns_a_separable_task_well_above_chance(tiny_bert, script, tmp_path):
 
 def test_every_head_predicts_every_task_on_the_samples(tiny_bert, tmp_path):
     source = open_data(None)
-    solver = make_solver(f"finetune:{tiny_bert}", work_dir=str(tmp_path / "work"), epochs=1, heldout=0.2)
+    solver = make_solver(f"finetune:{tiny_bert}", work_dir=str(tmp_path / "work"), ft_epochs=1, ft_heldout=0.2)
     for task in BENCHMARKS["all"]:
         data = load_task_data(source, task, None, None)
         if task.name in ("multiq", "chegeka"):
@@ -164,7 +164,7 @@ def test_lidirus_reuses_terra_model_and_a_saved_model_needs_no_training(tiny_ber
     again.fit(terra, train)
     assert not again.training_report(terra)["trained_now"] and again.predict(terra, test) == expected
     # The saved folder is a fine-tuned encoder: it predicts without training, and cannot do other tasks.
-    from_saved = make_solver(f"finetune:{saved}", work_dir=str(tmp_path / "other"), max_length=64)
+    from_saved = make_solver(f"finetune:{saved}", work_dir=str(tmp_path / "other"), ft_max_length=64)
     assert from_saved.identity != solver.identity
     from_saved.fit(lidirus, [])
     assert from_saved.predict(lidirus, as_lidirus[len(train) :]) == expected

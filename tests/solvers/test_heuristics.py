@@ -806,11 +806,3 @@ def test_submit_passes_the_fallback_to_the_heuristic_model(cli, tmp_path):
     result = cli("submit", "-m", "heuristic", "--fallback", "weighted-random", "-o", tmp_path / "sub.zip")
     assert result.exit_code == 0, result.stderr
     assert (tmp_path / "sub.zip").exists() and "RuCoS.jsonl" in result.stdout
-
-
-def test_resuming_a_run_saved_before_the_rule_choice_keeps_every_rule(tmp_path):
-    from rueval.cli import RuleChoice, load_run_arguments
-
-    (tmp_path / "run.json").write_text(json.dumps({"model": "heuristic", "fallback": "majority", "out": str(tmp_path)}))
-    assert load_run_arguments(tmp_path)["rules"] is RuleChoice.all
-    assert "out" not in load_run_arguments(tmp_path)  # older runs saved -o too; --resume gives it

@@ -111,14 +111,14 @@ def test_lm_evals_command_line_runs_a_model_as_rueval_names_it(cli, tiny_gpt2_di
 def test_the_device_defaults_to_the_gpu_when_there_is_one(monkeypatch):
     import torch
 
-    from rueval.cli.options import solver_options
+    from rueval.solvers import solver_options
 
     options = {"scoring": "loglik", "device": None, "dtype": "auto", "batch_size": "auto"}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert solver_options("hf:x", options)["device"] == "cuda"
+    assert solver_options("hf:x", options).engine.device == "cuda"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert solver_options("hf:x", options)["device"] == "cpu"
-    assert solver_options("hf:x", {**options, "device": "cuda:1"})["device"] == "cuda:1"
+    assert solver_options("hf:x", options).engine.device == "cpu"
+    assert solver_options("hf:x", {**options, "device": "cuda:1"}).engine.device == "cuda:1"
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from rueval.cli import evaluate, inspect  # noqa: F401 - importing them registers their commands
 from rueval.cli.app import app
-from rueval.cli.evaluate import load_run_arguments
-from rueval.cli.options import RuleChoice
 
 
 def main() -> None:
     app()
 
 
-__all__ = ["RuleChoice", "app", "load_run_arguments", "main"]
+__all__ = ["app", "main"]

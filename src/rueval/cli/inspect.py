@@ -49,7 +49,7 @@ def export(
     """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
     if format != "mera":
         raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
-    from rueval.report.export import export_mera
+    from rueval.run.mera_export import export_mera
 
     written = export_mera(run_dir, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)

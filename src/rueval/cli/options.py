@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,13 +12,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from rueval.cli.groups import OptionGroup
 from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
-from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN, ModelOptions, ModelSpec
+from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN
 from rueval.models.openai_chat import CHAT_SCORINGS
-from rueval.solvers import FINETUNE_PREFIX, SOLVERS
+from rueval.solvers import NAMED
 from rueval.solvers.heuristics import RULE_CHOICES
-from rueval.solvers.lm import SCORINGS, GenerationSettings
+from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
 
 console = Console()
@@ -40,18 +41,6 @@ CacheMode = _choices("CacheMode", CACHE_MODES)
 DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
 LoadInName = _choices("LoadInName", LOAD_IN)
 ChatScoringName = _choices("ChatScoringName", CHAT_SCORINGS)
-ENUM_OPTIONS = {
-    "split": SplitName,
-    "fallback": FallbackName,
-    "rules": RuleChoice,
-    "scoring": ScoringName,
-    "dtype": DtypeName,
-    "tape_set": TapeSetName,
-    "cache": CacheMode,
-    "device_map": DeviceMapName,
-    "load_in": LoadInName,
-    "chat_scoring": ChatScoringName,
-}
 
 
 def user_errors(command: Callable) -> Callable:
@@ -82,9 +71,9 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help=", ".join(SOLVERS)
+        help=", ".join(NAMED)
         + ", "
-        + ", ".join(f"{b}:{'MODEL' if b.startswith('openai') else 'PATH_OR_HUB_ID'}" for b in BACKENDS)
+        + ", ".join(f"{name}:{backend.target}" for name, backend in BACKENDS.items())
         + ".",
     ),
 ]
@@ -181,7 +170,10 @@ CacheOption = Annotated[
 ]
 FilterModelOption = Annotated[
     str | None,
-    typer.Option(help="Semantic filter: BERTScore with this encoder. Default: character 3-gram similarity, offline."),
+    typer.Option(
+        help="Semantic filter: BERTScore with this encoder. Default: TAPE's bert-base-multilingual-cased when it "
+        "is in the Hugging Face cache, else character 3-gram similarity.",
+    ),
 ]
 FilterThresholdOption = Annotated[
     float | None,
@@ -241,7 +233,6 @@ LogSamplesOption = Annotated[
         help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape).",
     ),
 ]
-CHAT_OPTIONS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
 TapeSetOption = Annotated[
     TapeSetName,
     typer.Option(help="TAPE: score its episodes test sets (the paper's tables) or every raw record."),
@@ -249,72 +240,54 @@ TapeSetOption = Annotated[
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]
+RunOutOption = Annotated[
+    Path | None, typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
+]
+SlicesOption = Annotated[
+    str | None, typer.Option(help="Score per TAPE subpopulation: all, or comma-separated slice names.")
+]
+PerturbOption = Annotated[
+    str | None,
+    typer.Option(help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],..."),
+]
+ForceOption = Annotated[
+    bool, typer.Option(help="Replace another run's results in OUT (by default the run stops before any work).")
+]
+ResumeOption = Annotated[
+    bool, typer.Option(help="Continue the interrupted run in OUT (-o) with the options it was started with.")
+]
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
-def solver_options(model: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The options of ``options`` (the command line's) that the model's solver takes: the heuristic
-    model its fallback and rule choice, a fine-tuned encoder its --ft-* options, language models
-    their scoring and ModelOptions."""
-    if model == "heuristic":
-        return {"fallback": options["fallback"], "rules": options["rules"]}
-    if model.startswith(FINETUNE_PREFIX):
-        finetune = {name.removeprefix("ft_"): value for name, value in options.items() if name.startswith("ft_")}
-        finetune["gradient_accumulation"] = finetune.pop("grad_accum")
-        finetune["save_dir"] = finetune.pop("save")
-        return {key: value for key, value in finetune.items() if value is not None}
-    if ModelSpec.is_lm(model):
-        fields = ModelOptions.__dataclass_fields__
-        model_options = {name: value for name, value in options.items() if name in fields}
-        model_options["batch_size"] = parse_batch_size(str(model_options["batch_size"]))
-        model_options["device"] = model_options.get("device") or default_device()
-        # the other backends' runs keep their fingerprints
-        if not model.startswith("openai-chat:") and model_options.pop("chat_scoring", "auto") != "auto":
-            raise RuevalError(f"--chat-scoring is for openai-chat: models; {model} scores options by log-likelihood")
-        # only the chat and generation options given: runs without them keep their fingerprints
-        chat = {name: options[name] for name in CHAT_OPTIONS if options.get(name)}
-        if options.get("gen_kwargs"):  # checked here, before the model loads; saved in their JSON form
-            chat["gen_kwargs"] = GenerationSettings.parse(options["gen_kwargs"]).describe()
-        return {"scoring": options["scoring"], **model_options, **chat}
-    given = [name for name in (*CHAT_OPTIONS, "gen_kwargs") if options.get(name)]
-    if given:
-        raise RuevalError(f"{', '.join('--' + name.replace('_', '-') for name in given)}: {model} is no language model")
-    return {}
-
-
-def default_device() -> str:
-    """As lm-eval chooses: the GPU when there is one."""
-    try:
-        import torch
-    except ImportError:
-        return "cpu"
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def lm_eval_model(model: str, model_args: str | None) -> tuple[str, dict[str, Any]]:
-    """`--model hf --model_args pretrained=NAME,dtype=float16` -> ("hf:NAME", {"dtype": "float16"})."""
+def lm_eval_model(model: str, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """lm-eval's `--model hf --model_args pretrained=NAME,dtype=float16` as rueval's `-m hf:NAME --dtype
+    float16`: the model, and the solver options ``given`` with --model_args' (which win) in place of it."""
+    given = dict(given)
+    model_args = given.pop("model_args", None)
     if model_args is None:
         if model == "hf":
             raise RuevalError("--model hf: name the model with --model_args pretrained=PATH_OR_HUB_ID (or -m hf:PATH)")
-        return model, {}
+        return model, given
     if model != "hf":
         raise RuevalError(f"--model_args is lm-eval's form for --model hf, not --model {model}")
-    given: dict[str, Any] = {}
+    from_args: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in model_args.split(","))):
         key, equals, value = part.partition("=")
         if not equals or key not in MODEL_ARGS:
             raise RuevalError(f"--model_args {part}: expected KEY=VALUE with KEY one of: {', '.join(MODEL_ARGS)}")
-        given[MODEL_ARGS[key]] = value
-    if "model" not in given:
+        from_args[MODEL_ARGS[key]] = value
+    if "model" not in from_args:
         raise RuevalError(f"--model_args {model_args}: name the model with pretrained=PATH_OR_HUB_ID")
-    if "dtype" in given and given["dtype"] not in DTYPES:
-        raise RuevalError(f"--model_args dtype={given['dtype']}: expected one of {', '.join(DTYPES)}")
-    if "trust_remote_code" in given:
-        flag = given["trust_remote_code"].lower()
-        if flag not in ("true", "false"):
-            raise RuevalError(f"--model_args trust_remote_code={given['trust_remote_code']}: expected True or False")
-        given["trust_remote_code"] = flag == "true"
-    return f"hf:{given.pop('model')}", given
+    if "dtype" in from_args and from_args["dtype"] not in DTYPES:
+        raise RuevalError(f"--model_args dtype={from_args['dtype']}: expected one of {', '.join(DTYPES)}")
+    if "trust_remote_code" in from_args:
+        trust = from_args["trust_remote_code"].lower()
+        if trust not in ("true", "false"):
+            raise RuevalError(
+                f"--model_args trust_remote_code={from_args['trust_remote_code']}: expected True or False"
+            )
+        from_args["trust_remote_code"] = trust == "true"
+    return f"hf:{from_args.pop('model')}", {**given, **from_args}
 
 
 def parse_shots(text: str) -> list[int]:
@@ -327,28 +300,49 @@ def parse_shots(text: str) -> list[int]:
     return shots
 
 
-def parse_batch_size(text: str) -> int | str:
-    if text == "auto" or (text.isdigit() and int(text) > 0):
-        return text if text == "auto" else int(text)
-    raise RuevalError(f"--batch-size {text}: expected a positive number or auto")
+def _solver_options(
+    model_args: ModelArgsOption = None,
+    fallback: FallbackOption = FallbackName.majority,
+    rules: RulesOption = RuleChoice.fitted,
+    scoring: ScoringOption = ScoringName.loglik,
+    device: DeviceOption = None,
+    dtype: DtypeOption = DtypeName.auto,
+    batch_size: BatchSizeOption = "auto",
+    trust_remote_code: TrustRemoteCodeOption = False,
+    revision: RevisionOption = None,
+    device_map: DeviceMapOption = None,
+    peft: PeftOption = None,
+    load_in: LoadInOption = None,
+    cache: CacheOption = CacheMode.on,
+    base_url: BaseUrlOption = None,
+    concurrency: ConcurrencyOption = 8,
+    chat_scoring: ChatScoringOption = ChatScoringName.auto,
+    apply_chat_template: ApplyChatTemplateOption = False,
+    system_instruction: SystemInstructionOption = None,
+    fewshot_as_multiturn: FewshotAsMultiturnOption = False,
+    gen_kwargs: GenKwargsOption = None,
+    ft_epochs: FtEpochsOption = 10.0,
+    ft_lr: FtLrOption = 1e-5,
+    ft_batch_size: FtBatchSizeOption = 4,
+    ft_max_length: FtMaxLengthOption = 256,
+    ft_seed: FtSeedOption = None,
+    ft_grad_accum: FtAccumulationOption = 1,
+    ft_precision: FtPrecisionOption = "fp32",
+    ft_heldout: FtHeldoutOption = 0.1,
+    ft_save: FtSaveOption = None,
+) -> None:
+    """The solver's options (-m): its family takes those it knows (rueval.solvers.options)."""
 
 
-def plain(options: dict[str, Any]) -> dict[str, Any]:
-    """Options as JSON values: enums by value, paths as absolute text (so --resume works from anywhere)."""
+def _robustness_options(
+    filter_model: FilterModelOption = None,
+    filter_threshold: FilterThresholdOption = None,
+    filter_min_share: FilterMinShareOption = 0.0,
+    translation_model: TranslationModelOption = None,
+    addsent_model: AddsentModelOption = None,
+) -> None:
+    """The semantic filter's and the model-based perturbations' options (--perturb, rueval perturb)."""
 
-    def value(v: Any) -> Any:
-        if isinstance(v, Enum):
-            return v.value
-        return str(Path(v).resolve()) if isinstance(v, Path) else v
 
-    return {name: value(v) for name, v in options.items()}
-
-
-def from_plain(options: dict[str, Any]) -> dict[str, Any]:
-    """Saved options back as the command line gives them."""
-    options = {name: value for name, value in options.items() if name != "out"}  # -o is given with --resume
-    options.setdefault("rules", "all")  # runs started before --rules existed ran every rule
-    for name, kind in ENUM_OPTIONS.items():
-        if options.get(name) is not None:
-            options[name] = kind(options[name])
-    return options
+SOLVER_OPTIONS = OptionGroup.of(_solver_options)
+ROBUSTNESS_OPTIONS = OptionGroup.of(_robustness_options)

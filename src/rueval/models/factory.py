@@ -31,11 +31,14 @@ VLLM_ENGINE_KEYS = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_ut
 @dataclass(frozen=True)
 class Backend:
     """Where a backend lives: ``module`` defines ``open_model(spec: ModelSpec, options: ModelOptions) ->
-    LanguageModel``; ``target`` says what follows the colon (for help texts)."""
+    LanguageModel``; ``target`` says what follows the colon (for help texts); ``renders_chat``: its
+    server renders every prompt as chat turns with the model's own template (so a run records the
+    chat template as applied, and --chat-scoring is its option)."""
 
     module: str
     target: str = "MODEL"
     keys: tuple[str, ...] = ()  # the spec keys it takes (``-m BACKEND:TARGET,KEY=VALUE``)
+    renders_chat: bool = False
 
     def open(self, spec: ModelSpec, options: ModelOptions) -> LanguageModel:
         return importlib.import_module(self.module).open_model(spec, options)
@@ -44,7 +47,7 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID"),
     "openai": Backend("rueval.models.openai", keys=("tokenizer",)),
-    "openai-chat": Backend("rueval.models.openai_chat"),
+    "openai-chat": Backend("rueval.models.openai_chat", renders_chat=True),
     "vllm": Backend("rueval.models.vllm", "PATH_OR_HUB_ID", keys=("tokenizer", *VLLM_ENGINE_KEYS)),
 }
 
@@ -84,6 +87,10 @@ class ModelSpec:
     def key(self, name: str) -> str | None:
         """The value of a spec key, None when not given."""
         return dict(self.keys).get(name)
+
+    @property
+    def renders_chat(self) -> bool:
+        return BACKENDS[self.backend].renders_chat
 
     def __str__(self) -> str:
         return ",".join([f"{self.backend}:{self.target}", *(f"{k}={v}" for k, v in self.keys)])

@@ -4,22 +4,6 @@ server, TGI. This is how large models on GPU servers and clusters are evaluated.
 Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs=1``), so the
 server must return logprobs for prompt tokens; generation uses the server's sampling.
 
-Which echoed tokens are the continuation's (the character-boundary rule). The server tokenizes
-``context + continuation`` itself and returns each token's text; a token spans the characters
-from its ``text_offset`` (the sum of the earlier tokens' texts) to the next token's offset.
-As in the HF backend, the context's trailing spaces count as the continuation's. The boundary
-is measured from the end of the prompt, that many characters before it, so whatever a server
-shows at the start cannot move it (vLLM echoes a Llama model's start token as its text,
-``<s>``, which shifts every offset). A token is scored for the continuation when it
-starts at or after the boundary, or when it straddles it (starts before, ends after): such a
-token is the model's prediction of the continuation's first characters, and leaving it out
-would drop them from the score (the continuation ``"да"`` after the context ``"Ответ: "`` is
-scored as the tokens ``" д"`` and ``"а"``). Byte-level tokens that each hold part of one
-character have empty texts but the last, so they all go with the character's side. The first
-prompt token has no logprob (nothing precedes it): with an empty context the text is scored
-from its second token on, unless the server adds a start token itself (Llama-style tokenizers
-do), when every text token is scored, as the HF backend does.
-
 Several servers (``base_url`` a list, or comma-separated) share the work: see
 rueval.models.serving. The cache identity is the model name and what the servers say about the
 weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
@@ -30,7 +14,8 @@ default the server's own, from its weights folder or its ``/tokenize``; or a loc
 a tokenizer object; rueval.models.token_ids), encoded exactly as the HF backend encodes them: a
 start token, the context's tokens, then the continuation's. Token boundaries are then exact and an
 empty context scores every token, so results equal ``-m hf:`` on the same weights. Text prompts
-(``tokenizer="text"``, or no tokenizer to be had: a warning says so) follow the rule above.
+(``tokenizer="text"``, or no tokenizer to be had: a warning says so) are scored by the character
+rule of rueval.models.char_boundary.
 """
 
 from __future__ import annotations
@@ -52,6 +37,7 @@ from rueval.models.base import (
     cut_at_stop,
     prompt_text,
 )
+from rueval.models.char_boundary import continuation_positions
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.models.serving import (
     ClientError,
@@ -70,9 +56,9 @@ from rueval.models.token_ids import (
     NoServedTokenizer,
     load_tokenizer,
     local_tokens,
+    say_how_prompts_go,
     served_tokens,
 )
-from rueval.progress import info, warn
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
@@ -237,8 +223,8 @@ class OpenAICompletionsModel(LanguageModel):
         return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
-        """Apply the character-boundary rule of the module docstring to one echoed prompt; its
-        last ``generated`` tokens are the ones the server generated after it."""
+        """The character-boundary rule (rueval.models.char_boundary) on one echoed prompt; its last
+        ``generated`` tokens are the ones the server generated after it."""
         logprobs = choice.get("logprobs") or {}
         tokens = logprobs.get("tokens") or []
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
@@ -246,19 +232,7 @@ class OpenAICompletionsModel(LanguageModel):
         echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
         if not echoed:
             raise self._no_logprobs(url)
-        starts = [0]
-        for token in tokens[:n_prompt]:
-            starts.append(starts[-1] + len(token))
-        context = request.context.rstrip()  # its trailing spaces go with the continuation, as in the HF backend
-        continuation = request.context[len(context) :] + request.continuation
-        if context and not "".join(tokens[:n_prompt]).endswith(continuation):
-            raise RuevalError(
-                f"the token texts from the server at {url} do not end with the continuation "
-                f"{continuation!r}, so it cannot be told from the context; pass the model's tokenizer "
-                "to score by token ids"
-            )
-        boundary = starts[n_prompt] - len(continuation) if context else 0
-        scored = [i for i in range(n_prompt) if starts[i] >= boundary or starts[i + 1] > boundary]
+        scored = continuation_positions(tokens[:n_prompt], request, url)
         return self._sum(url, scored, values, tops, request)
 
     def _score_ids(
@@ -396,18 +370,7 @@ class OpenAICompletionsModel(LanguageModel):
                 if self._tokenizer == SERVER:
                     raise
                 reason = e.reason
-        self._say_how_prompts_go(reason)
-
-    def _say_how_prompts_go(self, reason: str) -> None:
-        if self.prompt_tokens is not None:
-            info(f"openai:{self.model}: prompts go as token ids built as hf: builds them ({self.prompt_tokens.name})")
-        else:
-            say = info if self._tokenizer == TEXT else warn
-            say(
-                f"openai:{self.model}: prompts go as text ({reason}); the server tokenizes them without the start "
-                "token hf: puts first (unless its tokenizer adds one), so scores may differ from hf:'s on the same "
-                "weights; --tokenizer PATH_OR_HUB_ID (the served model's) makes them token-exact"
-            )
+        say_how_prompts_go(f"openai:{self.model}", self.prompt_tokens, reason, quietly=self._tokenizer == TEXT)
 
     def _no_logprobs(self, url: str) -> RuevalError:
         return RuevalError(

@@ -29,6 +29,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood, encode_pair
+from rueval.progress import info, warn
 
 AUTO = "auto"  # the served model's own tokenizer if it can be had, else text prompts
 SERVER = "server"  # the served model's own tokenizer, or an error
@@ -114,6 +115,19 @@ def served_tokens(request: Request, entry: dict, owner: str) -> PromptTokens:
             owner, f"the server has no /tokenize endpoint and its weights folder ({root}) is not on this machine"
         )
     return PromptTokens(server, server.start_token(owner), "server /tokenize", window)
+
+
+def say_how_prompts_go(owner: str, tokens: PromptTokens | None, reason: str, quietly: bool = False) -> None:
+    """Once per model: token ids (and whose tokenizer), or text and why scores may then differ from hf:'s
+    (a warning, unless text was asked for)."""
+    if tokens is not None:
+        info(f"{owner}: prompts go as token ids built as hf: builds them ({tokens.name})")
+        return
+    (info if quietly else warn)(
+        f"{owner}: prompts go as text ({reason}); the server tokenizes them without the start token hf: puts "
+        "first (unless its tokenizer adds one), so scores may differ from hf:'s on the same weights; "
+        "--tokenizer PATH_OR_HUB_ID (the served model's) makes them token-exact"
+    )
 
 
 class NoServedTokenizer(RuevalError):

@@ -272,7 +272,9 @@ def _industrial(value: Any, check: Checker, at: str) -> dict[str, Any]:
 class RunResult:
     """OUT/results.json: the run's settings, its summary figures and every task's result."""
 
-    settings: dict[str, Any]  # model, model_identity, solver_options, shots, episodes, seed, limit, data, ...
+    # the run's spec as JSON (rueval.run.spec: model, solver_options, shots, episodes, seed, limit, ...) without
+    # its task list, with the model's identity and rueval's version; ``data`` names where the data came from
+    settings: dict[str, Any]
     created: str
     wall_time_s: float
     rsg_total: float | None

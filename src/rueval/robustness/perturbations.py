@@ -18,10 +18,8 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from rueval.robustness.base import Perturbation, free_words, rewrite_free_words
 from rueval.robustness.model_based import AddSent, BackTranslation
@@ -220,8 +218,3 @@ class EdaSwap(Perturbation):
 PERTURBATIONS: dict[str, type[Perturbation]] = {
     cls.name: cls for cls in (ButterFingers, Emojify, EdaDelete, EdaSwap, ChangeCharCase, BackTranslation, AddSent)
 }
-
-
-def describe(perturbations: Sequence[Perturbation]) -> list[dict[str, Any]]:
-    """Name, rate and seed of each perturbation, for results.json and the resume fingerprint."""
-    return [{"name": p.name, "rate": p.rate, "seed": p.seed} for p in perturbations]

@@ -108,6 +108,10 @@ class BertScore(Similarity):
 
 
 TAPE_ENCODER = "bert-base-multilingual-cased"  # bert_score's model for Russian (BERTScorer(lang="ru"), TAPE's)
+CHAR_NGRAM_NOTE = (
+    f"semantic filter: character 3-gram similarity at {CharNgramSimilarity.default_threshold}, as BERTScore's "
+    f"{TAPE_ENCODER} (TAPE's, at {BertScore.default_threshold}) is not at hand: give --filter-model to use it"
+)
 
 
 def choose_similarity(filter_model: str | None = None, cache_dir: str | None = None) -> tuple[Similarity, str | None]:
@@ -121,11 +125,7 @@ def choose_similarity(filter_model: str | None = None, cache_dir: str | None = N
 
         if isinstance(try_to_load_from_cache(TAPE_ENCODER, "config.json", cache_dir=cache_dir), str):
             return BertScore(TAPE_ENCODER), None
-    note = (
-        f"semantic filter: character 3-gram similarity at {CharNgramSimilarity.default_threshold}, as BERTScore's "
-        f"{TAPE_ENCODER} (TAPE's, at 0.8) is not at hand: give --filter-model to use it"
-    )
-    return CharNgramSimilarity(), note
+    return CharNgramSimilarity(), CHAR_NGRAM_NOTE
 
 
 def table_layer(model: str) -> int | None:
@@ -202,15 +202,6 @@ class SemanticFilter:
                 "the semantic filter needs a candidate or more, a non-negative number of halvings "
                 "and a positive threshold step"
             )
-
-    def describe(self) -> dict[str, float | str]:
-        return {
-            "similarity": self.similarity.name,
-            "threshold": self.threshold,
-            "min_share": self.min_share,
-            "candidates": self.candidates,
-            "halvings": self.halvings,
-        }
 
     def rates(self, perturbation: Perturbation) -> list[float]:
         """The rates tried in turn: p, then p/2, p/4, ... while above ``min_rate``, ``halvings`` at most."""

@@ -1,24 +1,23 @@
-"""A run, as the data flows: load every task's data -> for each task (stored? -> predict -> score
--> diagnose -> record) -> summarise. The predict stage pools a language model's requests over
-every task, k and episode (rueval.run.predict); the run store owns the run directory
-(rueval.run.store).
+"""A run, in named stages as the data flows: prepare (the spec's data read and checked, its solver
+made) -> reuse (the finished tasks of the same settings) -> predict (rueval.run.predict: a language
+model's requests pooled over every task, k and episode) -> score and record each task -> summarise.
+The run store owns the run directory (rueval.run.store).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from rueval import __version__
-from rueval.data import MAX_LINE_BYTES, DataSource, TaskData, load_task_data, open_data, tape_set_of
-from rueval.errors import RuevalError
+from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
 from rueval.files import write_json
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
@@ -27,126 +26,128 @@ from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import lm_eval_results
 from rueval.run.diagnostics import diagnose, run_industrial
 from rueval.run.predict import Predicted, predict_tasks, settings_of
+from rueval.run.robustness import Robustness
+from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
 from rueval.scoring import rsg_total, score_task
-from rueval.slices import check_slice_names
-from rueval.solvers import FINETUNE_PREFIX, Setting, Solver, make_solver
+from rueval.solvers import Setting, Solver
 from rueval.tasks import Example, Task
 
-if TYPE_CHECKING:
-    from rueval.run.robustness import Robustness
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run ready to predict: its data read and checked, its solver made, and the settings it records
+    (run.json: the spec's JSON with the model's exact identity and rueval's version)."""
+
+    spec: RunSpec
+    store: RunStore
+    source: DataSource
+    loaded: list[tuple[Task, TaskData]]
+    solver: Solver
+    robustness: Robustness | None
+    settings: dict[str, Any]
 
 
-def run(
-    tasks: Sequence[Task],
-    model: str,
-    out: Path,
-    data: str | None = None,
-    split: str | None = None,
-    seed: int = 0,
-    limit: float | None = None,
-    solver_options: Mapping[str, Any] | None = None,
-    slices: Sequence[str] = (),
-    shots: Sequence[int] = (0,),
-    episodes: int = 1,
-    robustness: Robustness | None = None,
-    options: Mapping[str, Any] | None = None,
-    force: bool = False,
-    log_samples: bool = False,
-    max_line_bytes: int = MAX_LINE_BYTES,
-    tape_set: str = "episodes",
-    solver: Solver | None = None,
-) -> RunResult:
-    """Evaluate ``model`` on ``tasks``; write OUT/results.json, OUT/predictions/ and OUT/tasks/
-    (and with ``log_samples`` OUT/samples/, each example's prompts and scores).
-
-    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); ``options``
-    (the command line's) are saved in OUT/run.json for --resume. ``solver``: one already made (the
-    Python API's in-memory models), named ``model`` in the results. ``limit``: the first N records of
-    each task, or below 1 that share of them, rounded up (lm-eval's --limit)."""
+def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = None) -> RunResult:
+    """Evaluate as ``spec`` says; write OUT/results.json, OUT/predictions/ and OUT/tasks/ (and with
+    ``log_samples`` OUT/samples/, each example's prompts and scores). Another run's results in OUT
+    stop the run unless ``force`` replaces them. ``solver``: one already made (the Python API's
+    in-memory models); by default the spec's."""
     started = time.perf_counter()
-    limit = check_limit(limit)
-    source = open_data(data, max_line_bytes, tape_set)
-    solver_options = dict(solver_options or {})
-    if model.startswith(FINETUNE_PREFIX):  # checkpoints live in the run directory: a killed run resumes from them
-        solver_options.setdefault("work_dir", str(Path(out).resolve() / "finetune"))
-    solver = solver or make_solver(model, seed, **solver_options)
-    # All data is read and checked before any work: bad input fails fast and writes nothing.
-    loaded = [(task, limited_data(source, task, split, limit)) for task in tasks]
+    prepared = prepare(spec, Path(out), solver)
+    kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides
+    reused = list(results)
+    pending = [(task, data) for task, data in prepared.loaded if task.name not in results]
+    for predicted in predict_tasks(prepared.solver, pending, settings_of(spec.shots, spec.episodes), spec.log_samples):
+        results[predicted.task.name] = score_and_record(prepared, predicted)
+    return summarise(prepared, kept, results, reused, started)
+
+
+def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
+    """Open the data, make the solver (fine-tuning checkpoints live in the run directory, so a killed
+    run resumes from them), and read every task's data: bad input fails before any work."""
+    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    solver = solver or spec.solver(out.resolve() / "finetune")
+    robustness = Robustness.build(spec.robustness, spec.seed) if spec.robustness else None
+    loaded = [(task, limited_data(source, task, spec.split, spec.limit)) for task in spec.task_list]
     for task, task_data in loaded:
         train = f", {len(task_data.train.examples)} train" if task_data.train else ""
         detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
-    # The settings are part of every task's fingerprint: a rerun with other settings recomputes.
-    settings = {
-        "model": model,
-        "model_identity": getattr(solver, "identity", model),  # an LM's exact weights: a changed model recomputes
-        "solver_options": solver_options,
-        "shots": list(shots),
-        "episodes": episodes,
-        "seed": seed,
-        "limit": limit,
-        "data": source.description,
-        "tape_set": tape_set,
-        "rueval_version": __version__,
-        "slices": list(check_slice_names(slices)),  # names from rueval.slices; scored per task
-        **({"robustness": robustness.describe()} if robustness else {}),
-    }
-    store = RunStore(out)
+    identity = getattr(solver, "identity", spec.model)  # an LM's exact weights: a changed model recomputes
+    settings = {**spec.to_json(), "model_identity": identity, "rueval_version": __version__}
+    return Prepared(spec, RunStore(out), source, loaded, solver, robustness, settings)
 
-    def claim() -> tuple[dict[str, TaskResult], dict[str, TaskResult]]:
-        """The earlier run's results kept, and the finished tasks reused as they are."""
-        kept = store.claim(settings, list(tasks), force)
-        store.save_options(options or {}, settings)  # the input is valid: the work begins
-        reusable = {}
-        for task, task_data in loaded:
-            stored = store.stored(task, fingerprint(settings, task, task_data))
-            if stored is not None and (store.has_samples(task) or not log_samples):
-                reusable[task.name] = stored
-        return kept, reusable
 
-    kept, results = on_main(claim)  # under accelerate launch, decided by the main process for all
-    reused = list(results)
-    pending = [(task, task_data) for task, task_data in loaded if task.name not in results]
-    for predicted in predict_tasks(solver, pending, settings_of(shots, episodes), log_samples):
-        task, examples = predicted.task, predicted.data.eval.examples
-        started_scoring = time.perf_counter()
-        result = score(predicted)
-        diagnose(result, task, examples, predicted.headline, predicted.seconds, solver, settings["slices"], seed)
-        if robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
-            result.perturbations = robustness.evaluate(source, task, predicted, records_read(predicted.data, limit))
-        result.fingerprint = fingerprint(settings, task, predicted.data)
-        result.wall_time_s = predicted.seconds + time.perf_counter() - started_scoring
-        store.record(task, result, prediction_rows(predicted), predicted.samples if log_samples else None)
-        results[task.name] = result
-        scoring_seconds = result.wall_time_s - predicted.seconds
-        detail(f"{task.name}: predicted in {predicted.seconds:.1f} s, scored in {scoring_seconds:.1f} s")
+def reuse(prepared: Prepared, force: bool) -> tuple[dict[str, TaskResult], dict[str, TaskResult]]:
+    """The earlier run's results kept (its other tasks, same settings), and the finished tasks reused as
+    they are (with their sample logs when the run keeps them)."""
+    store = prepared.store
+    kept = store.claim(prepared.settings, prepared.spec.tasks, force)
+    store.save_spec(prepared.settings)  # the input is valid: the work begins
+    reusable = {}
+    for task, task_data in prepared.loaded:
+        stored = store.stored(task, task_fingerprint(prepared, task, task_data))
+        if stored is not None and (store.has_samples(task) or not prepared.spec.log_samples):
+            reusable[task.name] = stored
+    return kept, reusable
+
+
+def score_and_record(prepared: Prepared, predicted: Predicted) -> TaskResult:
+    """The task's scores, intervals, slices and attacks, written with its predictions (and sample log)."""
+    spec, task, examples = prepared.spec, predicted.task, predicted.data.eval.examples
+    started = time.perf_counter()
+    result = score(predicted)
+    diagnose(result, task, examples, predicted.headline, predicted.seconds, prepared.solver, spec.slices, spec.seed)
+    if prepared.robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
+        read = records_read(predicted.data, spec.limit)
+        result.perturbations = prepared.robustness.evaluate(prepared.source, task, predicted, read)
+    result.fingerprint = task_fingerprint(prepared, task, predicted.data)
+    result.wall_time_s = predicted.seconds + time.perf_counter() - started
+    samples = predicted.samples if spec.log_samples else None
+    prepared.store.record(task, result, prediction_rows(predicted), samples)
+    scoring_seconds = result.wall_time_s - predicted.seconds
+    detail(f"{task.name}: predicted in {predicted.seconds:.1f} s, scored in {scoring_seconds:.1f} s")
+    return result
+
+
+def summarise(
+    prepared: Prepared,
+    kept: dict[str, TaskResult],
+    results: dict[str, TaskResult],
+    reused: list[str],
+    started: float,
+) -> RunResult:
+    """OUT/results.json (and its lm-eval twin): every task of the run, then the earlier ones kept."""
     if (launch := world()) is not None:
-        store.notes.append(launch.note())
-    ordered = {task.name: results[task.name] for task, _ in loaded}
+        prepared.store.notes.append(launch.note())
+    ordered = {task.name: results[task.name] for task, _ in prepared.loaded}
     everything = {**kept, **ordered}
+    # the run's settings, naming where the data came from (the bundled samples too); its tasks are below
+    settings = {key: value for key, value in prepared.settings.items() if key != "tasks"}
     summary = RunResult(
-        settings=settings,
+        settings={**settings, "data": prepared.source.description},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
         rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
         # timings of this run's own work: a reused task's figures are the earlier run's
-        industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, solver),
+        industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, prepared.solver),
         tasks=everything,
         reused=reused,
-        notes=store.notes,
+        notes=prepared.store.notes,
     )
-    store.write_results(summary)
-    write_json(out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
+    prepared.store.write_results(summary)
+    write_json(prepared.store.out / LM_EVAL_FILE, lm_eval_results(summary))  # the same results in lm-eval's schema
     return summary
 
 
-def check_limit(limit: float | None) -> int | float | None:
-    """--limit as lm-eval reads it: a whole number of records, or a share of them between 0 and 1."""
-    if limit is None or 0 < limit < 1:
-        return limit
-    if limit < 1 or limit != int(limit):
-        raise RuevalError(f"--limit {limit}: expected a whole number of records, or a share between 0 and 1")
-    return int(limit)
+def task_fingerprint(prepared: Prepared, task: Task, task_data: TaskData) -> str:
+    """Everything a task's result depends on: the spec's fingerprint, the model's exact identity and
+    rueval's version, then the task, its scored split and its data."""
+    run_key = {
+        "spec": prepared.spec.fingerprint(),
+        **{k: prepared.settings[k] for k in ("model_identity", "rueval_version")},
+    }
+    return fingerprint(run_key, task, task_data)
 
 
 def limited_data(source: DataSource, task: Task, split: str | None, limit: float | None) -> TaskData:

@@ -13,81 +13,46 @@ from rueval.errors import RuevalError
 from rueval.files import write_jsonl, write_text
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
-from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation, describe
-from rueval.robustness.semantic_filter import Filtered, SemanticFilter, choose_similarity
-from rueval.robustness.targets import applies, not_applied_notes, protected_spans_batch
+from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation
+from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
+from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.predict import Predicted
+from rueval.run.spec import RobustnessOptions, RunSpec
 from rueval.solvers import Setting
 from rueval.tasks import Example, Task
 
-ALL = "all"
-
 
 class Robustness:
-    """The perturbations of a run, the semantic filter for the ones made here, and notes for the user."""
+    """The perturbations of a run, the semantic filter for the ones made here, and which were asked for."""
 
     def __init__(
         self,
         perturbations: Sequence[Perturbation],
         semantic_filter: SemanticFilter,
         requested: Sequence[str] | None = None,
-        notes: Sequence[str] = (),
     ):
         self.perturbations = list(perturbations)
         self.semantic_filter = semantic_filter
         self.requested = None if requested is None else list(requested)  # None: every one available
-        self.notes = list(notes)
 
     @classmethod
-    def from_options(
-        cls,
-        spec: str = ALL,
-        seed: int = 0,
-        filter_model: str | None = None,
-        translation_model: str | None = None,
-        addsent_model: str | None = None,
-        filter_threshold: float | None = None,
-        filter_min_share: float = 0.0,
-        base_url: str | None = None,
-    ) -> Robustness:
-        """Parse ``--perturb all|NAME[:RATE],...``. In ``all`` the model-based perturbations come
-        only with their model option; named explicitly, BackTranslation falls back to OPUS-MT.
-        ``base_url`` serves an ``openai:MODEL`` given as --addsent-model."""
-        rates = _parse_spec(spec)
-        notes, perturbations = [], []
-        for name, cls_ in PERTURBATIONS.items():
-            if rates is not None and name not in rates:
-                continue
-            rate = None if rates is None else rates[name]
-            if cls_ is BackTranslation:
-                if rates is None and translation_model is None:
-                    notes.append(f"{name} not included: give --translation-model RU_EN,EN_RU to include it")
-                    continue
-                to_english, to_russian = _translation_models(translation_model)
+    def build(cls, options: RobustnessOptions, seed: int = 0) -> Robustness:
+        """The perturbations and filter of ``options``, seeded by the run's seed (models load on first use)."""
+        perturbations = []
+        for name, rate in options.perturbations:
+            kind = PERTURBATIONS[name]
+            if kind is BackTranslation:
+                to_english, to_russian = options.translation_models or DEFAULT_TRANSLATION_MODELS
                 translators = Seq2SeqTranslator(to_english), Seq2SeqTranslator(to_russian)
                 perturbations.append(BackTranslation(*translators, rate, seed))
-            elif cls_ is AddSent:
-                if addsent_model is None:
-                    if rates is not None:
-                        raise RuevalError(f"{name} needs --addsent-model: a language model, hf:PATH_OR_HUB_ID")
-                    notes.append(f"{name} not included: give --addsent-model MODEL to include it")
-                    continue
-                perturbations.append(AddSent(EngineGenerator(addsent_model, seed, base_url=base_url), rate, seed))
+            elif kind is AddSent:
+                generator = EngineGenerator(options.addsent_model, seed, base_url=options.base_url)
+                perturbations.append(AddSent(generator, rate, seed))
             else:
-                perturbations.append(cls_(rate, seed))
-        notes += not_applied_notes([p.name for p in perturbations])
-        similarity, note = choose_similarity(filter_model)
-        notes += [note] if note else []
-        semantic_filter = SemanticFilter(similarity, filter_threshold, filter_min_share)
-        return cls(perturbations, semantic_filter, None if rates is None else list(rates), notes)
-
-    def describe(self) -> dict[str, Any]:
-        """The settings, for results.json and the resume fingerprint."""
-        return {
-            "requested": self.requested or ALL,
-            "perturbations": describe(self.perturbations),
-            "filter": self.semantic_filter.describe(),
-        }
+                perturbations.append(kind(rate, seed))
+        similarity = BertScore(options.filter_model) if options.filter_model else CharNgramSimilarity()
+        semantic_filter = SemanticFilter(similarity, options.filter_threshold, options.filter_min_share)
+        return cls(perturbations, semantic_filter, options.requested)
 
     def generate(
         self, task: Task, examples: Sequence[Example], file: str, perturbations: Sequence[Perturbation] | None = None
@@ -150,53 +115,20 @@ class Robustness:
         return results
 
 
-def _parse_spec(spec: str) -> dict[str, float | None] | None:
-    """``all`` -> None; ``butter_fingers,change_char_case:0.5`` -> {name: rate or None}."""
-    if spec.strip().lower() == ALL:
-        return None
-    rates: dict[str, float | None] = {}
-    for item in filter(None, (part.strip().lower() for part in spec.split(","))):
-        name, _, rate = item.partition(":")
-        if name not in PERTURBATIONS:
-            raise RuevalError(f"unknown perturbation '{name}'; expected all or some of: {', '.join(PERTURBATIONS)}")
-        try:
-            rates[name] = float(rate) if rate else None
-        except ValueError:
-            raise RuevalError(f"{item}: the rate after ':' must be a number") from None
-    if not rates:
-        raise RuevalError("name at least one perturbation, or all")
-    return rates
-
-
-def _translation_models(option: str | None) -> tuple[str, str]:
-    if option is None:
-        return DEFAULT_TRANSLATION_MODELS
-    names = [name.strip() for name in option.split(",") if name.strip()]
-    if len(names) != 2:
-        raise RuevalError("--translation-model: give two models, Russian->English and English->Russian, with a comma")
-    return names[0], names[1]
-
-
-def write_attack_sets(
-    robustness: Robustness,
-    tasks: Sequence[Task],
-    data: str | None,
-    out: Path,
-    split: str | None = None,
-    limit: int | None = None,
-) -> dict[str, dict[str, int]]:
+def write_attack_sets(spec: RunSpec, out: Path) -> dict[str, dict[str, int]]:
     """Write OUT/<task folder>/<split>.jsonl in TAPE's episodes layout: the original records
     marked ``"perturbation": <task name>``, then each perturbation's filtered copies marked with
     its name and carrying their original's idx; the train split is copied beside it, so OUT is a
     complete --data directory. Returns the number of records per task and perturbation."""
+    tasks, robustness = spec.task_list, Robustness.build(spec.robustness or RobustnessOptions.parse(), spec.seed)
     nested = [task.name for task in tasks if task.nested]  # perturbed on the fly only
     if nested:
         raise RuevalError(
             f"{', '.join(nested)}: several examples per record, so no perturbed files are written; "
             "use rueval run --perturb"
         )
-    source = open_data(data)
-    loaded = [(task, load_task_data(source, task, split, limit)) for task in tasks]  # all data checked first
+    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    loaded = [(task, load_task_data(source, task, spec.split, spec.limit)) for task in tasks]  # all data checked first
     counts: dict[str, dict[str, int]] = {}
     for task, task_data in loaded:
         examples = task_data.eval.examples

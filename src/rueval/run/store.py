@@ -1,5 +1,5 @@
-"""A run directory and what lives in it: OUT/run.json (the options the run was started with, for
---resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
+"""A run directory and what lives in it: OUT/run.json (the run's spec, with the model's identity and
+rueval's version, for --resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
 depends on), OUT/predictions/<task>.jsonl, OUT/results.json and, when asked for, OUT/samples/<task>.jsonl
 (the sample logs).
 
@@ -10,10 +10,8 @@ silently: the run stops before any work unless told to replace them (``force``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +19,11 @@ from rueval.data import TaskData
 from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
+from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
-OPTIONS_FILE = "run.json"
+SPEC_FILE = "run.json"
+RESOLVED = ("model_identity", "rueval_version")  # what a run records in run.json beside its spec
 
 
 class RunStore:
@@ -31,29 +31,29 @@ class RunStore:
         self.out = Path(out)
         self.notes: list[str] = []  # what the store did that the user should know (printed by the CLI)
 
-    # -- the options a run was started with, for --resume ------------------------------------------
-    def save_options(self, options: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
-        write_json(self.out / OPTIONS_FILE, {"options": dict(options), "settings": dict(settings)})
+    # -- the run's spec, for --resume ----------------------------------------------------------------
+    def save_spec(self, settings: Mapping[str, Any]) -> None:
+        """``settings``: the spec's JSON and the values the run resolved (RESOLVED)."""
+        write_json(self.out / SPEC_FILE, dict(settings))
 
-    def load_options(self) -> dict[str, Any]:
-        """The options saved by the run in this directory; a user error if there are none or they are damaged."""
-        path = self.out / OPTIONS_FILE
+    def load_spec(self) -> RunSpec:
+        """The spec of the run in this directory; a user error if there is none or it is damaged."""
+        path = self.out / SPEC_FILE
         if not path.is_file():
             raise RuevalError(f"{path}: not found; --resume continues a run started with rueval run -o {self.out}")
-        saved = Checker(str(path)).obj(read_json_file(path), "")
-        options = saved.get("options", saved)  # runs before rueval 0.1.1 saved the options alone
-        return dict(Checker(str(path)).obj(options, "options"))
+        return read_spec(path, RESOLVED)
 
     # -- another run's results in the directory --------------------------------------------------------
-    def claim(self, settings: Mapping[str, Any], tasks: list[Task], force: bool) -> dict[str, TaskResult]:
+    def claim(self, settings: Mapping[str, Any], tasks: Sequence[str], force: bool) -> dict[str, TaskResult]:
         """Make the directory this run's before any work. Returns the earlier results of the same
         settings for tasks this run does not score (merged into its results.json, and said so);
         another run's results stop the run, unless ``force`` replaces them."""
         earlier = self._earlier_settings()
-        if earlier is not None and earlier != dict(settings):
+        if earlier is not None and scored(earlier) != scored(settings):
             if not force:
+                differences = _differences(scored(earlier), scored(settings))
                 raise RuevalError(
-                    f"{self.out}: holds the results of another run ({_differences(earlier, settings)}); "
+                    f"{self.out}: holds the results of another run ({differences}); "
                     "give a new -o, or --force to replace them"
                 )
             for name in ("tasks", "predictions", "samples"):
@@ -63,24 +63,22 @@ class RunStore:
             return {}
         if earlier is None or not (self.out / "results.json").is_file():
             return {}
-        kept = {}
         previous = RunResult.read(self.out)
-        for name, result in previous.tasks.items():
-            if name not in {task.name for task in tasks}:
-                kept[name] = result
+        kept = {name: result for name, result in previous.tasks.items() if name not in tasks}
         if kept:
             self.notes.append(f"kept {len(kept)} task(s) of the earlier run with the same settings: {', '.join(kept)}")
         return kept
 
     def _earlier_settings(self) -> dict[str, Any] | None:
-        results, options = self.out / "results.json", self.out / OPTIONS_FILE
+        """The settings of the run in the directory: its run.json, else its results.json."""
+        results, spec = self.out / "results.json", self.out / SPEC_FILE
         if self.out.exists() and not self.out.is_dir():
             raise RuevalError(f"-o {self.out}: is a file, not a directory")
         try:
+            if spec.is_file():
+                return dict(Checker(str(spec)).obj(read_json_file(spec), ""))
             if results.is_file():
                 return RunResult.read(self.out).settings
-            if options.is_file():
-                return dict(Checker(str(options)).obj(read_json_file(options), "").get("settings") or {}) or None
         except DataError as e:
             raise RuevalError(f"{e}; give a new -o, or --force to replace the run in {self.out}") from None
         return None
@@ -124,12 +122,13 @@ class RunStore:
         return self.out / "tasks" / f"{task.name}.json"
 
 
-def fingerprint(settings: Mapping[str, Any], task: Task, data: TaskData) -> str:
-    """A hash of everything a task's result depends on: the run's settings, the task, the scored split and the data."""
-    key = {**settings, "task": task.name, "split": data.eval.name, "data": data.sha256}
+def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
+    """A hash of everything a task's result depends on: the run's (``run_key``), the task, its scored
+    split and its data."""
+    key = {**run_key, "task": task.name, "split": data.eval.name, "data": data.sha256}
     if task.revision:  # a task declared in a YAML file: an edited file is another task
         key["task_revision"] = task.revision
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return digest(key)
 
 
 def _differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:

@@ -6,8 +6,8 @@ ruOpenBookQA a letter, CheGeKa the answer text, MultiQ one answer span of the ma
 the record's `bridge_answers` in its meta.
 
 The test predictions are the run's own when it scored MERA's test split; otherwise (MERA's test
-answers are hidden) the run's model predicts the test split with the run's settings (seed, solver
-options, the first k of its shots, episode 0).
+answers are hidden) the run's solver, made again from its saved spec (OUT/run.json), predicts the
+test split with the run's settings (seed, solver options, the first k of its shots, episode 0).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from rueval.files import atomic_path
 from rueval.results import RunResult
 from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
-from rueval.solvers import Setting, make_solver
+from rueval.run.store import RunStore
+from rueval.solvers import Setting
 from rueval.tasks import Example, Task, get_task
 
 
@@ -68,7 +69,7 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
     to_predict = [(get_task(name), TaskData(tests[name], load_train(source, get_task(name)))) for name in scored]
     to_predict = [(task, data) for task, data in to_predict if task.name not in predictions]
     if to_predict:
-        predictions |= _predict(run, to_predict)
+        predictions |= _predict(run_dir, to_predict)
     files = {
         f"{MERA_TASKS[name]}.json": {
             "data": {"test": mera_entries(get_task(name), tests[name].examples, predictions[name])}
@@ -89,10 +90,7 @@ def _mera_root(run_dir: Path, task: str, file: str | None) -> Path:
     return path.parent.parent
 
 
-def _predict(run: RunResult, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:
-    settings = run.settings
-    if str(settings.get("model_identity", "")).endswith("@in-memory"):
-        raise RuevalError("the run's model was given in memory: predict MERA's test split with a run of a model spec")
-    solver = make_solver(settings["model"], settings.get("seed", 0), **settings.get("solver_options", {}))
-    setting = Setting((settings.get("shots") or [0])[0])
-    return {p.task.name: p.headline for p in predict_tasks(solver, pending, [setting])}
+def _predict(run_dir: Path, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:
+    spec = RunStore(run_dir).load_spec()
+    solver = spec.solver(run_dir.resolve() / "finetune")  # a fine-tuned run's models are reused
+    return {p.task.name: p.headline for p in predict_tasks(solver, pending, [Setting(spec.shots[0])])}

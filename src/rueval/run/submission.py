@@ -19,8 +19,9 @@ from typing import Any
 from rueval.data import DataSource, Split, TaskData, load_train, open_data
 from rueval.files import atomic_path
 from rueval.run.predict import predict_tasks
-from rueval.solvers import Setting, make_solver
-from rueval.tasks import BENCHMARKS, Example, Task
+from rueval.run.spec import RunSpec
+from rueval.solvers import Setting
+from rueval.tasks import Example, Task
 
 
 def submission_lines(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str, Any]]:
@@ -49,23 +50,16 @@ def _muserc_lines(examples: Sequence[Example], labels: Sequence[Any]) -> list[di
     return list(passages.values())
 
 
-def submit(
-    model: str,
-    data: str | None,
-    out: Path,
-    seed: int = 0,
-    solver_options: dict[str, Any] | None = None,
-    shots: int = 0,
-) -> dict[str, int]:
-    """Predict every RSG test set and write the leaderboard zip; returns lines written per file.
-    ``solver_options`` go to the solver's factory (e.g. the heuristic model's fallback); a language
-    model answers with ``shots`` demonstrations (episode 0). The solver learns from train and val
-    together (label priors from both, as the heuristics paper's submissions took them)."""
-    source = open_data(data)
-    solver = make_solver(model, seed, **(solver_options or {}))
-    pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in BENCHMARKS["rsg"]]
+def write_submission(spec: RunSpec, out: Path) -> dict[str, int]:
+    """Predict the test set of every task of ``spec`` (RSG's) and write the leaderboard zip; returns
+    lines written per file. A language model answers with the spec's first number of shots (episode
+    0). The solver learns from train and val together (label priors from both, as the heuristics
+    paper's submissions took them)."""
+    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    solver = spec.solver()
+    pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in spec.task_list]
     files: dict[str, str] = {}
-    for predicted in predict_tasks(solver, pending, [Setting(shots)]):
+    for predicted in predict_tasks(solver, pending, [Setting(spec.shots[0])]):
         task, test = predicted.task, predicted.data.eval
         lines = submission_lines(task, test.examples, predicted.headline)
         files[f"{task.folder}.jsonl"] = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
