@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import read_jsonl
+from support import read_samples
 
 from rueval.data import load_task_data, open_data
 from rueval.models.base import Generation, Loglikelihood
@@ -27,7 +27,7 @@ def run_args(model: str, out: Path, scoring: str, *flags: str) -> list[str]:
 
 
 def samples(out: Path) -> dict[str, list[dict]]:
-    return {task: read_jsonl(out / "samples" / f"{task}.jsonl") for task in CHOICE_TASKS}
+    return {task: read_samples(out, task) for task in CHOICE_TASKS}
 
 
 def disagreements(served: dict[str, list[dict]], reference: dict[str, list[dict]]) -> tuple[float, int]:

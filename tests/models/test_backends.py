@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import SYSTEM, read_jsonl
+from support import SYSTEM, read_samples
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
@@ -72,7 +72,7 @@ def test_a_registered_backend_runs_tasks_end_to_end_through_the_normal_run(cli, 
     for name in ("terra", "multiq"):
         task = get_task(name)
         examples = load_task_data(open_data(None), task, None, 4).eval.examples
-        lines = read_jsonl(out / "samples" / f"{name}.jsonl")
+        lines = read_samples(out, name)
         assert len(lines) == 2 * len(examples)  # k = 0 and k = 1
         for line in lines:
             (argument,) = line["arguments"].values()

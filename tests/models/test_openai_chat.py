@@ -10,7 +10,7 @@ import logging
 
 import pytest
 from fault_server import FaultServer
-from support import read_jsonl
+from support import read_samples
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
@@ -48,7 +48,7 @@ def test_without_prompt_logprobs_answers_are_generated_and_matched(cli, server, 
     for task in ("parus", "terra"):
         assert results["tasks"][task]["protocol"] == "generate-match"
         assert "metrics_norm" not in results["tasks"][task]["shots"]["1"]  # no per-byte reading of a matched answer
-        lines = [line for line in read_jsonl(tmp_path / "out" / "samples" / f"{task}.jsonl") if line["k"] == 1]
+        lines = [line for line in read_samples(tmp_path / "out", task) if line["k"] == 1]
         assert all(len(line["arguments"]) == 1 for line in lines)  # one generation per question, not one per option
         data = load_task_data(open_data(None), get_task(task), None, 4)
         questions = [get_prompt(get_task(task)).questions(example)[0] for example in data.eval.examples]

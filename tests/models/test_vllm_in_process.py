@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from agreement import TOLERANCE, disagreements, plan_requests, run_args, samples
-from support import read_jsonl, require
+from support import read_samples, require
 from vllm_server import REPO, vllm_missing, vllm_python
 
 from rueval.api import evaluate
@@ -67,7 +67,7 @@ def test_greedy_generation_in_process_equals_hf_greedy(vllm_runs, chat_model, cl
     result = cli("run", "-m", f"hf:{chat_model}", *GREEDY, "--log-samples", "-o", tmp_path)
     assert result.exit_code == 0, result.output
     for task in ("chegeka", "multiq"):
-        ours, theirs = (read_jsonl(run / "samples" / f"{task}.jsonl") for run in (vllm_runs / "greedy", tmp_path))
+        ours, theirs = (read_samples(run, task) for run in (vllm_runs / "greedy", tmp_path))
         assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
         assert all(line["resps"][0][0] for line in ours)
 
@@ -75,7 +75,7 @@ def test_greedy_generation_in_process_equals_hf_greedy(vllm_runs, chat_model, cl
 def test_in_process_vllm_samples_what_a_vllm_server_samples(vllm_runs, vllm_server, tmp_path):
     served = OpenAICompletionsModel(vllm_server.name, vllm_server.url)
     evaluate(served, ["chegeka"], limit=3, log_samples=True, out=tmp_path)
-    ours, theirs = (read_jsonl(run / "samples" / "chegeka.jsonl") for run in (vllm_runs / "sampled", tmp_path))
+    ours, theirs = (read_samples(run, "chegeka") for run in (vllm_runs / "sampled", tmp_path))
     assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
 
 

@@ -19,7 +19,7 @@ from agreement import (
     run_args,
     samples,
 )
-from support import SYSTEM, read_jsonl
+from support import SYSTEM, read_samples
 from text_prompts import PAIRS, text_reference
 from transformers import AutoTokenizer
 from vllm_server import VLLMServer
@@ -180,8 +180,8 @@ def test_chat_options_by_prompt_logprobs_equal_hf_with_the_chat_template(cli, vl
         assert local["tasks"][task]["protocol"] == "loglik-chat-template"
         assert served["tasks"][task]["score"] == local["tasks"][task]["score"]
         for sent, rendered in zip(
-            read_jsonl(tmp_path / "chat" / "samples" / f"{task}.jsonl"),
-            read_jsonl(tmp_path / "hf" / "samples" / f"{task}.jsonl"),
+            read_samples(tmp_path / "chat", task),
+            read_samples(tmp_path / "hf", task),
             strict=True,
         ):
             assert sent["prediction"] == rendered["prediction"]
@@ -206,7 +206,7 @@ def test_greedy_chat_answers_equal_hf_with_the_template(cli, vllm_server, chat_m
     results = json.loads((tmp_path / "chat" / "results.json").read_text(encoding="utf-8"))
     assert results["tasks"]["multiq"]["protocol"] == "generate-chat"
     for task in ("chegeka", "multiq"):
-        chat, hf = (read_jsonl(tmp_path / run / "samples" / f"{task}.jsonl") for run in ("chat", "hf"))
+        chat, hf = (read_samples(tmp_path / run, task) for run in ("chat", "hf"))
         assert [line["resps"] for line in chat] == [line["resps"] for line in hf]
         assert all(json.loads(line["arguments"]["gen_args_0"]["arg_0"])[-1]["role"] == "user" for line in chat)
 

@@ -237,7 +237,8 @@ LogSamplesOption = Annotated[
     typer.Option(
         "--log-samples",
         "--log_samples",
-        help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape).",
+        help="Write OUT/samples/samples_<task>_<date id>.jsonl: every example's prompts, scores and metrics "
+        "(lm-eval's name and shape).",
     ),
 ]
 TapeSetOption = Annotated[
