@@ -11,6 +11,7 @@ import typer
 
 from rueval.cli.app import app
 from rueval.cli.groups import GroupValues, flag, grouped
+from rueval.cli.lm_eval_args import lm_eval_model
 from rueval.cli.options import (
     ROBUSTNESS_OPTIONS,
     SOLVER_OPTIONS,
@@ -39,7 +40,6 @@ from rueval.cli.options import (
     VerboseOption,
     console,
     errors,
-    lm_eval_model,
     parse_shots,
     user_errors,
 )
@@ -110,7 +110,7 @@ def run(
     else:
         from rueval.run.spec import RunSpec
 
-        model, given = lm_eval_model(model, solver.given)  # lm-eval's --model hf --model_args: rueval's -m hf:NAME
+        model, given = lm_eval_model(model, solver.given)  # lm-eval's --model NAME --model_args: rueval's -m
         spec = RunSpec.create(
             tasks,
             model,

@@ -1,7 +1,7 @@
 """A run directory and what lives in it: OUT/run.json (the run's spec, with the model's identity and
-rueval's version, for --resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score
-depends on), OUT/predictions/<task>.jsonl, OUT/results.json and, when asked for, OUT/samples/<task>.jsonl
-(the sample logs).
+rueval's version, for --resume), OUT/tasks/<task>.json (each finished task, with the fingerprint of
+everything its score depends on), OUT/predictions/<task>.jsonl, OUT/results.json and, when asked
+for, OUT/samples/samples_<task>_<date id>.jsonl (the sample logs, named as lm-eval names them).
 
 A finished task whose fingerprint matches is reused as it was, so an interrupted run resumes where
 it stopped. A directory that holds another run's results (other settings) is never overwritten
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from rueval.data import TaskData
 from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
+from rueval.results.lm_eval import SAMPLES_DIR, sample_file, sample_files
 from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
@@ -56,7 +58,7 @@ class RunStore:
                     f"{self.out}: holds the results of another run ({differences}); "
                     "give a new -o, or --force to replace them"
                 )
-            for name in ("tasks", "predictions", "samples"):
+            for name in ("tasks", "predictions", SAMPLES_DIR):
                 shutil.rmtree(self.out / name, ignore_errors=True)
             (self.out / "results.json").unlink(missing_ok=True)
             self.notes.append(f"replaced the results of another run in {self.out} (--force)")
@@ -100,20 +102,17 @@ class RunStore:
     def record(
         self, task: Task, result: TaskResult, rows: list[PredictionRow], samples: list[dict[str, Any]] | None = None
     ) -> None:
-        """Write the task's predictions (and sample log), then its result: a result on disk always has its
-        predictions."""
+        """Write the task's predictions (and sample log, named as lm-eval names its own), then its result: a
+        result on disk always has its predictions. An earlier log would no longer match the predictions."""
         write_predictions(self.out / "predictions" / f"{task.name}.jsonl", rows)
+        for earlier in sample_files(self.out, task.name):
+            earlier.unlink()
         if samples is not None:
-            write_jsonl(self.samples_file(task.name), samples)
-        else:  # an earlier log would no longer match the predictions
-            self.samples_file(task.name).unlink(missing_ok=True)
+            write_jsonl(sample_file(self.out, task.name, datetime.now()), samples)
         result.write(self._task_file(task))
 
     def has_samples(self, task: Task) -> bool:
-        return self.samples_file(task.name).is_file()
-
-    def samples_file(self, task_name: str) -> Path:
-        return self.out / "samples" / f"{task_name}.jsonl"
+        return bool(sample_files(self.out, task.name))
 
     def write_results(self, results: RunResult) -> None:
         results.write(self.out)
