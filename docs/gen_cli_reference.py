@@ -16,8 +16,9 @@ CONTEXT = typer.Context(ROOT, info_name="rueval")
 
 
 def escaped(text: str) -> str:
-    """Help text as Markdown that shows it verbatim: `code` kept, <, >, &, |, * and _ escaped elsewhere."""
-    parts = text.split("`")
+    """Help text as Markdown that shows it verbatim: `code` kept, <, >, &, |, * and _ escaped elsewhere;
+    rich markup's escaped brackets (`rueval\\[peft]`, which --help prints as `rueval[peft]`) as brackets."""
+    parts = text.replace("\\[", "[").split("`")
     for i in range(0, len(parts), 2):
         parts[i] = re.sub(r"([*_\\])", r"\\\1", html.escape(parts[i], quote=False)).replace("|", "&#124;")
     return "`".join(parts)

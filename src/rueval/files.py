@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -46,11 +47,37 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    write_text(path, _json(path, data, indent=2) + "\n")
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    """One JSON line per row, written as the rows come (a large file is never held whole)."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as f:
+        for line, row in enumerate(rows, 1):
+            f.write(_json(f"{path}:{line}", row) + "\n")
+
+
+def _json(where: Path | str, data: Any, indent: int | None = None) -> str:
+    """``data`` as JSON; a RuevalError naming the file (and line) and the field where a number is NaN
+    or infinite (JSON has no such numbers, and a score that is one is no score): nothing is written."""
+    try:
+        return json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:
+        field, value = _non_finite(data)
+        raise RuevalError(f"{where}: field '{field}' is {value}, not a number; not written") from None
+
+
+def _non_finite(data: Any, at: str = "") -> tuple[str, float]:
+    """The first NaN or infinite number in ``data`` and its dotted path."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list | tuple) else ()
+    for key, value in items:
+        where = f"{at}.{key}" if at and isinstance(key, str) else f"{at}[{key}]" if at else str(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            return where, value
+        found = _non_finite(value, where)
+        if found[0]:
+            return found
+    return "", math.nan
 
 
 def read_json(path: Path) -> Any:

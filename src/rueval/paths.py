@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rueval.errors import RuevalError
+
 
 def cache_dir(kind: str) -> Path:
     """A cache folder: $RUEVAL_CACHE_DIR/<kind>, else ~/.cache/rueval/<kind> (XDG_CACHE_HOME honoured)."""
@@ -12,5 +14,10 @@ def cache_dir(kind: str) -> Path:
         os.environ.get("RUEVAL_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rueval"
     )
     path = Path(root) / kind
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file in the way, no permission, a read-only disk
+        where = "RUEVAL_CACHE_DIR" if os.environ.get("RUEVAL_CACHE_DIR") else "the cache folder"
+        message = f"cannot be made ({e.strerror or e}); set {where} to a folder rueval can write"
+        raise RuevalError(f"{path}: {message}") from None
     return path

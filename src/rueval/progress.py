@@ -5,6 +5,7 @@ once how much of this is shown (``set_level``: --quiet, --verbose)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator
@@ -27,11 +28,38 @@ _level = NORMAL
 
 
 def set_level(quiet: bool = False, verbose: bool = False) -> None:
-    """How much is shown: quiet hides progress and information (warnings and errors stay), verbose adds detail."""
+    """How much is shown: quiet hides progress and information (warnings and errors stay), verbose adds
+    detail. Hugging Face's progress bars (downloads, transformers' weight loading) follow quiet too."""
     global _level
     if quiet and verbose:
         raise RuevalError("--quiet and --verbose: give one of them")
     _level = QUIET if quiet else VERBOSE if verbose else NORMAL
+    _hugging_face_bars(shown=not quiet)
+
+
+HF_BARS = "HF_HUB_DISABLE_PROGRESS_BARS"  # read by huggingface_hub, and through it transformers, when imported
+# the switches of those libraries once imported: module -> (its function that shows bars, the one that hides them)
+HF_SWITCHES = {
+    "huggingface_hub.utils": ("enable_progress_bars", "disable_progress_bars"),
+    "transformers.utils.logging": ("enable_progress_bar", "disable_progress_bar"),
+}
+_hid_hf_bars = False  # HF_BARS was set here (by --quiet), not by the user
+
+
+def _hugging_face_bars(shown: bool) -> None:
+    """Show or hide Hugging Face's bars: the environment variable for libraries imported later, their
+    switches for those imported already (importing none of them here). A user's own setting stays."""
+    global _hid_hf_bars
+    if HF_BARS in os.environ and not _hid_hf_bars:
+        return
+    if shown:
+        os.environ.pop(HF_BARS, None)
+    else:
+        os.environ[HF_BARS] = "1"
+    _hid_hf_bars = not shown
+    for module, switches in HF_SWITCHES.items():
+        if module in sys.modules:
+            getattr(sys.modules[module], switches[0] if shown else switches[1])()
 
 
 def info(message: str) -> None:

@@ -22,7 +22,8 @@ from rueval.tasks import Example, Task
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
-_BLOCK = 200  # resamples drawn at once: bounds memory to 200 x units counts
+_BLOCK = 200  # resamples drawn at once, at most: bounds memory to 200 x units counts
+_BLOCK_DRAWS = 2**19  # and to this many draws (4 MB a block), so a large split's resamples stay small
 
 # per-unit statistics (units x columns) and the metrics (each an array over resamples) of their sums
 MetricsOfSums = Callable[[np.ndarray], dict[str, np.ndarray]]
@@ -115,14 +116,20 @@ def _resampled_metrics(
 ) -> dict[str, np.ndarray]:
     """Each metric on ``resamples`` bootstrap resamples of the units, plus "score" (their mean)."""
     units = int(unit.max()) + 1
-    unit_stats = np.zeros((units, stats.shape[1]))
-    np.add.at(unit_stats, unit, stats)  # a unit's examples are drawn together: sum them once
+    if units == len(unit):  # every example is its own unit (units_of numbers them in order): no copy
+        unit_stats = stats
+    else:
+        unit_stats = np.zeros((units, stats.shape[1]))
+        np.add.at(unit_stats, unit, stats)  # a unit's examples are drawn together: sum them once
     blocks: list[dict[str, np.ndarray]] = []
-    for start in range(0, resamples, _BLOCK):
-        size = min(_BLOCK, resamples - start)
+    # the draws of one generator in blocks of any size are the same numbers: the block only bounds memory
+    per_block = max(1, min(_BLOCK, _BLOCK_DRAWS // units))
+    for start in range(0, resamples, per_block):
+        size = min(per_block, resamples - start)
         drawn = rng.integers(0, units, size=(size, units))
         # how often each unit was drawn in each resample, via one bincount over offset indices
-        counts = np.bincount((drawn + units * np.arange(size)[:, None]).ravel(), minlength=size * units)
+        drawn += units * np.arange(size)[:, None]
+        counts = np.bincount(drawn.ravel(), minlength=size * units)
         blocks.append(metrics_of(counts.reshape(size, units) @ unit_stats))
     draws = {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}
     draws["score"] = np.mean(list(draws.values()), axis=0)

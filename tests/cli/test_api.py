@@ -69,7 +69,7 @@ class ConstantModel(LanguageModel):
     capabilities = Capabilities(loglikelihood=True, generation=True)
 
     def loglikelihood(self, requests, on_done=None):
-        return [LoglikelihoodResult(logprob=float(len(r.continuation)), n_tokens=1, greedy=False) for r in requests]
+        return [LoglikelihoodResult(logprob=len(r.continuation) - 1000.0, n_tokens=1, greedy=False) for r in requests]
 
     def generate(self, requests, on_done=None):
         return ["" for _ in requests]

@@ -179,6 +179,31 @@ def test_make_tiny_model_gives_a_model_to_try_offline(cli, tmp_path):
     assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["parus"]["n"] == 3
 
 
+def test_make_tiny_model_on_a_file_is_an_error_and_leaves_the_file(cli, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    result = cli("make-tiny-model", tmp_path / "notes.txt")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {tmp_path / 'notes.txt'}: a file is in the way; a model is saved as a folder\n"
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_quiet_hides_the_weight_loading_bar_of_transformers(cli, tmp_path, tiny_gpt2_dir, monkeypatch):
+    monkeypatch.setattr(progress, "_level", progress.NORMAL)  # restored after the test
+    flags = ("-m", f"hf:{tiny_gpt2_dir}", "-t", "parus", "--limit", "2", "--cache", "off")
+    shown = cli("run", *flags, "-o", tmp_path / "shown")
+    assert shown.exit_code == 0 and "Loading weights" in shown.stderr  # the bar this test looks for
+    quiet = cli("run", *flags, "--quiet", "-o", tmp_path / "quiet")
+    assert quiet.exit_code == 0 and "Loading weights" not in quiet.stderr and "%|" not in quiet.stderr
+    again = cli("run", *flags, "-o", tmp_path / "again")
+    assert "Loading weights" in again.stderr  # --quiet held for its own run only
+
+
+def test_help_names_the_extras_that_peft_and_quantization_need(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # a narrow help column cuts long words short
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", cli("run", "--help").output).split())
+    assert "pip install 'rueval[peft]'" in text and "pip install 'rueval[quantize]'" in text
+
+
 def train_size(folder: str) -> int:
     return len(read_jsonl(SAMPLES_DIR / folder / "train.jsonl"))
 

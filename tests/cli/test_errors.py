@@ -120,6 +120,10 @@ def test_majority_without_train_data(cli, tmp_path, broken):
         (("-t", "superglue"), "unknown task 'superglue'"),
         (("-m", "gpt5"), "unknown model 'gpt5'"),
         (("--data", "/nonexistent/rsg"), "--data /nonexistent/rsg: no such directory or zip file"),
+        # a name left out after the colon: an example of that backend's own names
+        (("-m", "openai:"), "-m openai:: name the model after the colon, e.g. openai:Qwen/Qwen2.5-7B-Instruct"),
+        (("-m", "hf:"), "-m hf:: name the model after the colon, e.g. hf:ai-forever/rugpt3small_based_on_gpt2"),
+        (("-m", "finetune:"), "-m finetune: name the encoder after the colon, e.g. finetune:ai-forever/ruBert-base"),
     ],
 )
 def test_unknown_names(cli, tmp_path, args, expected):
@@ -213,6 +217,18 @@ def missing_library(name):
     return setup
 
 
+def finetune_without(name):
+    def setup(data, monkeypatch, model_dir):
+        write_parus(data)
+        for module in [m for m in sys.modules if m.startswith("rueval.solvers.finetune")]:
+            monkeypatch.delitem(sys.modules, module)  # imported afresh, as on a machine without the extra
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` now raises ImportError
+        return ["--data", data, "-m", f"finetune:{model_dir}"], [f"-m finetune: needs {name}", "rueval[finetune]"]
+
+    setup.__name__ = f"finetune_without_{name}"
+    return setup
+
+
 @pytest.mark.parametrize(
     "setup",
     [
@@ -224,6 +240,8 @@ def missing_library(name):
         unknown_device,
         missing_library("torch"),
         missing_library("transformers"),
+        finetune_without("transformers"),
+        finetune_without("accelerate"),
     ],
     ids=lambda setup: setup.__name__,
 )

@@ -8,8 +8,9 @@ import zipfile
 import pytest
 from support import read_jsonl, write_jsonl
 
-from rueval.data import hub, open_data
-from rueval.data.local import MAX_LINE_BYTES, SAMPLES_DIR
+from rueval.data import ReadLimits, hub, open_data
+from rueval.data.local import SAMPLES_DIR
+from rueval.data.reading import MAX_LINE_BYTES
 from rueval.errors import DataError, RuevalError
 from rueval.tasks import TASKS, Example, get_task
 
@@ -172,10 +173,10 @@ def test_a_line_beyond_the_size_limit_is_refused_before_it_is_parsed(tmp_path, m
     parsed, loads = [], json.loads
     monkeypatch.setattr(json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
     with pytest.raises(DataError) as error:
-        open_data(str(tmp_path), max_line_bytes=300).load(get_task("parus"), "val")
+        open_data(str(tmp_path), ReadLimits(line_bytes=300)).load(get_task("parus"), "val")
     assert str(error.value) == f"{path}:2: line longer than 300 bytes: not read"
     assert [loads(text)["idx"] for text in parsed] == [0]  # the long line never reached the parser
-    assert len(open_data(str(tmp_path), max_line_bytes=500).load(get_task("parus"), "val").examples) == 2
+    assert len(open_data(str(tmp_path), ReadLimits(line_bytes=500)).load(get_task("parus"), "val").examples) == 2
 
 
 def test_a_zip_bomb_is_refused_quickly_in_bounded_memory(tmp_path):

@@ -227,7 +227,7 @@ def test_export_of_a_run_not_on_mera_data_is_a_one_line_error(cli, tmp_path):
 
 
 class RecordingModel(LanguageModel):
-    """Remembers what it was asked; prefers the continuation " 3"."""
+    """Remembers what it was asked; prefers the continuation " 3" (log-probability 0, the others -1)."""
 
     identity = "test:recording"
     capabilities = Capabilities(loglikelihood=True, generation=True)
@@ -237,7 +237,7 @@ class RecordingModel(LanguageModel):
 
     def loglikelihood(self, requests, on_done=None):
         self.asked += [(r.context, r.continuation) for r in requests]
-        return [LoglikelihoodResult(logprob=float(r.continuation == " 3"), n_tokens=1, greedy=False) for r in requests]
+        return [LoglikelihoodResult(float(r.continuation == " 3") - 1, n_tokens=1, greedy=False) for r in requests]
 
     def generate(self, requests, on_done=None):
         return ["" for _ in requests]

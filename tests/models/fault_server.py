@@ -28,7 +28,13 @@ llama.cpp and hosted APIs do), ``fail_next = N`` answers the next N completion r
 connection of the next N POST requests without an answer,
 ``refuse_zero_max_tokens`` rejects ``max_tokens = 0``, ``delay`` holds each completion request
 for that many seconds (so that concurrent requests overlap), ``api_key`` requires a bearer key
-and ``system_fingerprint`` is sent with every completion when set.
+and ``system_fingerprint`` is sent with every completion when set. ``aliases`` serves the model
+under more names, as vLLM's ``--served-model-name`` (answers name the first).
+
+Fault injection, for answers no real server gives on demand: ``fault_logprob`` (when not None)
+replaces every logprob the server answers (NaN, infinity, a positive number, a string: JSON as
+Python writes it, ``NaN`` and ``Infinity`` included), ``fault_model`` names another model in
+every answer.
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ class FaultServer:
         self.retry_after: str | None = None
         self.drop_next = 0
         self.delay = 0.0
+        self.aliases: tuple[str, ...] = ()
+        self.fault_logprob: Any = None
+        self.fault_model: str | None = None
         self.completion_requests = 0  # counters, read by the tests
         self.failures_served = 0
         self.peak_in_flight = 0
@@ -103,7 +112,8 @@ class FaultServer:
             "root": self.root,
             "created": self.created if self.created is not None else int(time.time()),
         }
-        return {"object": "list", "data": [card]}
+        # vLLM's --served-model-name a b: each name listed with the same root, answers naming the first
+        return {"object": "list", "data": [card] + [{**card, "id": alias} for alias in self.aliases]}
 
     def completions(self, body: dict) -> tuple[int, dict]:
         with self._counters:
@@ -117,7 +127,7 @@ class FaultServer:
         try:
             if fail:
                 return 503, _error(503, "the server is overloaded, try again later", "ServiceUnavailableError")
-            if body.get("model") != self.name:
+            if body.get("model") not in (self.name, *self.aliases):
                 return 404, _error(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
             max_tokens = body.get("max_tokens", 16)
             least = 1 if self.refuse_zero_max_tokens else 0
@@ -134,7 +144,7 @@ class FaultServer:
                 "id": f"cmpl-{time.monotonic_ns()}",
                 "object": "text_completion",
                 "created": int(time.time()),
-                "model": self.name,
+                "model": self.fault_model or self.name,
                 "choices": choices,
             }
             return 200, answer | ({"system_fingerprint": self.system_fingerprint} if self.system_fingerprint else {})
@@ -143,7 +153,7 @@ class FaultServer:
                 self._in_flight -= 1
 
     def chat(self, body: dict) -> tuple[int, dict]:
-        if body.get("model") != self.name:
+        if body.get("model") not in (self.name, *self.aliases):
             return 404, _error(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
         messages = body.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
@@ -170,7 +180,7 @@ class FaultServer:
             "id": f"chatcmpl-{time.monotonic_ns()}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": self.name,
+            "model": self.fault_model or self.name,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop" if cuts else "length"}],
         }
         if prompt_logprobs is not None:
@@ -189,10 +199,11 @@ class FaultServer:
         for i in range(1, len(ids)):
             row = logits[i - 1]
             own, best = float(row[ids[i]]), int(row.argmax())
-            entry = {str(ids[i]): {"logprob": own, "rank": int((row > own).sum()) + 1, "decoded_token": texts[i]}}
+            rank = int((row > own).sum()) + 1
+            entry = {str(ids[i]): {"logprob": self._faulty(own), "rank": rank, "decoded_token": texts[i]}}
             if best != ids[i]:
                 entry[str(best)] = {
-                    "logprob": float(row[best]),
+                    "logprob": self._faulty(float(row[best])),
                     "rank": 1,
                     "decoded_token": self.tokenizer.decode([best]),
                 }
@@ -275,10 +286,14 @@ class FaultServer:
                 continue
             row = logits[i - 1]
             best = int(row.argmax())
-            values.append(float(row[ids[i]]))
+            values.append(self._faulty(float(row[ids[i]])))
             # the chosen token first, then the top one: on a text collision the top value wins
-            tops.append({texts[i]: float(row[ids[i]]), self.tokenizer.decode([best]): float(row[best])})
+            top = {texts[i]: float(row[ids[i]]), self.tokenizer.decode([best]): float(row[best])}
+            tops.append({text: self._faulty(value) for text, value in top.items()})
         return {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets}
+
+    def _faulty(self, logprob: float) -> Any:
+        return logprob if self.fault_logprob is None else self.fault_logprob
 
     def _token_texts(self, ids: list[int]) -> list[str]:
         """Incremental detokenization: a token's text is what it adds to the decoded prefix,

@@ -36,6 +36,7 @@ def server(running_server, tiny_gpt2_dir):
     s.logprobs_supported, s.refuse_zero_max_tokens, s.fail_next, s.delay, s.api_key = True, False, 0, 0.0, None
     s.retry_after, s.drop_next = None, 0
     s.system_fingerprint, s.created = None, None
+    s.fault_logprob, s.fault_model, s.aliases = None, None, ()
     s.completion_requests = s.failures_served = s.peak_in_flight = 0
     return s
 
@@ -197,3 +198,51 @@ def test_each_answered_http_request_is_cached_before_a_later_one_fails(server, t
     assert rerun.computed == len(PAIRS) - 2  # the first HTTP request's two prompts were kept
     expected = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(PAIRS)
     assert [r.logprob for r in results] == pytest.approx([r.logprob for r in expected], abs=1e-5)
+
+
+def idle(server) -> None:
+    """Wait for the requests a timed-out client left on the server: none may still run when the tests end."""
+    deadline = time.monotonic() + 30
+    while server._in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # its answer is written to the closed connection
+
+
+def test_a_server_that_never_answers_is_reported_while_waiting_and_given_up_after_the_timeout(
+    server, monkeypatch, capsys
+):
+    monkeypatch.setattr("rueval.models.serving.LOG_EVERY", 0.2)
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, timeout=1.0, retry_delay=0.01)
+    assert backend.identity  # the servers are asked for their weights first, answered at once
+    server.delay = 3.0
+    start = time.monotonic()
+    with pytest.raises(RuevalError, match=r"did not answer within 1 s; --timeout SECONDS waits longer"):
+        backend.loglikelihood(PAIRS[:1])
+    assert time.monotonic() - start < 2  # not six tries of a minute each
+    idle(server)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("waiting for")]
+    assert len(lines) >= 3
+    assert lines[0].startswith(f"waiting for the server at {server.url}: 1 requests unanswered, the oldest for")
+    assert lines[0].endswith("s (given up after 1 s: --timeout)")
+
+
+def test_retries_stop_when_the_timeout_is_used_up(server):
+    server.fail_next = 100
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, timeout=1.0, max_retries=50, retry_delay=0.2)
+    start = time.monotonic()
+    with pytest.raises(RuevalError, match=r"kept failing after [2-5] tries \(HTTP 503\)"):
+        backend.loglikelihood(PAIRS[:1])
+    assert time.monotonic() - start < 1.5
+
+
+def test_the_timeout_option_reaches_the_server_client(cli, server, tmp_path):
+    server.delay = 2.0
+    flags = ("-m", "openai:tiny-gpt2", "--base-url", server.url, "-t", "parus", "--limit", "2")
+    result = cli("run", *flags, "--timeout", "0.5", "-o", tmp_path / "run")
+    assert result.exit_code == 2
+    assert f"the server at {server.url}/completions did not answer within 0.5 s" in result.stderr
+    idle(server)
+    assert not (tmp_path / "run" / "results.json").exists()
+    for bad in ("inf", "nan", "0"):
+        refused = cli("run", *flags, "--timeout", bad, "-o", tmp_path / "other")
+        assert refused.exit_code == 2 and "--timeout" in refused.output, bad

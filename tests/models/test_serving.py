@@ -155,7 +155,7 @@ def test_base_urls_from_a_list_or_a_file(tmp_path):
 
 
 class Counting(LanguageModel):
-    """A fake backend: the context's length as the log-likelihood; counts what it computes."""
+    """A fake backend: minus the context's length as the log-likelihood; counts what it computes."""
 
     identity = "counting"
     capabilities = Capabilities(loglikelihood=True)
@@ -166,7 +166,7 @@ class Counting(LanguageModel):
 
     def loglikelihood(self, requests, on_done=None):
         self.calls += len(requests)
-        return [LoglikelihoodResult(len(r.context) + self.offset, 1, True) for r in requests]
+        return [LoglikelihoodResult(-len(r.context) - self.offset, 1, True) for r in requests]
 
     def generate(self, requests, on_done=None):
         raise NotImplementedError
@@ -176,12 +176,12 @@ def test_refresh_computes_again_and_overwrites(tmp_path):
     path = tmp_path / "cache.sqlite"
     Engine(Counting(), RequestCache(path)).loglikelihood(REQUESTS)
     model = Counting(offset=1.0)  # the same identity, now giving other results
-    assert Engine(model, RequestCache(path)).loglikelihood(REQUESTS)[0].logprob == len(REQUESTS[0].context)
+    assert Engine(model, RequestCache(path)).loglikelihood(REQUESTS)[0].logprob == -len(REQUESTS[0].context)
     assert model.calls == 0
     refreshed = Engine(model, RequestCache(path, refresh=True)).loglikelihood(REQUESTS)
-    assert model.calls == len(REQUESTS) and refreshed[0].logprob == len(REQUESTS[0].context) + 1
+    assert model.calls == len(REQUESTS) and refreshed[0].logprob == -len(REQUESTS[0].context) - 1
     reread = Counting()
-    assert Engine(reread, RequestCache(path)).loglikelihood(REQUESTS)[0].logprob == len(REQUESTS[0].context) + 1
+    assert Engine(reread, RequestCache(path)).loglikelihood(REQUESTS)[0].logprob == -len(REQUESTS[0].context) - 1
     assert reread.calls == 0
 
 
@@ -199,7 +199,7 @@ def test_a_damaged_cache_file_is_reported_and_ignored(tmp_path, caplog):
     model = Counting()
     with caplog.at_level(logging.WARNING):
         results = Engine(model, RequestCache(path)).loglikelihood(REQUESTS)
-    assert [r.logprob for r in results] == [len(r.context) for r in REQUESTS] and model.calls == len(REQUESTS)
+    assert [r.logprob for r in results] == [-len(r.context) for r in REQUESTS] and model.calls == len(REQUESTS)
     assert f"the request cache {path} is ignored: it cannot be read" in caplog.text
     assert path.read_bytes() == b"not a database at all" * 100  # left as it was
 
@@ -212,7 +212,7 @@ def test_a_cache_file_from_a_newer_rueval_is_reported_and_neither_read_nor_writt
     model = Counting()
     with caplog.at_level(logging.WARNING):
         results = Engine(model, RequestCache(path)).loglikelihood(REQUESTS)
-    assert [r.logprob for r in results] == [len(r.context) for r in REQUESTS]  # nothing of the old file mixed in
+    assert [r.logprob for r in results] == [-len(r.context) for r in REQUESTS]  # nothing of the old file mixed in
     assert "written by a newer rueval" in caplog.text and str(path) in caplog.text
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 2

@@ -11,6 +11,7 @@ from statistics import fmean
 import pytest
 from typer.testing import CliRunner
 
+import rueval
 from rueval.cli import app
 from rueval.report.leaderboard import format_score
 from rueval.report.reference import HEURISTICS, RSG, TAPE, TASK_LEVEL, reference, references
@@ -139,3 +140,15 @@ def test_leaderboard_without_results_is_a_user_error(tmp_path):
 )
 def test_scores_print_as_the_papers_print_them(value, text):
     assert format_score(value) == text
+
+
+def test_a_run_folder_named_with_html_and_markdown_is_shown_as_text_in_the_markdown_board(tmp_path):
+    run_dir = tmp_path / "<script>alert(1)</script> *bold* a|b"
+    rueval.evaluate("majority", tasks=["rcb"], out=run_dir)
+    result = invoke("leaderboard", run_dir, "-o", tmp_path / "board")
+    assert result.exit_code == 0, result.output
+    markdown = (tmp_path / "board" / "leaderboard_rsg.md").read_text(encoding="utf-8")
+    assert "<script>" not in markdown and "&lt;script&gt;alert(1)&lt;/script&gt; \\*bold\\* a\\|b" in markdown
+    header = next(line for line in markdown.splitlines() if line.startswith("| # |"))
+    row = next(line for line in markdown.splitlines() if "script" in line)
+    assert row.count(" | ") == header.count(" | ")  # the name's | splits no cell

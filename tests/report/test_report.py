@@ -170,6 +170,15 @@ def write_results(run_dir: Path, text: str) -> Path:
             "field 'tasks.rcb.metrics.accuracy': expected a number",
         ),
         ('{"model": "x", "tasks": {"nli": {"metrics": {}, "score": 1, "n": 2}}}', "field 'tasks.nli': unknown task"),
+        # a NaN or an infinity is no score: refused, never shown as "nan"
+        (
+            '{"model": "x", "tasks": {"rcb": {"metrics": {}, "score": NaN, "n": 2}}}',
+            "'tasks.rcb.score': expected a number, got nan",
+        ),
+        (
+            '{"model": "x", "tasks": {"rcb": {"metrics": {"accuracy": Infinity}, "score": 1, "n": 2}}}',
+            "field 'tasks.rcb.metrics.accuracy': expected a number, got inf",
+        ),
         (
             '{"model": "x", "tasks": {"rcb": {"metrics": {}, "score": 1, "n": 2, "ci": {"accuracy": [1]}}}}',
             "field 'tasks.rcb.ci.accuracy': expected two numbers, the low and high bounds",

@@ -102,3 +102,14 @@ def test_gen_kwargs_errors_are_one_line_before_any_work(cli, tiny_gpt2_dir, tmp_
     assert not (tmp_path / "a").exists()
     classical = cli("run", "-m", "majority", "-t", "multiq", "-o", tmp_path / "b", "--gen_kwargs", "temperature=0")
     assert classical.exit_code == 2 and "--gen-kwargs: majority is no language model" in classical.output
+
+
+def test_a_budget_beyond_the_models_window_is_one_line(cli, tiny_gpt2_dir, tmp_path):
+    run = ("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "multiq", "--limit", "1", "-o", tmp_path / "out")
+    result = cli(*run, "--gen_kwargs", "max_gen_toks=99999999999")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: 99999999999 new tokens do not fit the model's window of 2048 tokens beside a prompt: "
+        "give --gen_kwargs max_gen_toks a smaller number"
+    )
+    assert "Traceback" not in result.stderr and not (tmp_path / "out" / "results.json").exists()

@@ -13,6 +13,7 @@ from rueval.cli.app import app
 from rueval.cli.groups import GroupValues, flag, grouped
 from rueval.cli.lm_eval_args import lm_eval_model
 from rueval.cli.options import (
+    READ_LIMITS,
     ROBUSTNESS_OPTIONS,
     SOLVER_OPTIONS,
     BaseUrlOption,
@@ -22,7 +23,6 @@ from rueval.cli.options import (
     IncludePathOption,
     LimitOption,
     LogSamplesOption,
-    MaxLineOption,
     ModelOption,
     NumFewshotOption,
     PerturbOption,
@@ -41,6 +41,7 @@ from rueval.cli.options import (
     console,
     errors,
     parse_shots,
+    read_limits,
     user_errors,
 )
 from rueval.cli.serve import (
@@ -95,7 +96,7 @@ def run(
     perturb: PerturbOption = None,
     robustness: GroupValues = ROBUSTNESS_OPTIONS,
     tape_set: TapeSetOption = TapeSetName.episodes,
-    max_line_mb: MaxLineOption = 20.0,
+    limits: GroupValues = READ_LIMITS,
     force: ForceOption = False,
     resume: ResumeOption = False,
     quiet: QuietOption = False,
@@ -127,7 +128,7 @@ def run(
             log_samples=log_samples,
             robustness=robustness_options(perturb, robustness, solver.values["base_url"]) if perturb else None,
             tape_set=tape_set.value,
-            max_line_bytes=int(max_line_mb * 2**20),
+            **read_limits(limits),
         )
     run_and_show(spec, out, force)
 
@@ -193,6 +194,7 @@ def perturb(
     limit: LimitOption = None,
     robustness: GroupValues = ROBUSTNESS_OPTIONS,
     base_url: BaseUrlOption = None,
+    limits: GroupValues = READ_LIMITS,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -205,7 +207,14 @@ def perturb(
     print_notes(chosen.notes())
     split_name = split.value if split else None
     spec = RunSpec.create(
-        tasks, data=data, include_path=include_path or (), split=split_name, seed=seed, limit=limit, robustness=chosen
+        tasks,
+        data=data,
+        include_path=include_path or (),
+        split=split_name,
+        seed=seed,
+        limit=limit,
+        robustness=chosen,
+        **read_limits(limits),
     )
     counts = write_attack_sets(spec, out)
     for task, written in counts.items():
@@ -223,6 +232,7 @@ def submit(
     seed: SeedOption = 0,
     shots: Annotated[int, typer.Option(min=0, help="LMs: few-shot demonstrations (episode 0).")] = 0,
     solver: GroupValues = SOLVER_OPTIONS,
+    limits: GroupValues = READ_LIMITS,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
     to: BoardUrlOption = None,
@@ -237,7 +247,7 @@ def submit(
     set_level(quiet, verbose)
     board = board_client(to, token)  # checked before the work; None without --to
     model, given = lm_eval_model(model, solver.given)
-    spec = RunSpec.create("rsg", model, given, spell=flag, data=data, seed=seed, shots=shots)
+    spec = RunSpec.create("rsg", model, given, spell=flag, data=data, seed=seed, shots=shots, **read_limits(limits))
     written = write_submission(spec, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
     if board is not None:

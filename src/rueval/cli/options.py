@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from rueval.cli.groups import OptionGroup
+from rueval.cli.groups import GroupValues, OptionGroup
 from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN
@@ -158,10 +158,10 @@ DeviceMapOption = Annotated[
 ]
 PeftOption = Annotated[
     Path | None,
-    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]')."),
+    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval\\[peft]')."),
 ]
 LoadInOption = Annotated[
-    LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
+    LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval\\[quantize]').")
 ]
 TokenizerOption = Annotated[
     str,
@@ -172,6 +172,10 @@ TokenizerOption = Annotated[
     ),
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
+TimeoutOption = Annotated[
+    float,
+    typer.Option(min=0.001, help="openai: seconds one HTTP request may take, retries included, before the run stops."),
+]
 CacheOption = Annotated[
     CacheMode, typer.Option(help="LMs: the on-disk request cache; refresh computes every request again and overwrites.")
 ]
@@ -248,6 +252,13 @@ TapeSetOption = Annotated[
 MaxLineOption = Annotated[
     float, typer.Option("--max-line-mb", min=0.001, help="Refuse data lines longer than this many MB (hostile input).")
 ]
+MaxFileOption = Annotated[
+    float, typer.Option("--max-file-mb", min=0.001, help="Refuse data files (zip members: inflated) larger.")
+]
+MaxLinesOption = Annotated[int, typer.Option("--max-lines", min=1, help="Refuse data files with more lines.")]
+MaxBlankLinesOption = Annotated[
+    int, typer.Option("--max-blank-lines", min=1, help="Refuse data files with more blank lines.")
+]
 RunOutOption = Annotated[
     Path | None, typer.Option("--out", "-o", "--output_path", help="Output directory. Default: runs/<model>.")
 ]
@@ -294,6 +305,7 @@ def _solver_options(
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
     tokenizer: TokenizerOption = "auto",
+    timeout: TimeoutOption = 300.0,
     chat_scoring: ChatScoringOption = ChatScoringName.auto,
     apply_chat_template: ApplyChatTemplateOption = False,
     system_instruction: SystemInstructionOption = None,
@@ -322,5 +334,26 @@ def _robustness_options(
     """The semantic filter's and the model-based perturbations' options (--perturb, rueval perturb)."""
 
 
+def _read_limits(
+    max_line_mb: MaxLineOption = 20.0,
+    max_file_mb: MaxFileOption = 1024.0,
+    max_lines: MaxLinesOption = 1_000_000,
+    max_blank_lines: MaxBlankLinesOption = 100_000,
+) -> None:
+    """How much of each data file is read (hostile input): a file past a limit is refused naming its option."""
+
+
 SOLVER_OPTIONS = OptionGroup.of(_solver_options)
 ROBUSTNESS_OPTIONS = OptionGroup.of(_robustness_options)
+READ_LIMITS = OptionGroup.of(_read_limits)
+
+
+def read_limits(limits: GroupValues) -> dict[str, int]:
+    """The read-limit options as RunSpec's fields."""
+    given = limits.values
+    return {
+        "max_line_bytes": int(given["max_line_mb"] * 2**20),
+        "max_file_bytes": int(given["max_file_mb"] * 2**20),
+        "max_lines": given["max_lines"],
+        "max_blank_lines": given["max_blank_lines"],
+    }

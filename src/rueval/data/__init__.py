@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rueval.data.ids import check_written_ids, in_split_order, submission_ids
 from rueval.data.local import (
-    MAX_LINE_BYTES,
     TAPE_SETS,
     DataSource,
     Split,
@@ -14,38 +14,45 @@ from rueval.data.local import (
     tape_set_of,
 )
 from rueval.data.mera import MeraSource, is_mera_folder
+from rueval.data.reading import DEFAULT_LIMITS, MAX_LINE_BYTES, ReadLimits
 from rueval.data.records import Dataset, Example, Record
 from rueval.data.splits import TaskData, eval_split, load_task_data, load_train
 
 
-def open_data(spec: str | None, max_line_bytes: int = MAX_LINE_BYTES, tape_set: str = "episodes") -> DataSource:
+def open_data(spec: str | None, limits: ReadLimits = DEFAULT_LIMITS, tape_set: str = "episodes") -> DataSource:
     """`None` -> the bundled samples; "hf" -> the hub; a folder of MERA's task files; otherwise a
-    directory or zip archive in the official layout. A data line longer than ``max_line_bytes`` is
-    refused before it is parsed; where TAPE's data has both sets, ``tape_set`` is scored ("episodes",
-    TAPE's own test sets, or "raw")."""
+    directory or zip archive in the official layout. Every data file is read within ``limits``
+    (a line, a file's size, its lines and blank lines; a longer line is refused before it is
+    parsed); where TAPE's data has both sets, ``tape_set`` is scored ("episodes", TAPE's own test
+    sets, or "raw")."""
     if spec is None:
         return bundled_samples()
     if spec == "hf":
         from rueval.data.hub import HubSource  # huggingface_hub is imported only when asked for
 
-        return HubSource(max_line_bytes, tape_set)
+        return HubSource(limits, tape_set)
     if is_mera_folder(Path(spec).expanduser()):
-        return MeraSource(Path(spec).expanduser())
-    return open_directory_or_zip(spec, max_line_bytes, tape_set)
+        return MeraSource(Path(spec).expanduser(), limits)
+    return open_directory_or_zip(spec, limits, tape_set)
 
 
 __all__ = [
     "TAPE_SETS",
     "tape_set_of",
+    "DEFAULT_LIMITS",
     "MAX_LINE_BYTES",
     "DataSource",
     "Dataset",
     "Example",
+    "ReadLimits",
     "Record",
     "Split",
     "TaskData",
+    "check_written_ids",
+    "in_split_order",
     "eval_split",
     "load_task_data",
     "load_train",
     "open_data",
+    "submission_ids",
 ]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from huggingface_hub import snapshot_download
 
-from rueval.data.local import MAX_LINE_BYTES, DataSource, Node
+from rueval.data.local import DataSource
+from rueval.data.reading import DEFAULT_LIMITS, Node, ReadLimits
 from rueval.data.records import Dataset
 from rueval.errors import RuevalError
 
@@ -32,8 +33,8 @@ def download(repo_id: str, patterns: list[str]) -> Path:
 class HubSource(DataSource):
     """Downloads a benchmark's repo the first time one of its tasks is asked for."""
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES, tape_set: str = "episodes") -> None:
-        super().__init__([], "hf", max_line_bytes, tape_set)
+    def __init__(self, limits: ReadLimits = DEFAULT_LIMITS, tape_set: str = "episodes") -> None:
+        super().__init__([], "hf", limits, tape_set)
         self._roots: dict[str, list[Node]] = {}
 
     def roots(self, task: Dataset) -> Sequence[Node]:

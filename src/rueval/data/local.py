@@ -2,39 +2,33 @@
 
 A source is one or more roots (directories or zip archives, walked alike). Under a root, a
 task's folder is found by name, case-insensitively, with its aliases, up to three levels deep,
-so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found.
+so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found; two folders for one
+task at the same depth (`a/PARus/`, `b/parus/`) are an error, never a silent pick.
 
-Split files are read as a stream, line by line (a zip member is inflated as it is read, never
-whole), hashed as they go; a line longer than ``max_line_bytes`` is refused before it is parsed,
-so hostile input (a zip bomb, a file with no line breaks) cannot take more memory than that.
+Split files are read within bounds (rueval.data.reading); each record's id is checked by its
+layout's rule (rueval.data.records.id_rule) and is unique in its split.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import zipfile
-import zlib
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Self
+from typing import Any
 
-from rueval.data.records import Dataset, Example, Record
+from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
+from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields, id_rule
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
 
-Node = Path | zipfile.Path
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
 # TAPE's two copies of each dataset: the episodes files are its D_test and D_train (the test sets its
 # tables score, e.g. Ethics-1: 1,000 test and 59 train items, with the few-shot `episode` lists); raw
 # holds every record (1,436 / 254).
 TAPE_SETS = ("episodes", "raw")
-MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
 
 
 @dataclass(frozen=True)
@@ -65,20 +59,20 @@ class PerturbedSplit:
 
 
 class DataSource:
-    """Task folders under one or more roots."""
+    """Task folders under one or more roots; their files are read within ``limits``."""
 
     def __init__(
         self,
         roots: Sequence[Node],
         description: str,
-        max_line_bytes: int = MAX_LINE_BYTES,
+        limits: ReadLimits = DEFAULT_LIMITS,
         tape_set: str = "episodes",
     ):
         if tape_set not in TAPE_SETS:
             raise RuevalError(f"--tape-set {tape_set}: expected one of: {', '.join(TAPE_SETS)}")
         self._given_roots = list(roots)
         self.description = description
-        self.max_line_bytes = max_line_bytes
+        self.limits = limits
         self.tape_set = tape_set
         self._folders: dict[str, list[Node]] = {}
 
@@ -86,20 +80,25 @@ class DataSource:
         return self._given_roots
 
     def folders(self, task: Dataset) -> list[Node]:
-        """Every folder of the task under the roots, best first; a task with a folder of its own (a YAML
-        task's data) is read from there."""
+        """Every folder of the task under the roots, best first (two equally good ones are an error); a
+        task with a folder of its own (a YAML task's data) is read from there."""
         if task.data_dir:
             return [Path(task.data_dir)]
         if task.name not in self._folders:
-            found = [
-                (depth, node)
+            # TAPE ships raw and episodes copies of each task: the chosen set first, then the shallowest.
+            found = sorted(
+                ((tape_set_of(str(node)) not in (None, self.tape_set), depth), str(node), node)
                 for root in self.roots(task)
                 for depth, node in _walk(root)
                 if node.name.lower() in task.names
-            ]
-            # TAPE ships raw and episodes copies of each task: the chosen set first, then the shallowest.
-            found.sort(key=lambda item: (tape_set_of(str(item[1])) not in (None, self.tape_set), item[0], str(item[1])))
-            self._folders[task.name] = [node for _, node in found]
+            )
+            if len(found) > 1 and found[0][0] == found[1][0]:
+                raise DataError(
+                    self.description,
+                    f"two folders for task {task.name}: {found[0][1]} and {found[1][1]}; "
+                    "keep one, or point --data at the one to use",
+                )
+            self._folders[task.name] = [node for _, _, node in found]
         return self._folders[task.name]
 
     def folder(self, task: Dataset) -> Node | None:
@@ -107,14 +106,13 @@ class DataSource:
         return folders[0] if folders else None
 
     def split_file(self, task: Dataset, split: str, folder: Node | None = None) -> Node | None:
+        """The split's file in the task's folder. Whatever has the file's name is it: a folder or a
+        pipe of that name is refused when it is read, never taken for a missing split."""
         folder = folder or self.folder(task)
         if folder is None or split not in task.split_files:
             return None
-        files = {node.name.lower(): node for node in _listing(folder) if not node.is_dir()}
-        for name in task.split_files[split]:
-            if name.lower() in files:
-                return files[name.lower()]
-        return None
+        entries = {node.name.lower(): node for node in _listing(folder)}
+        return next((entries[n.lower()] for n in task.split_files[split] if n.lower() in entries), None)
 
     def has_split(self, task: Dataset, split: str) -> bool:
         return self.split_file(task, split) is not None
@@ -124,8 +122,8 @@ class DataSource:
         node = self.split_file(task, split)
         if node is None:
             raise self.missing(task, split)
-        with JsonLines(node, self.max_line_bytes) as lines:
-            examples = _parse_examples(task, lines, limit, f"reading {task.name}/{split}")[None]
+        with JsonLines(node, self.limits) as lines:
+            examples = parse_examples(task, lines, lines.file, limit, f"reading {task.name}/{split}")[None]
             return Split(task, split, examples, str(node), lines.sha256())
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:
@@ -136,8 +134,9 @@ class DataSource:
             node = self.split_file(task, split, folder)
             if node is None:
                 continue
-            with JsonLines(node, self.max_line_bytes) as lines:
-                groups = _parse_examples(task, lines, limit, f"reading {task.name}/{split}", with_perturbed=True)
+            with JsonLines(node, self.limits) as lines:
+                description = f"reading {task.name}/{split}"
+                groups = parse_examples(task, lines, lines.file, limit, description, with_perturbed=True)
             originals = groups.pop(None)
             if groups:
                 return PerturbedSplit(task, split, str(node), originals, groups)
@@ -154,38 +153,44 @@ class DataSource:
         return DataError(str(folder), f"no {split} split: expected {' or '.join(task.split_files[split])}")
 
 
-def _parse_examples(
-    task: Dataset, lines: JsonLines, limit: int | None, description: str, with_perturbed: bool = False
+def parse_examples(
+    task: Dataset,
+    lines: Iterable[tuple[int, bytes]],
+    file: str,
+    limit: int | None,
+    description: str,
+    with_perturbed: bool = False,
 ) -> dict[str | None, list[Example]]:
-    """The examples of a split file: originals under None and, if asked, perturbed copies under
-    their perturbation's name. ``limit`` counts records of every kind, as they come in the file."""
-    file = lines.file
+    """The examples of a split file's (line number, UTF-8 JSON) lines: originals under None and, if
+    asked, perturbed copies under their perturbation's name. ``limit`` counts records of every kind,
+    as they come in the file. Ids are checked per group (SplitIds)."""
     groups: dict[str | None, list[Example]] = {None: []}
-    first_line: dict[tuple[str | None, str], int] = {}
+    ids: dict[str | None, SplitIds] = {}
+    rule = id_rule(task.benchmark)
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
-    positions: dict[str | None, int] = defaultdict(int)
     records = 0
-    for line_no, line in progress(lines, description):
+    for line_no, raw in progress(lines, description):
+        line = decode_line(raw, file, line_no)
         if not line.strip():
             continue
         if limit is not None and records >= limit:
             break
         data = parse_json_line(line, file, line_no)
-        # A record without an idx field is numbered by its place among the records of its group
-        # (originals, or one perturbation's copies), so a copy matches its original by position.
         name = _perturbation_name(data, task)
         records += 1
         if name is not None and not with_perturbed:
             continue  # a perturbed copy from TAPE's episodes layout: scored by robustness runs only
         group = groups.setdefault(name, [])
-        record = Record(data, file, line_no, positions[name])
-        positions[name] += 1
-        for example in task.parse(record):
-            if (name, example.key) in first_line:
-                seen = first_line[name, example.key]
-                raise DataError(file, f"duplicate idx {example.key} (first seen on line {seen})", line_no, "idx")
-            first_line[name, example.key] = line_no
+        group_ids = ids.setdefault(name, SplitIds(rule, file))
+        # Without ids, a record is numbered by its place among the records of its group (originals,
+        # or one perturbation's copies), so a copy matches its original by position.
+        examples = task.parse(Record(data, file, line_no, group_ids.records, ids=rule))
+        group_ids.add_record(data, line_no)
+        for example in examples:
+            if example.fields is data:  # a flat record's own fields: kept as its text (RecordFields)
+                example = replace(example, fields=RecordFields(raw))
+            group_ids.add_example(example, line_no)
             (unlabelled_line if example.label is None else labelled_line).setdefault(name, line_no)
             group.append(example)
     if not groups[None]:
@@ -197,6 +202,60 @@ def _parse_examples(
     return groups
 
 
+class SplitIds:
+    """The ids of one group of a split file (its originals, or one perturbation's copies), checked
+    as they come: every record has its layout's id or none does (then positions number them), ids
+    are of one type, and no id repeats: neither an example's whole idx (a MuSeRC answer's path), nor
+    a record's own idx, nor a MuSeRC question's idx within its passage (its answers stay together)."""
+
+    def __init__(self, rule: IdRule, file: str):
+        self.rule, self.file = rule, file
+        self.records = 0
+        self._first: tuple[int, str | None, type] | None = None  # line, id field, id type of the first record
+        self._lines: dict[Any, int] = {}  # example idx -> its line
+        self._record_lines: dict[Any, int] = {}  # nested layouts: record idx -> its line
+        self._groups: set[Any] = set()
+        self._group: Any = None
+        self._field = "idx"  # the id field of the record being read
+
+    def add_record(self, data: Mapping[str, Any], line_no: int) -> None:
+        field = self.rule.field_in(data)
+        kind = type(data[field]) if field else None
+        if self._first is None:
+            self._first = (line_no, field, kind)
+        first_line, first_field, first_kind = self._first
+        if (field is None) != (first_field is None):
+            name = field or first_field
+            has = "has no id, while" if field is None else "has an id, while"
+            other = "has one" if field is None else "has none (so records are numbered by position)"
+            raise DataError(self.file, f"{has} line {first_line} {other}", line_no, name)
+        if kind is not first_kind:  # both int or both str: the parser checked each
+            message = f"expected {_KINDS[first_kind]} id like line {first_line}'s, got {data[field]!r:.60}"
+            raise DataError(self.file, message, line_no, field)
+        self.records += 1
+        self._field = field or "idx"
+
+    def add_example(self, example: Example, line_no: int) -> None:
+        idx = example.idx
+        if idx in self._lines:
+            message = f"duplicate idx {example.key} (first seen on line {self._lines[idx]})"
+            raise DataError(self.file, message, line_no, self._field)
+        self._lines[idx] = line_no
+        if isinstance(idx, tuple):
+            seen = self._record_lines.setdefault(idx[0], line_no)
+            if seen != line_no:
+                raise DataError(self.file, f"duplicate idx {idx[0]} (first seen on line {seen})", line_no, self._field)
+        if example.group is not None and example.group != self._group:
+            if example.group in self._groups:
+                group = "/".join(map(str, example.group))
+                raise DataError(self.file, f"duplicate question idx {group} in one passage", line_no, "idx")
+            self._groups.add(example.group)
+            self._group = example.group
+
+
+_KINDS = {int: "an integer", str: "a string"}
+
+
 def _walk(root: Node, depth: int = 1) -> Iterator[tuple[int, Node]]:
     for node in sorted(_listing(root), key=lambda n: n.name):
         if node.is_dir():
@@ -206,71 +265,8 @@ def _walk(root: Node, depth: int = 1) -> Iterator[tuple[int, Node]]:
 
 
 def _listing(folder: Node) -> list[Node]:
-    with _reading(str(folder)):
+    with reading(str(folder)):
         return list(folder.iterdir())
-
-
-@contextmanager
-def _reading(file: str) -> Iterator[None]:
-    """Failures to read a file or folder as a DataError naming it."""
-    try:
-        yield
-    except PermissionError:
-        raise DataError(file, "permission denied") from None
-    except FileNotFoundError:
-        if os.path.islink(file):
-            raise DataError(file, f"broken symbolic link (to {os.readlink(file)})") from None
-        raise DataError(file, "no such file (removed while reading?)") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
-        raise DataError(file, f"corrupt zip data ({e or type(e).__name__})") from None
-    except OSError as e:
-        raise DataError(file, f"cannot read: {e.strerror or e}") from None
-
-
-class JsonLines:
-    """A split file read as a stream: iterating gives (line number, text) of every line, each at
-    most ``max_line_bytes`` long; ``sha256`` is the whole file's hash (the rest is read for it)."""
-
-    def __init__(self, node: Node, max_line_bytes: int = MAX_LINE_BYTES):
-        self.node, self.file, self.max_line_bytes = node, str(node), max_line_bytes
-        self._digest = hashlib.sha256()
-        self._stream: BinaryIO | None = None
-
-    def __enter__(self) -> Self:
-        with _reading(self.file):
-            self._stream = self.node.open("rb")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stream.close()
-
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        line_no = 0
-        while True:
-            with _reading(self.file):
-                raw = self._stream.readline(self.max_line_bytes + 1)
-            if not raw:
-                return
-            line_no += 1
-            self._digest.update(raw)
-            raw = raw.rstrip(b"\r\n")
-            if len(raw) > self.max_line_bytes:
-                raise DataError(self.file, f"line longer than {self.max_line_bytes} bytes: not read", line_no)
-            yield line_no, _decode_line(raw, self.file, line_no)
-
-    def sha256(self) -> str:
-        with _reading(self.file):
-            for block in iter(lambda: self._stream.read(1 << 20), b""):
-                self._digest.update(block)
-        return self._digest.hexdigest()
-
-
-def _decode_line(raw: bytes, file: str, line_no: int) -> str:
-    """One line of UTF-8 text (a byte-order mark may start the first); a DataError if it is not UTF-8."""
-    try:
-        return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(file, f"not UTF-8 text (byte {e.start} of the line)", line_no) from None
 
 
 def decode_lines(raw: bytes, file: str) -> list[str]:
@@ -307,15 +303,15 @@ def tape_set_of(path: str) -> str | None:
     return next((name for name in TAPE_SETS if name in parts), None)
 
 
-def open_directory_or_zip(spec: str, max_line_bytes: int = MAX_LINE_BYTES, tape_set: str = "episodes") -> DataSource:
+def open_directory_or_zip(spec: str, limits: ReadLimits = DEFAULT_LIMITS, tape_set: str = "episodes") -> DataSource:
     path = Path(spec).expanduser()
     if path.is_dir():
-        return DataSource([path], str(path), max_line_bytes, tape_set)
-    if path.is_file():
-        with _reading(str(path)):
+        return DataSource([path], str(path), limits, tape_set)
+    if path.is_file():  # a regular file: a pipe or a device is never opened
+        with reading(str(path)):
             path.open("rb").close()  # an unreadable file is named as such, not as "not a zip"
             if zipfile.is_zipfile(path):
-                return DataSource([zipfile.Path(path)], str(path), max_line_bytes, tape_set)
+                return DataSource([zipfile.Path(path)], str(path), limits, tape_set)
     if path.exists():
         raise RuevalError(f"--data {spec}: not a directory or a zip archive")
     raise RuevalError(f"--data {spec}: no such directory or zip file")

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rueval.data.local import DataSource, PerturbedSplit, Split, _parse_examples
+from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
+from rueval.data.reading import DEFAULT_LIMITS, ReadLimits, read_whole
 from rueval.data.records import Dataset
 from rueval.errors import DataError, RuevalError
 
@@ -51,10 +52,13 @@ class MeraRecord:
         return inputs[name]
 
     @property
-    def id(self) -> Any:
+    def id(self) -> int:
+        """MERA's id of the record: an integer, as in every MERA task file."""
         meta = self.part("meta")
         if "id" not in meta:
             raise self.error("meta.id", "missing")
+        if isinstance(meta["id"], bool) or not isinstance(meta["id"], int):
+            raise self.error("meta.id", f"expected an integer, got {meta['id']!r:.60}")
         return meta["id"]
 
     def label(self, labels: Mapping[str, Any] | None = None) -> Any:
@@ -159,27 +163,33 @@ def is_mera_folder(path: Path) -> bool:
 
 
 def _task_file(root: Path, mera_name: str) -> Path | None:
-    for child in sorted(root.iterdir()):
-        if child.is_dir() and child.name.lower() == mera_name.lower() and (child / TASK_FILE).is_file():
-            return child / TASK_FILE
-    return None
+    """The task's task.json under ``root``; two folders for the task (`PARus/`, `parus/`) are an error.
+    exists(), not is_file(): a task.json that is a folder or a pipe is refused when it is read."""
+    found = [
+        child / TASK_FILE
+        for child in sorted(root.iterdir())
+        if child.is_dir() and child.name.lower() == mera_name.lower() and (child / TASK_FILE).exists()
+    ]
+    if len(found) > 1:
+        raise DataError(str(root), f"two folders for MERA's {mera_name}: {found[0].parent} and {found[1].parent}")
+    return found[0] if found else None
 
 
 class _Records:
-    """Converted records as the split-file parser reads lines: (record number, JSON text)."""
+    """Converted records as the split-file parser reads lines: (record number, UTF-8 JSON)."""
 
-    def __init__(self, file: str, records: list[dict[str, Any]]):
-        self.file, self._records = file, records
+    def __init__(self, records: list[dict[str, Any]]):
+        self._records = records
 
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        return ((n, json.dumps(record, ensure_ascii=False)) for n, record in enumerate(self._records, 1))
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        return ((n, json.dumps(record, ensure_ascii=False).encode()) for n, record in enumerate(self._records, 1))
 
 
 class MeraSource(DataSource):
     """The tasks rueval shares with MERA, read from MERA's task files."""
 
-    def __init__(self, root: Path):
-        super().__init__([root], f"MERA tasks in {root}")
+    def __init__(self, root: Path, limits: ReadLimits = DEFAULT_LIMITS):
+        super().__init__([root], f"MERA tasks in {root}", limits)
         self.root = root
         self._documents: dict[str, tuple[dict[str, Any], str]] = {}
 
@@ -191,7 +201,7 @@ class MeraSource(DataSource):
             path = _task_file(self.root, MERA_TASKS[task.name])
             if path is None:
                 return None
-            raw = path.read_bytes()
+            raw = read_whole(path, self.limits)
             try:
                 document = json.loads(raw.decode("utf-8-sig"))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -224,7 +234,7 @@ class MeraSource(DataSource):
         records = [mera.convert(MeraRecord(r, file, n), mera.answers) for n, r in enumerate(splits[mera_split], 1)]
         for record, original in zip(records, splits[mera_split], strict=True):
             record["mera"] = {"instruction": original.get("instruction"), "inputs": original.get("inputs")}
-        examples = _parse_examples(task, _Records(file, records), limit, f"reading {task.name}/{split}")[None]
+        examples = parse_examples(task, _Records(records), file, limit, f"reading {task.name}/{split}")[None]
         return Split(task, split, examples, file, hashlib.sha256(f"{sha256}/{mera_split}".encode()).hexdigest())
 
     def load_perturbed(self, task: Dataset, split: str, limit: int | None = None) -> PerturbedSplit | None:

@@ -6,14 +6,46 @@ what a loader needs to know of a task: its folder names, split files and record 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from rueval.errors import DataError, RuevalError
 
 
 @dataclass(frozen=True)
+class IdRule:
+    """Where a layout keeps a record's id, and what an id is there."""
+
+    fields: tuple[str, ...]  # the first of them a record has is its id
+    kinds: tuple[type, ...]  # int, and str for ids that are text (never empty)
+    required: bool  # False: a file whose records have none numbers them by position
+
+    def field_in(self, data: Mapping[str, Any]) -> str | None:
+        """The id field a record has, if any."""
+        return next((name for name in self.fields if name in data), None)
+
+
+# As the official files have them. RussianSuperGLUE: every record, MuSeRC question and answer and
+# RuCoS query has an integer idx (MERA's meta.id, an integer too, becomes the idx of its records).
+# TAPE: chegeka's question_id (integers) and ru_openbook's ID (text, "14-1486"); an idx where a record
+# carries one (MERA's records, rueval perturb's copies); the other TAPE files have no id at all.
+# A task of one's own (a YAML task) may give its records an idx, an integer or text, or none.
+ID_RULES = {
+    "rsg": IdRule(("idx",), (int,), required=True),
+    "tape": IdRule(("ID", "question_id", "idx"), (int, str), required=False),
+}
+OWN_IDS = IdRule(("idx",), (int, str), required=False)
+
+
+def id_rule(benchmark: str) -> IdRule:
+    """The id rule of a task's layout, by its benchmark."""
+    return ID_RULES.get(benchmark, OWN_IDS)
+
+
+@dataclass(frozen=True, slots=True)
 class Example:
     """One unit that gets one prediction.
 
@@ -54,6 +86,35 @@ class Example:
         return value
 
 
+class RecordFields(Mapping[str, Any]):
+    """A record's fields kept as its JSON text (UTF-8) and parsed when read, the last few records
+    read staying parsed: a large split then takes about its file's size in memory, where parsed
+    records (a dict, a string per text) take twice that. A mapping like the parsed record, equal to
+    it; what it gives is shared with the next reader, to read and never to change."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: bytes):
+        self._text = text
+
+    def __getitem__(self, name: str) -> Any:
+        return _parsed(self._text)[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_parsed(self._text))
+
+    def __len__(self) -> int:
+        return len(_parsed(self._text))
+
+    def __repr__(self) -> str:
+        return repr(_parsed(self._text))
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: bytes) -> dict[str, Any]:
+    return json.loads(text)
+
+
 @dataclass(frozen=True)
 class Record:
     """A parsed JSON line with where it came from, for error messages."""
@@ -63,6 +124,7 @@ class Record:
     line: int
     position: int  # 0-based index among the file's records
     path: str = ""  # where a nested object sits in its line, e.g. "passage.questions[1]."
+    ids: IdRule = OWN_IDS  # where its layout keeps a record's id (ID_RULES), and what an id is there
 
     def error(self, field: str | None, message: str) -> DataError:
         return DataError(self.file, message, line=self.line, field=None if field is None else self.path + field)
@@ -80,6 +142,23 @@ class Record:
             raise self.error(path, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")
         return value
 
+    def id(self) -> Any:
+        """The record's id by the rule of its layout (``ids``): an integer, or where the layout has
+        text ids a non-empty string; its position among the file's records where the layout's ids are
+        optional and it has none. A DataError if missing or mistyped."""
+        rule = self.ids
+        field = rule.field_in(self.data)
+        if field is None:
+            if rule.required:
+                raise self.error(rule.fields[0], "missing; every record needs its id")
+            return self.position
+        value = self.data[field]
+        empty = isinstance(value, str) and not value.strip()
+        if isinstance(value, bool) or not isinstance(value, rule.kinds) or empty:
+            expected = " or ".join("an integer" if kind is int else "a non-empty string" for kind in rule.kinds)
+            raise self.error(field, f"expected {expected} as the id, got {_described(value)}")
+        return value
+
     def items(self, path: str) -> list[Record]:
         """The objects of a nested list (MuSeRC questions, RuCoS queries), each a Record."""
         records = []
@@ -87,8 +166,13 @@ class Record:
             item = f"{path}[{i}]"
             if not isinstance(data, Mapping):
                 raise self.error(item, f"expected an object, got {type(data).__name__}")
-            records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}."))
+            records.append(Record(data, self.file, self.line, self.position, f"{self.path}{item}.", self.ids))
         return records
+
+
+def _described(value: Any) -> str:
+    kind = "null" if value is None else "boolean" if isinstance(value, bool) else type(value).__name__
+    return kind if value is None else f"{kind} {value!r:.60}"
 
 
 def _is_bool_for_int(value: Any, kind: type | tuple[type, ...]) -> bool:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from rueval.errors import RuevalError
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,56 @@ Request = Loglikelihood | Generation
 # Called by a backend as results finish: (index into the requests, result) pairs. The engine
 # commits each call to the request cache, so a killed run loses only the batch in flight.
 OnDone = Callable[[list[tuple[int, Any]]], None]
+
+
+class ImpossibleAnswer(RuevalError):
+    """A backend's answer no model can give: a log-probability that is not a number, NaN, infinite
+    or positive, a token count that is not a positive whole number. Never cached."""
+
+
+def describe(request: Request) -> str:
+    """A request in a few words, for errors: the end of its prompt, and its continuation."""
+    prompt = prompt_text(request.context if isinstance(request, Loglikelihood) else request.prompt)
+    shown = repr(prompt if len(prompt) <= 60 else "…" + prompt[-59:])
+    if isinstance(request, Loglikelihood):
+        return f"the request {shown} + {request.continuation!r:.60}"
+    return f"the generation request {shown}"
+
+
+def logprob_problem(value: Any) -> str | None:
+    """What makes ``value`` impossible as a log-probability, or None for a finite number <= 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"a log-probability that is no number ({value!r:.40})"
+    if math.isnan(value) or math.isinf(value):
+        return f"a log-probability of {value}"
+    if value > 0:
+        return f"a positive log-probability ({value:g}, a probability above 1)"
+    return None
+
+
+def result_problem(request: Request, result: Any) -> str | None:
+    """What makes a backend's result impossible for its request, or None: a log-likelihood needs a
+    log-probability (logprob_problem), a positive whole number of tokens and a true/false greedy
+    flag; a generation needs text."""
+    if isinstance(request, Generation):
+        return None if isinstance(result, str) else f"a generation that is no text ({result!r:.40})"
+    if not isinstance(result, LoglikelihoodResult):
+        return f"no log-likelihood result ({result!r:.40})"
+    n = result.n_tokens
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        return f"a token count of {n!r:.40} (expected a positive whole number)"
+    if not isinstance(result.greedy, bool):
+        return f"a greedy flag of {result.greedy!r:.40} (expected true or false)"
+    return logprob_problem(result.logprob)
+
+
+def checked_logprob(value: Any, source: str, request: Request) -> float:
+    """A log-probability read from a backend's answer (one token's); an ImpossibleAnswer naming
+    ``source`` (a server) and the request unless it is a finite number <= 0."""
+    problem = logprob_problem(value)
+    if problem:
+        raise ImpossibleAnswer(f"{source} answered {problem} for a token of {describe(request)}; not used")
+    return float(value)
 
 
 def encode_pair(request: Loglikelihood, tokens: Callable[[str], list[int]], start_token: int) -> tuple[list[int], int]:

@@ -2,6 +2,11 @@
 request cache, and computes the rest in chunks. Every batch the backend finishes is committed to
 the cache at once, so a killed run loses only the batch in flight.
 
+Every result is checked where it enters, whichever backend gave it (rueval.models.base.result_problem):
+an impossible one (a NaN, infinite or positive log-probability, a token count that is not a positive
+whole number) stops the run with an error naming the model and the request, and is never cached; a
+cached row that fails the same check is computed again, and the run says so.
+
 Requests are computed in the order they are given (a run lists its first task's requests first,
 so tasks finish in order); within a chunk they are sorted so that shared prefixes sit together,
 and the HF backend forwards each shared prefix once per chunk.
@@ -13,15 +18,26 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rueval.models.base import Generation, LanguageModel, Loglikelihood, LoglikelihoodResult, Request, prompt_text
+from rueval.models.base import (
+    Generation,
+    ImpossibleAnswer,
+    LanguageModel,
+    Loglikelihood,
+    LoglikelihoodResult,
+    Request,
+    describe,
+    prompt_text,
+    result_problem,
+)
 from rueval.models.cache import RequestCache, request_key
-from rueval.progress import counting, detail
+from rueval.progress import counting, detail, warn
 
 # each kind of request, the backend method that computes it, and the order that puts shared prefixes together
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
     (Loglikelihood, "loglikelihood", lambda r: prompt_text(r.context) + r.continuation),
     (Generation, "generate", lambda r: prompt_text(r.prompt)),
 )
+LOGLIKELIHOOD_FIELDS = set(LoglikelihoodResult.__dataclass_fields__)
 
 
 class Engine:
@@ -58,8 +74,7 @@ class Engine:
             request: self._decode(request, self._memory[key]) for request, key in keys.items() if key in self._memory
         }
         if self.cache is not None:
-            stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
-            done.update({request: self._decode(request, stored[key]) for request, key in keys.items() if key in stored})
+            done.update(self._cached(keys, done))
         missing = [request for request in keys if request not in done]
         detail(f"{description}: {len(done):,} of {len(keys):,} distinct requests cached, {len(missing):,} to compute")
         computed: set[Request] = set()
@@ -78,6 +93,7 @@ class Engine:
                         for i, result in finished:
                             if part[i] in done:
                                 continue
+                            self._check(part[i], result)
                             done[part[i]] = result
                             computed.add(part[i])
                             encoded[keys[part[i]]] = (
@@ -95,7 +111,34 @@ class Engine:
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
 
+    def _cached(self, keys: dict[Request, str], done: dict[Request, Any]) -> dict[Request, Any]:
+        """The cached results of the requests not done yet; rows that fail the check are left out (so
+        computed again), and the run says how many and why."""
+        stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
+        found, problems = {}, []
+        for request, key in keys.items():
+            if key in stored:
+                result = self._decode(request, stored[key])
+                problem = result_problem(request, result)
+                if problem is None:
+                    found[request] = result
+                else:
+                    problems.append(f"{problem} for {describe(request)}")
+        if problems:
+            where = f"the request cache {self.cache.path}"
+            warn(f"{where} holds {len(problems)} results that fail their check ({problems[0]}); computing them again")
+        return found
+
+    def _check(self, request: Request, result: Any) -> None:
+        problem = result_problem(request, result)
+        if problem:
+            model = self.model.identity.split(" ", 1)[0]
+            raise ImpossibleAnswer(f"{model} answered {problem} for {describe(request)}; not cached")
+
     @staticmethod
     def _decode(request: Request, value: Any) -> Any:
-        """A cached result as the backend returns it (log-likelihood results are stored as objects)."""
-        return LoglikelihoodResult(**value) if isinstance(request, Loglikelihood) else value
+        """A cached result as the backend returns it (log-likelihood results are stored as objects);
+        the stored value itself where it is no such object (result_problem then names it)."""
+        if isinstance(request, Loglikelihood) and isinstance(value, dict) and set(value) == LOGLIKELIHOOD_FIELDS:
+            return LoglikelihoodResult(**value)
+        return value

@@ -14,6 +14,7 @@ from outside). The module is imported only when a model of its backend is opened
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import asdict, dataclass
 
 from rueval.errors import RuevalError
@@ -37,6 +38,7 @@ class Backend:
 
     module: str
     target: str = "MODEL"
+    example: str = "Qwen/Qwen2.5-7B-Instruct (the name the server lists at /v1/models)"  # for errors
     keys: tuple[str, ...] = ()  # the spec keys it takes (``-m BACKEND:TARGET,KEY=VALUE``)
     renders_chat: bool = False
 
@@ -45,10 +47,15 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {
-    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID"),
+    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
     "openai": Backend("rueval.models.openai", keys=("tokenizer",)),
     "openai-chat": Backend("rueval.models.openai_chat", renders_chat=True),
-    "vllm": Backend("rueval.models.vllm", "PATH_OR_HUB_ID", keys=("tokenizer", *VLLM_ENGINE_KEYS)),
+    "vllm": Backend(
+        "rueval.models.vllm",
+        "PATH_OR_HUB_ID",
+        "ai-forever/rugpt3small_based_on_gpt2",
+        keys=("tokenizer", *VLLM_ENGINE_KEYS),
+    ),
 }
 
 
@@ -68,9 +75,7 @@ class ModelSpec:
             raise RuevalError(f"-m {spec}: unknown backend '{backend}'; expected one of: {', '.join(BACKENDS)}")
         target, *pairs = rest.split(",")
         if not target:
-            raise RuevalError(
-                f"-m {spec}: name the model after the colon, e.g. hf:ai-forever/rugpt3small_based_on_gpt2"
-            )
+            raise RuevalError(f"-m {spec}: name the model after the colon, e.g. {backend}:{BACKENDS[backend].example}")
         keys = []
         for pair in filter(None, (p.strip() for p in pairs)):
             key, equals, value = pair.partition("=")
@@ -109,6 +114,7 @@ class ModelOptions:
     concurrency: int = 8  # openai: HTTP requests in flight per server
     # openai: where prompts' token ids come from (rueval.models.token_ids: auto, server, text, or a path or hub id)
     tokenizer: str = "auto"
+    timeout: float = 300.0  # openai: seconds one HTTP request may take, its retries included
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
     chat_scoring: str = "auto"  # openai-chat: options by prompt logprobs, by a generated answer, or auto (probe)
     # large models on GPUs (hf)
@@ -130,6 +136,9 @@ class ModelOptions:
         ):
             if value is not None and value not in allowed:
                 raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+            raise RuevalError(f"--timeout {timeout}: expected a positive number of seconds")
 
 
 def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -> Engine:

@@ -259,6 +259,11 @@ class HFCausalLM(LanguageModel):
         from rueval.models.sampling import RowSampler
 
         first = requests[0]
+        if first.max_new_tokens >= self.max_length:
+            raise RuevalError(
+                f"{first.max_new_tokens} new tokens do not fit the model's window of {self.max_length} tokens "
+                "beside a prompt: give --gen_kwargs max_gen_toks a smaller number"
+            )
         prompts = [
             [self.start_token, *self._tokens(r.prompt)][-(self.max_length - first.max_new_tokens) :] for r in requests
         ]
@@ -383,6 +388,9 @@ def _content_hash(folder: Path) -> str:
         digest.update(f"{file.name}\0{memo[key]['sha256']}\n".encode())
     if changed:  # written whole and renamed: concurrent runs at worst hash a file again
         temporary = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(memo), encoding="utf-8")
-        temporary.replace(memo_path)
+        try:
+            temporary.write_text(json.dumps(memo), encoding="utf-8")
+            temporary.replace(memo_path)
+        except OSError:  # a cache that cannot be written (read-only, full): the next run hashes again
+            temporary.unlink(missing_ok=True)
     return digest.hexdigest()[:16]

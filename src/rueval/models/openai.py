@@ -34,6 +34,7 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    checked_logprob,
     cut_at_stop,
     prompt_text,
 )
@@ -67,9 +68,9 @@ class OpenAICompletionsModel(LanguageModel):
     """A model behind an OpenAI-compatible ``/v1/completions`` endpoint.
 
     ``concurrency`` HTTP requests run at once on each server, each carrying up to ``prompts_per_request``
-    prompts (the API takes a list). A request that fails with 408/429/5xx, a dropped connection
-    or a timeout is retried up to ``max_retries`` times, waiting ``retry_delay`` seconds and
-    doubling (capped at 30 s, or as the server's Retry-After says). The servers are first
+    prompts (the API takes a list). A request that fails with 408/429/5xx or a dropped connection is
+    retried up to ``max_retries`` times, waiting ``retry_delay`` seconds and doubling (capped at 30 s,
+    or as the server's Retry-After says), within ``timeout`` seconds in all. The servers are first
     contacted when the identity or the first result is asked for.
     """
 
@@ -83,7 +84,7 @@ class OpenAICompletionsModel(LanguageModel):
         base_url: str | Sequence[str],
         api_key: str | None = None,
         concurrency: int = 8,
-        timeout: float = 60.0,
+        timeout: float = ModelOptions.timeout,
         max_retries: int = 5,
         tokenizer: Any = AUTO,
         prompts_per_request: int = 16,
@@ -225,11 +226,13 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
         """The character-boundary rule (rueval.models.char_boundary) on one echoed prompt; its last
         ``generated`` tokens are the ones the server generated after it."""
-        logprobs = choice.get("logprobs") or {}
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         tokens = logprobs.get("tokens") or []
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         n_prompt = len(tokens) - generated
         echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
+        if echoed and not all(isinstance(token, str) for token in tokens):
+            raise RuevalError(f"the server at {url} answered token texts that are not text: {tokens[:5]!r:.80}")
         if not echoed:
             raise self._no_logprobs(url)
         scored = continuation_positions(tokens[:n_prompt], request, url)
@@ -238,7 +241,7 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_ids(
         self, url: str, choice: dict, request: Loglikelihood, ids: list[int], first: int
     ) -> LoglikelihoodResult:
-        logprobs = choice.get("logprobs") or {}
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         if not values or not tops or len(values) < len(ids):
             raise self._no_logprobs(url)
@@ -249,13 +252,16 @@ class OpenAICompletionsModel(LanguageModel):
     ) -> LoglikelihoodResult:
         """Add up the scored tokens' logprobs; greedy if each was the server's top choice."""
         total, greedy, n = 0.0, True, 0
+        source = f"the server at {url}"
         for i in scored:
             if values[i] is None and i == 0:  # the first prompt token: nothing predicts it
                 continue
-            if values[i] is None or not tops[i]:
+            if values[i] is None or not tops[i] or not isinstance(tops[i], dict):
                 raise self._no_logprobs(url)
-            total += float(values[i])
-            greedy = greedy and float(values[i]) >= max(map(float, tops[i].values())) - GREEDY_TOLERANCE
+            value = checked_logprob(values[i], source, request)
+            top = max(checked_logprob(v, source, request) for v in tops[i].values())
+            greedy = greedy and value >= top - GREEDY_TOLERANCE
+            total += value
             n += 1
         if n == 0:
             raise RuevalError(
@@ -281,9 +287,9 @@ class OpenAICompletionsModel(LanguageModel):
         changed since the identity was taken is serving other weights: its answer is refused."""
         body = self._post(url, "/completions", payload)
         choices = body.get("choices")
-        if not isinstance(choices, list) or len(choices) != n_prompts:
+        if not isinstance(choices, list) or len(choices) != n_prompts or not all(isinstance(c, dict) for c in choices):
             raise RuevalError(f"the server at {url} answered /completions without one choice per prompt")
-        return sorted(choices, key=lambda c: c.get("index", 0))
+        return sorted(choices, key=lambda c: c["index"] if isinstance(c.get("index"), int) else 0)
 
     def _post(self, url: str, path: str, payload: dict) -> dict:
         """POST the model's request; the answer, refused when its system_fingerprint changed since
@@ -384,7 +390,8 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel
     """The backend of `-m openai:MODEL[,tokenizer=...] --base-url URL [--tokenizer ...]` (BACKENDS)."""
     tokenizer = spec_tokenizer(spec, options)
     return OpenAICompletionsModel(
-        spec.target, served_at(spec, options), concurrency=options.concurrency, tokenizer=tokenizer
+        spec.target, served_at(spec, options), concurrency=options.concurrency, timeout=options.timeout,
+        tokenizer=tokenizer,
     )
 
 

@@ -35,6 +35,7 @@ from rueval.models.base import (
     LoglikelihoodResult,
     Message,
     Prompt,
+    checked_logprob,
     cut_at_stop,
 )
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -119,7 +120,10 @@ class OpenAIChatModel(OpenAICompletionsModel):
                 "vLLM returns them (keep --max-logprobs >= 1); use --chat-scoring generate for other servers"
             )
         ids = body.get("prompt_token_ids")
-        tokens = [_prompt_token(entry, ids[i] if isinstance(ids, list) else None) for i, entry in enumerate(entries)]
+        tokens = [
+            _prompt_token(entry, ids[i] if isinstance(ids, list) and i < len(ids) else None, url, request)
+            for i, entry in enumerate(entries)
+        ]
         total, greedy, n, after = 0.0, True, 0, 0
         text = ""
         # the continuation ends the prompt: its tokens are the last ones, back to the one that straddles
@@ -160,22 +164,28 @@ class OpenAIChatModel(OpenAICompletionsModel):
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAIChatModel:
     """The backend of `-m openai-chat:MODEL --base-url URL` (BACKENDS)."""
     base_url = served_at(spec, options)
-    return OpenAIChatModel(spec.target, base_url, scoring=options.chat_scoring, concurrency=options.concurrency)
+    return OpenAIChatModel(
+        spec.target, base_url, scoring=options.chat_scoring, concurrency=options.concurrency, timeout=options.timeout
+    )
 
 
 class NoPromptLogprobs(RuevalError):
     """A chat server that does not return the prompt's logprobs."""
 
 
-def _prompt_token(entry: Any, token_id: Any) -> tuple[str, float, float] | None:
+def _prompt_token(entry: Any, token_id: Any, url: str, request: Loglikelihood) -> tuple[str, float, float] | None:
     """One prompt position of vLLM's ``prompt_logprobs`` ({token id: {logprob, rank, decoded_token}},
     the prompt's own token and the top one): (its text, its logprob, the top logprob); None for the
     first position, which nothing predicts. Without the prompt's token ids the prompt's own token is
-    the one of the largest rank (the top one has rank 1)."""
+    the one of the largest rank (the top one has rank 1). A logprob that is no number, NaN, infinite or
+    positive is an ImpossibleAnswer naming the server and the request."""
     if not isinstance(entry, dict) or not entry:
         return None
+    if not all(isinstance(value, dict) for value in entry.values()):
+        raise RuevalError(f"the server at {url} answered prompt_logprobs entries that are not objects: {entry!r:.80}")
     own = entry.get(str(token_id)) if token_id is not None else None
     if own is None:
-        own = max(entry.values(), key=lambda value: value.get("rank") or 1)
-    top = max(float(value["logprob"]) for value in entry.values())
-    return str(own.get("decoded_token") or ""), float(own["logprob"]), top
+        own = max(entry.values(), key=lambda value: value.get("rank") if isinstance(value.get("rank"), int) else 1)
+    source = f"the server at {url}"
+    top = max(checked_logprob(value.get("logprob"), source, request) for value in entry.values())
+    return str(own.get("decoded_token") or ""), checked_logprob(own.get("logprob"), source, request), top

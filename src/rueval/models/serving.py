@@ -21,13 +21,15 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from rueval.errors import RuevalError
+from rueval.progress import LOG_EVERY, info
 
 ROUTE_CHARS = 256  # characters of a prompt that choose its server: an episode's demonstrations are longer
 OWN_TIME = 5  # seconds: a `created` this close to the answer's time is the answer's own clock (vLLM), not the model's
@@ -200,12 +202,66 @@ class _State:
             self.lock.notify_all()
 
 
+class Waiting:
+    """Requests waiting for their servers' answers. While some wait and no answer has come for
+    LOG_EVERY seconds, a line every LOG_EVERY seconds names each silent server and how long its oldest
+    request has waited (a server that never answers is not silence until the timeout)."""
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self._started: dict[int, tuple[str, float]] = {}  # request number -> (server, when it was sent)
+        self._count = 0
+        self._answered = time.monotonic()
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    @contextmanager
+    def on(self, server: str) -> Iterator[None]:
+        with self._lock:
+            self._count += 1
+            number = self._count
+            self._started[number] = (server, time.monotonic())
+            if self._timer is None:
+                self._arm()
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._started[number]
+                self._answered = time.monotonic()
+
+    def _arm(self) -> None:
+        self._timer = threading.Timer(LOG_EVERY, self._report)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _report(self) -> None:
+        with self._lock:
+            if not self._started:
+                self._timer = None
+                return
+            now = time.monotonic()
+            oldest: dict[str, tuple[float, int]] = {}
+            for server, sent in self._started.values():
+                first, n = oldest.get(server, (now, 0))
+                oldest[server] = (min(first, sent), n + 1)
+            silent = now - self._answered >= LOG_EVERY
+            self._arm()
+        for server, (sent, n) in oldest.items() if silent else ():
+            if now - sent >= LOG_EVERY:
+                info(
+                    f"waiting for the server at {server}: {n} requests unanswered, the oldest for "
+                    f"{now - sent:.0f} s (given up after {self.timeout:g} s: --timeout)"
+                )
+
+
 class ServerClient:
     """JSON over HTTP to OpenAI-compatible servers with httpx: one pooled ``httpx.Client`` (kept-alive
     connections shared by the dispatcher's threads) and retries with exponential backoff: a request
-    that fails with 408/429/5xx, a dropped connection or a timeout is retried up to ``max_retries``
-    times, waiting ``retry_delay`` seconds and doubling (capped at 30 s, or as the server's
-    Retry-After says)."""
+    that fails with 408/429/5xx or a dropped connection is retried up to ``max_retries`` times,
+    waiting ``retry_delay`` seconds and doubling (capped at 30 s, or as the server's Retry-After says).
+    ``timeout`` bounds the whole of one request, its tries and waits included; while requests wait
+    for an answer, a line every LOG_EVERY seconds says for how long (a silent server is never silence)."""
 
     def __init__(
         self,
@@ -223,6 +279,7 @@ class ServerClient:
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._http = httpx.Client(headers=headers, timeout=timeout, limits=limits)
+        self._waiting = Waiting(timeout)
 
     def request(self, server: str, path: str, payload: dict | None, retry_connection: bool = True) -> Any:
         return self.dated_request(server, path, payload, retry_connection)[0]
@@ -231,50 +288,79 @@ class ServerClient:
         self, server: str, path: str, payload: dict | None, retry_connection: bool = True
     ) -> tuple[Any, float]:
         """One HTTP call (POST with a payload, else GET) with retries; the decoded JSON answer and
-        the server's time of answering. A server that cannot be reached, times out or keeps failing
-        raises ServerDown."""
+        the server's time of answering. A server that cannot be reached, does not answer within
+        ``timeout`` or keeps failing raises ServerDown."""
         url = server + path
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                if payload is None:
-                    response = self._http.get(url)
-                else:
-                    response = self._http.post(url, json=payload)
-            except httpx.TransportError as e:  # refused, dropped or timed out
-                if retry_connection and not last:
-                    self._wait(attempt, None)
+        deadline = time.monotonic() + self.timeout
+        with self._waiting.on(server):
+            for attempt in range(self.max_retries + 1):
+                left = deadline - time.monotonic()
+                try:
+                    response = self._http.request("GET" if payload is None else "POST", url, json=payload, timeout=left)
+                except httpx.TransportError as e:  # refused, dropped or timed out
+                    if retry_connection and self._wait(attempt, None, deadline):
+                        continue
+                    raise self._unanswered(server, url, attempt, e) from None
+                if response.is_success:
+                    break
+                if response.status_code in RETRIED_STATUS and self._wait(attempt, response.headers, deadline):
                     continue
-                tries = f" (tried {attempt + 1} times)" if attempt else ""
-                if isinstance(e, httpx.TimeoutException):
-                    raise ServerDown(f"the server at {url} did not answer within {self.timeout:g} s{tries}") from None
-                raise ServerDown(
-                    f"cannot reach an OpenAI-compatible server at {server}{tries}: {e or type(e).__name__}; "
-                    "is it running, and does the URL end in /v1?"
-                ) from None
-            if response.is_success:
-                break
-            if response.status_code in RETRIED_STATUS and not last:
-                self._wait(attempt, response.headers.get("Retry-After"))
-                continue
-            raise self._http_error(server, url, response.status_code, server_message(response.content))
+                message = server_message(response.content)
+                raise self._http_error(server, url, response.status_code, message, attempt + 1)
+        return self._answer(server, url, payload, response)
+
+    def _answer(self, server: str, url: str, payload: dict | None, response: httpx.Response) -> tuple[Any, float]:
+        """The decoded answer and the server's time; an answer for another model is refused."""
         try:
-            return response.json(), _server_time(response.headers.get("Date"))
+            body = response.json()
         except ValueError:
             raise RuevalError(f"the server at {url} did not answer with JSON: {response.content[:200]!r}") from None
+        named = body.get("model") if payload is not None and isinstance(body, dict) else None
+        if named is not None and named != self.model and not self._same_model(server, named):
+            raise RuevalError(
+                f"the server at {url} answered for the model '{named}', not '{self.model}' as asked: "
+                "another model is behind this address; its answer is not used"
+            )
+        return body, _server_time(response.headers.get("Date"))
 
-    def _wait(self, attempt: int, retry_after: str | None) -> None:
+    def _same_model(self, server: str, named: Any) -> bool:
+        """Whether an answer naming ``named`` is the asked model's: vLLM answers with the first of a
+        model's served names, so a name the server lists with the same weights (root) is the same model."""
+        try:
+            listing = self.request(server, "/models", None)
+        except ClientError:  # no /models: nothing says the two names are one model
+            return False
+        entries = listing.get("data", []) if isinstance(listing, dict) else []
+        roots = {str(m.get("id")): m.get("root") for m in entries if isinstance(m, dict)}
+        return roots.get(self.model) is not None and roots.get(str(named)) == roots.get(self.model)
+
+    def _wait(self, attempt: int, headers: httpx.Headers | None, deadline: float) -> bool:
+        """Wait before the next try; False when there is none: the tries or the time are used up."""
         # the jitter keeps many clients that failed together from retrying together
         delay = min(MAX_BACKOFF, self.retry_delay * 2**attempt) * random.uniform(0.8, 1.2)
+        retry_after = headers.get("Retry-After") if headers is not None else None
         if retry_after and retry_after.strip().isdigit():
             delay = min(MAX_BACKOFF, float(retry_after))
+        if attempt == self.max_retries or time.monotonic() + delay >= deadline:
+            return False
         time.sleep(delay)
+        return True
 
-    def _http_error(self, server: str, url: str, status: int, message: str) -> Exception:
+    def _unanswered(self, server: str, url: str, attempt: int, error: httpx.TransportError) -> ServerDown:
+        tries = f" (tried {attempt + 1} times)" if attempt else ""
+        if isinstance(error, httpx.TimeoutException):
+            return ServerDown(
+                f"the server at {url} did not answer within {self.timeout:g} s{tries}; --timeout SECONDS waits longer"
+            )
+        return ServerDown(
+            f"cannot reach an OpenAI-compatible server at {server}{tries}: {error or type(error).__name__}; "
+            "is it running, and does the URL end in /v1?"
+        )
+
+    def _http_error(self, server: str, url: str, status: int, message: str, tries: int) -> Exception:
         if status in (401, 403):
             return RuevalError(f"the server at {url} refused the API key (HTTP {status}: {message})")
         if status in RETRIED_STATUS:
-            tries = self.max_retries + 1
             return ServerDown(f"the server at {url} kept failing after {tries} tries (HTTP {status}): {message}")
         if status == 404 and "model" in message.lower():
             return ClientError(status, f"the server at {server} has no model '{self.model}' ({message})")

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rueval.data.local import SAMPLES_DIR
+from rueval.errors import RuevalError
 
 EOS = "<|endoftext|>"
 
@@ -32,6 +33,19 @@ def sample_texts() -> list[str]:
     return texts
 
 
+def model_folder(out_dir: Path) -> Path:
+    """The folder a model is saved to, made now: transformers' save_pretrained only logs a path that is
+    a file, and saves nothing."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RuevalError(f"{out_dir}: a file is in the way; a model is saved as a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RuevalError(f"{out_dir}: cannot be written ({e.strerror or e})") from None
+    return out_dir
+
+
 def build_tiny_gpt2(
     out_dir: Path,
     n_layer: int = 2,
@@ -42,6 +56,7 @@ def build_tiny_gpt2(
     seed: int = 0,
 ) -> Path:
     """Train the tokenizer, initialise the model with a fixed seed, save both to ``out_dir``."""
+    out_dir = model_folder(out_dir)
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -64,7 +79,6 @@ def build_tiny_gpt2(
     )
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config).eval()
-    out_dir = Path(out_dir)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
@@ -80,6 +94,7 @@ def build_tiny_bert(
     seed: int = 0,
 ) -> Path:
     """A random BERT encoder with a WordPiece tokenizer trained on the bundled samples, saved to ``out_dir``."""
+    out_dir = model_folder(out_dir)
     import torch
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, BertTokenizer
@@ -97,7 +112,6 @@ def build_tiny_bert(
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
-    out_dir = Path(out_dir)
     BertModel(config).save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir

@@ -8,8 +8,10 @@ The same tables appear in the HTML report; here they are written as Markdown and
 from __future__ import annotations
 
 import csv
+import html
 import io
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +60,9 @@ class Board:
         return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.ranked]
 
     def markdown(self) -> str:
-        lines = [self._md_line(self.header()), self._md_line(["---"] * len(self.header()))]
+        lines = [self._md_line(map(markdown_text, self.header())), self._md_line(["---"] * len(self.header()))]
         for rank, row in self.ranked():
-            cells = self.cells(rank, row)
+            cells = [markdown_text(cell) for cell in self.cells(rank, row)]
             if not row.is_reference:
                 cells[1] = f"**{cells[1]}**"  # runs stand out among the papers' rows
             lines.append(self._md_line(cells))
@@ -107,8 +109,17 @@ class Board:
         return buffer.getvalue()
 
     @staticmethod
-    def _md_line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+    def _md_line(cells: Iterable[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|])")
+
+
+def markdown_text(text: str) -> str:
+    """Text as a Markdown table cell shows it (a run's folder name is the user's): HTML's special
+    characters as entities, Markdown's punctuation and the cell separator escaped, one line."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(text, quote=False)).replace("\n", " ")
 
 
 def boards(runs: Sequence[Run]) -> list[Board]:

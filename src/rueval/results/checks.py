@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -45,7 +46,7 @@ class Checker:
     def number(self, value: Any, field: str, optional: bool = False) -> float | None:
         if optional and value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise self.fail(field, f"expected a number, got {value!r:.40}")
         return value
 

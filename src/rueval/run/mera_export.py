@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rueval.data import TaskData, load_train
+from rueval.data import TaskData, check_written_ids, in_split_order, load_train, submission_ids
 from rueval.data.mera import ANSWERS, MERA_TASKS, MeraSource
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
@@ -61,10 +61,14 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
         raise RuevalError(f"{run_dir}: its MERA tasks come from several folders: {', '.join(map(str, roots))}")
     source = MeraSource(roots.pop())
     tests = {name: source.load(get_task(name), "test") for name in scored}
-    predictions = {
-        name: [row.prediction for row in read_predictions(get_task(name), run_dir / "predictions" / f"{name}.jsonl")]
+    stored = {
+        name: read_predictions(get_task(name), run_dir / "predictions" / f"{name}.jsonl")
         for name, result in scored.items()
         if result.split == "test"
+    }
+    predictions = {
+        name: in_split_order(tests[name], [row.idx for row in rows], [row.prediction for row in rows])
+        for name, rows in stored.items()
     }
     to_predict = [(get_task(name), TaskData(tests[name], load_train(source, get_task(name)))) for name in scored]
     to_predict = [(task, data) for task, data in to_predict if task.name not in predictions]
@@ -76,6 +80,8 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
         }
         for name in scored
     }
+    for name in scored:
+        check_written_ids(tests[name], submission_ids(files[f"{MERA_TASKS[name]}.json"]["data"]["test"]))
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in files.items():
             archive.writestr(name, json.dumps(document, ensure_ascii=False, indent=4))

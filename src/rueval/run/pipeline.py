@@ -66,7 +66,7 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
 def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
     """Open the data, make the solver (fine-tuning checkpoints live in the run directory, so a killed
     run resumes from them), and read every task's data: bad input fails before any work."""
-    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = solver or spec.solver(out.resolve() / "finetune")
     robustness = Robustness.build(spec.robustness, spec.seed) if spec.robustness else None
     loaded = [(task, limited_data(source, task, spec.split, spec.limit)) for task in spec.task_list]

@@ -127,7 +127,7 @@ def write_attack_sets(spec: RunSpec, out: Path) -> dict[str, dict[str, int]]:
             f"{', '.join(nested)}: several examples per record, so no perturbed files are written; "
             "use rueval run --perturb"
         )
-    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    source = open_data(spec.data, spec.read_limits, spec.tape_set)
     loaded = [(task, load_task_data(source, task, spec.split, spec.limit)) for task in tasks]  # all data checked first
     counts: dict[str, dict[str, int]] = {}
     for task, task_data in loaded:

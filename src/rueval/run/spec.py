@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.data import MAX_LINE_BYTES, TAPE_SETS
+from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits
 from rueval.errors import RuevalError
 from rueval.results.checks import Checker, read_json_file
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
@@ -38,10 +38,10 @@ from rueval.tasks.include import include
 # 2: RCB F1 as jiant computes it on subsets, CheGeKa's empty alternative a gold answer, openai: sends token ids
 PROTOCOL_VERSION = 2
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
-# names it, and runs of the same settings share a directory), sample logs, the line-size guard, where
+# names it, and runs of the same settings share a directory), sample logs, the read limits, where
 # YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say
 # their own (rueval.solvers.options: UNSCORED).
-UNSCORED = ("tasks", "log_samples", "max_line_bytes", "include_path")
+UNSCORED = ("tasks", "log_samples", "max_line_bytes", "max_file_bytes", "max_lines", "max_blank_lines", "include_path")
 SPLITS = ("val", "test")
 ALL = "all"
 
@@ -149,7 +149,10 @@ class RunSpec:
     data: str | None = None  # an absolute path, "hf", or None for the bundled samples
     split: str | None = None  # None: test when it is labelled, else val
     tape_set: str = "episodes"
-    max_line_bytes: int = MAX_LINE_BYTES
+    max_line_bytes: int = DEFAULT_LIMITS.line_bytes  # each data file read within these (rueval.data.ReadLimits)
+    max_file_bytes: int = DEFAULT_LIMITS.file_bytes
+    max_lines: int = DEFAULT_LIMITS.lines
+    max_blank_lines: int = DEFAULT_LIMITS.blank_lines
     shots: tuple[int, ...] = (0,)
     episodes: int = 1
     robustness: RobustnessOptions | None = None
@@ -173,8 +176,9 @@ class RunSpec:
             raise RuevalError(f"--tape-set {self.tape_set}: expected one of {', '.join(TAPE_SETS)}")
         if not self.shots or any(k < 0 for k in self.shots):
             raise RuevalError(f"shots {list(self.shots)}: expected one or more non-negative numbers")
-        if self.episodes < 1 or self.max_line_bytes < 1:
-            raise RuevalError("episodes and the line size limit must be positive")
+        if self.episodes < 1:
+            raise RuevalError("episodes must be positive")
+        _ = self.read_limits  # each limit checked by ReadLimits
         check_limit(self.limit)
         check_slice_names(self.slices)
 
@@ -213,6 +217,10 @@ class RunSpec:
         )
 
     @property
+    def read_limits(self) -> ReadLimits:
+        return ReadLimits(self.max_line_bytes, self.max_file_bytes, self.max_lines, self.max_blank_lines)
+
+    @property
     def family(self) -> Family:
         return LANGUAGE_MODEL if self.in_memory else family_of(self.model)
 
@@ -239,6 +247,9 @@ class RunSpec:
             "split": self.split,
             "tape_set": self.tape_set,
             "max_line_bytes": self.max_line_bytes,
+            "max_file_bytes": self.max_file_bytes,
+            "max_lines": self.max_lines,
+            "max_blank_lines": self.max_blank_lines,
             "shots": list(self.shots),
             "episodes": self.episodes,
             "robustness": None if self.robustness is None else self.robustness.to_json(self.seed),

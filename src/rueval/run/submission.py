@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rueval.data import DataSource, Split, TaskData, load_train, open_data
+from rueval.data import DataSource, Split, TaskData, check_written_ids, load_train, open_data, submission_ids
 from rueval.files import atomic_path
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
@@ -55,13 +55,14 @@ def write_submission(spec: RunSpec, out: Path) -> dict[str, int]:
     lines written per file. A language model answers with the spec's first number of shots (episode
     0). The solver learns from train and val together (label priors from both, as the heuristics
     paper's submissions took them)."""
-    source = open_data(spec.data, spec.max_line_bytes, spec.tape_set)
+    source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = spec.solver()
     pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in spec.task_list]
     files: dict[str, str] = {}
     for predicted in predict_tasks(solver, pending, [Setting(spec.shots[0])]):
         task, test = predicted.task, predicted.data.eval
         lines = submission_lines(task, test.examples, predicted.headline)
+        check_written_ids(test, submission_ids(lines))
         files[f"{task.folder}.jsonl"] = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in files.items():

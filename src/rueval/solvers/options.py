@@ -113,7 +113,8 @@ class LMOptions:
     are generated, and how the model runs (ModelOptions; None for a model given in memory, used as it is)."""
 
     NAMES: ClassVar[tuple[str, ...]] = ("scoring", *CHAT_NAMES, "gen_kwargs", *MODEL_NAMES)
-    UNSCORED: ClassVar[tuple[str, ...]] = ("cache", "concurrency")  # how requests are fetched, not what they return
+    # how requests are fetched, not what they return
+    UNSCORED: ClassVar[tuple[str, ...]] = ("cache", "concurrency", "timeout")
 
     scoring: str = "loglik"
     chat: ChatFormat = ChatFormat()

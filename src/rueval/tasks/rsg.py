@@ -55,7 +55,7 @@ TASKS = (
         benchmark="rsg",
         folder="PARus",
         description="choice of plausible alternatives: cause or effect",
-        shape=Choice(context=("premise",), options=("choice1", "choice2"), question="question"),
+        shape=Choice(("premise",), ("choice1", "choice2"), question="question", asks=("cause", "effect")),
         metrics=("accuracy",),
         split_files=RSG_SPLITS,
     ),

@@ -39,7 +39,6 @@ class Shape:
     labels: tuple[Any, ...] = ()  # classification label space, as written in the data
     categories: tuple[str, ...] = ()  # multilabel target fields
     label_field = "label"  # where a record's gold answer is
-    idx_field = "idx"  # where a record's id is (its position when it has none)
     nested = False  # several examples per record (MuSeRC answers, RuCoS queries)
     label_index = False  # a gold label may also be given as its position in ``labels`` (lm-eval's convention)
 
@@ -61,8 +60,7 @@ class Shape:
     def parse(self, record: Record) -> list[Example]:
         """The examples of one record; a DataError naming the record's file, line and field if it is bad."""
         self.check(record)
-        idx = record.data.get(self.idx_field, record.position)
-        return [Example(idx=idx, fields=record.data, label=self.gold(record))]
+        return [Example(idx=record.id(), fields=record.data, label=self.gold(record))]
 
     def labels_of(self, fields: Mapping[str, Any]) -> tuple[Any, ...]:
         """The labels one example can take: the label space, or a multiple-choice item's own letters."""
@@ -196,6 +194,7 @@ class Choice(Shape):
     context: tuple[str, ...]
     options: tuple[str, ...]
     question: str | None = None
+    asks: tuple[str, ...] = ()  # what the question field may say, when prompts and rules know only these
     label_field: str = "label"
 
     @property
@@ -209,6 +208,12 @@ class Choice(Shape):
     @property
     def main(self) -> tuple[str, ...]:
         return self.context
+
+    def check(self, record: Record) -> None:
+        super().check(record)
+        if self.question and self.asks and record.get(self.question) not in self.asks:
+            expected = " or ".join(self.asks)
+            raise record.error(self.question, f"expected {expected}, got {record.get(self.question)!r:.60}")
 
 
 @dataclass(frozen=True)
@@ -282,7 +287,6 @@ class Answer(Shape):
     answer: str = "answer"
     span_of: str | None = None
     alternatives: str | None = None
-    idx_field: str = "idx"
 
     @property
     def label_field(self) -> str:
@@ -344,11 +348,11 @@ class AnswerCheck(Shape):
         return ("passage",)
 
     def parse(self, record: Record) -> list[Example]:
-        passage_idx = record.get("idx")
+        passage_idx = record.id()
         text = record.get("passage.text", str)
         examples = []
         for question in record.items("passage.questions"):
-            question_idx = question.get("idx")
+            question_idx = question.id()
             question_text = question.get("question", str)
             for answer in question.items("answers"):
                 fields = {
@@ -359,7 +363,7 @@ class AnswerCheck(Shape):
                     "question": question_text,
                     "answer": answer.get("text", str),
                 }
-                idx = (passage_idx, question_idx, answer.get("idx"))
+                idx = (passage_idx, question_idx, answer.id())
                 examples.append(Example(idx=idx, fields=fields, label=self.gold(answer), group=idx[:2]))
         return examples
 
@@ -384,7 +388,7 @@ class Cloze(Shape):
         return ("passage",)
 
     def parse(self, record: Record) -> list[Example]:
-        passage_idx = record.get("idx")
+        passage_idx = record.id()
         text = record.get("passage.text", str)
         candidates = []
         for entity in record.items("passage.entities"):
@@ -404,6 +408,6 @@ class Cloze(Shape):
                     raise query.error("answers", "is empty; a labelled query needs at least one answer")
             fields = {**_without(record.data, "passage", "qas"), **_without(query.data, "answers", "idx")}
             fields["passage"] = text
-            idx = (passage_idx, query.get("idx"))
+            idx = (passage_idx, query.id())
             examples.append(Example(idx=idx, fields=fields, label=label, candidates=tuple(candidates)))
         return examples

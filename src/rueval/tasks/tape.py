@@ -72,7 +72,7 @@ TASKS = (
         folder="chegeka",
         title="CheGeKa",
         description="open-domain trivia questions of the 'Своя игра' game",
-        shape=Answer("question", alternatives=";", idx_field="question_id"),
+        shape=Answer("question", alternatives=";"),  # its id, question_id: rueval.data.records.ID_RULES
         metrics=("token_f1", "exact_match"),
         split_files=TAPE_SPLITS,
         normalization="squad",

@@ -25,20 +25,29 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from transformers import (
-    AutoConfig,
-    AutoModelForMultipleChoice,
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-    set_seed,
-)
-from transformers.utils import logging as transformers_logging
-
 from rueval.errors import RuevalError
+
+try:  # the finetune extra: -m finetune: without it is one line naming it, not a traceback
+    import accelerate  # noqa: F401 - transformers' Trainer needs it
+    from transformers import (
+        AutoConfig,
+        AutoModelForMultipleChoice,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        set_seed,
+    )
+    from transformers.utils import logging as transformers_logging
+
+    from rueval.solvers.finetune import training
+except ImportError as missing:
+    raise RuevalError(
+        f"-m finetune: needs {missing.name or 'torch and transformers'}, which is not installed: "
+        "pip install torch && pip install 'rueval[finetune]'"
+    ) from None
+
 from rueval.models.hf import model_revision
 from rueval.paths import cache_dir
 from rueval.solvers.base import ModelSize, Solver
-from rueval.solvers.finetune import training
 from rueval.solvers.finetune.heads import Head, head_for
 from rueval.solvers.finetune.options import FinetuneOptions
 from rueval.tasks import Example, Task
@@ -56,6 +65,8 @@ class FinetuneSolver(Solver):
         work_dir: str | Path | None = None,
         save_dir: str | Path | None = None,
     ):
+        if not encoder.strip():
+            raise RuevalError("-m finetune: name the encoder after the colon, e.g. finetune:ai-forever/ruBert-base")
         self.name = f"finetune:{encoder}"
         self.encoder = encoder
         self.options = options or FinetuneOptions()

@@ -27,7 +27,7 @@ from rueval import __version__
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
 from rueval.paths import cache_dir
-from rueval.progress import step
+from rueval.progress import step, warn
 from rueval.solvers.base import Solver
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import Example, Task
@@ -55,8 +55,11 @@ class TfidfSolver(Solver):
             return
         with step(f"fitting TF-IDF on {len(labelled):,} {task.name} train examples"):
             model.fit(task, labelled)
-        with atomic_path(path) as tmp:
-            joblib.dump(model, tmp)
+        try:
+            with atomic_path(path) as tmp:
+                joblib.dump(model, tmp)
+        except RuevalError as e:  # a cache that cannot be written (read-only, full): the run goes on
+            warn(f"{e}; the fitted model is not cached")
         self._model = model
 
     def predict(self, task: Task, examples: Iterable[Example]) -> list[Any]:

@@ -1,0 +1,171 @@
+"""Reading data files within bounds: a file or zip member is streamed line by line (a member is
+inflated as it is read, never whole), hashed as it goes, and refused as soon as it passes a limit,
+so hostile input (a zip bomb, a file with no line breaks, gigabytes of blank lines) costs neither
+memory nor hours. Only regular files are opened: a folder, a named pipe or a device where a split
+file is expected is an error, found before anything opens it (so a pipe never blocks the run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import BinaryIO, Self
+
+from rueval.errors import DataError, RuevalError
+
+Node = Path | zipfile.Path
+MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How much of one data file (or zip member) is read before it is refused. The defaults leave
+    room for every official file (the largest, RuCoS train, is about 72k lines and a few hundred MB);
+    each limit has a command-line option, named in its error."""
+
+    line_bytes: int = MAX_LINE_BYTES  # --max-line-mb
+    file_bytes: int = 2**30  # --max-file-mb: the file's size, decompressed
+    lines: int = 1_000_000  # --max-lines
+    blank_lines: int = 100_000  # --max-blank-lines
+
+    def __post_init__(self) -> None:
+        for limit in fields(self):
+            value = getattr(self, limit.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RuevalError(f"read limit {limit.name}: expected a positive whole number, got {value!r}")
+
+
+DEFAULT_LIMITS = ReadLimits()
+
+
+@contextmanager
+def reading(file: str) -> Iterator[None]:
+    """Failures to read a file or folder as a DataError naming it."""
+    try:
+        yield
+    except PermissionError:
+        raise DataError(file, "permission denied") from None
+    except FileNotFoundError:
+        if os.path.islink(file):
+            raise DataError(file, f"broken symbolic link (to {os.readlink(file)})") from None
+        raise DataError(file, "no such file (removed while reading?)") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        raise DataError(file, f"corrupt zip data ({e or type(e).__name__})") from None
+    except OSError as e:
+        raise DataError(file, f"cannot read: {e.strerror or e}") from None
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file that is not a regular file is, for the error; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder where a file is expected"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO), not a regular file: not read"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a regular file: not read"
+    return "not a regular file: not read"
+
+
+def _check_size(file: str, size: int, limits: ReadLimits) -> None:
+    if size > limits.file_bytes:
+        raise DataError(file, f"larger than {_megabytes(limits.file_bytes)} MB: not read (raise --max-file-mb)")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:g}"
+
+
+def open_data_file(node: Node, limits: ReadLimits = DEFAULT_LIMITS) -> BinaryIO:
+    """A data file opened for reading, once it is known to be a regular file within the size limit:
+    a folder, a pipe or a device is refused before anything opens it."""
+    file = str(node)
+    with reading(file):
+        if isinstance(node, zipfile.Path):
+            if node.is_dir():
+                raise DataError(file, _not_regular(stat.S_IFDIR))
+            _check_size(file, node.root.getinfo(node.at).file_size, limits)  # inflating stops at this size
+            return node.open("rb")
+        status = node.stat()
+        if problem := _not_regular(status.st_mode):
+            raise DataError(file, problem)
+        _check_size(file, status.st_size, limits)
+        return node.open("rb")
+
+
+def read_whole(node: Node, limits: ReadLimits = DEFAULT_LIMITS) -> bytes:
+    """A whole data file (a JSON document), at most the size limit."""
+    with open_data_file(node, limits) as stream, reading(str(node)):
+        raw = stream.read(limits.file_bytes + 1)
+    _check_size(str(node), len(raw), limits)
+    return raw
+
+
+class JsonLines:
+    """A split file read as a stream: iterating gives (line number, bytes) of every line that is not
+    blank, without its line break, each at most ``limits.line_bytes`` long (``decode_line`` reads
+    one as text); ``sha256`` is the whole file's hash (the rest is read for it). The file's lines,
+    blank lines and bytes are counted against ``limits``."""
+
+    def __init__(self, node: Node, limits: ReadLimits = DEFAULT_LIMITS):
+        self.node, self.file, self.limits = node, str(node), limits
+        self._digest = hashlib.sha256()
+        self._stream: BinaryIO | None = None
+        self._bytes = 0
+
+    def __enter__(self) -> Self:
+        self._stream = open_data_file(self.node, self.limits)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stream.close()
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        limits, line_no, blank = self.limits, 0, 0
+        while True:
+            raw = self._read(lambda: self._stream.readline(limits.line_bytes + 1))
+            if not raw:
+                return
+            line_no += 1
+            if line_no > limits.lines:
+                raise DataError(self.file, f"more than {limits.lines} lines: not read (raise --max-lines)", line_no)
+            raw = raw.rstrip(b"\r\n")
+            if len(raw) > limits.line_bytes:
+                raise DataError(self.file, f"line longer than {limits.line_bytes} bytes: not read", line_no)
+            if not raw.strip():
+                blank += 1
+                if blank > limits.blank_lines:
+                    message = f"more than {limits.blank_lines} blank lines: not read (raise --max-blank-lines)"
+                    raise DataError(self.file, message, line_no)
+                continue
+            yield line_no, raw
+
+    def sha256(self) -> str:
+        while self._read(lambda: self._stream.read(1 << 20)):
+            pass
+        return self._digest.hexdigest()
+
+    def _read(self, read) -> bytes:
+        """One read of the stream, hashed and counted against the size limit."""
+        with reading(self.file):
+            raw = read()
+        self._bytes += len(raw)
+        _check_size(self.file, self._bytes, self.limits)
+        self._digest.update(raw)
+        return raw
+
+
+def decode_line(raw: bytes, file: str, line_no: int) -> str:
+    """One line of UTF-8 text (a byte-order mark may start the first); a DataError if it is not UTF-8."""
+    try:
+        return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(file, f"not UTF-8 text (byte {e.start} of the line)", line_no) from None
