@@ -390,7 +390,10 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel
     """The backend of `-m openai:MODEL[,tokenizer=...] --base-url URL [--tokenizer ...]` (BACKENDS)."""
     tokenizer = spec_tokenizer(spec, options)
     return OpenAICompletionsModel(
-        spec.target, served_at(spec, options), concurrency=options.concurrency, timeout=options.timeout,
+        spec.target,
+        served_at(spec, options),
+        concurrency=options.concurrency,
+        timeout=options.timeout,
         tokenizer=tokenizer,
     )
 
