@@ -59,6 +59,7 @@ from rueval.models.token_ids import (
     local_tokens,
     say_how_prompts_go,
     served_tokens,
+    spec_tokenizer,
 )
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
@@ -388,22 +389,13 @@ class OpenAICompletionsModel(LanguageModel):
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
     """The backend of `-m openai:MODEL[,tokenizer=...] --base-url URL [--tokenizer ...]` (BACKENDS)."""
-    tokenizer = spec_tokenizer(spec, options)
     return OpenAICompletionsModel(
         spec.target,
         served_at(spec, options),
         concurrency=options.concurrency,
         timeout=options.timeout,
-        tokenizer=tokenizer,
+        tokenizer=spec_tokenizer(spec, options),
     )
-
-
-def spec_tokenizer(spec: ModelSpec, options: ModelOptions) -> str:
-    """The spec's tokenizer= key or --tokenizer (not both, unless they agree)."""
-    key = spec.key("tokenizer")
-    if key is not None and options.tokenizer not in (AUTO, key):
-        raise RuevalError(f"-m {spec} and --tokenizer {options.tokenizer}: give the tokenizer once")
-    return key or options.tokenizer
 
 
 def served_at(spec: ModelSpec, options: ModelOptions) -> str:

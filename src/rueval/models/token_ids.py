@@ -25,11 +25,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood, encode_pair
 from rueval.progress import info, warn
+
+if TYPE_CHECKING:
+    from rueval.models.factory import ModelOptions, ModelSpec
 
 AUTO = "auto"  # the served model's own tokenizer if it can be had, else text prompts
 SERVER = "server"  # the served model's own tokenizer, or an error
@@ -188,3 +191,11 @@ class _ServerTokenizer:
             "the server adds no start token and does not name its BOS or EOS (vLLM names them with "
             "--enable-tokenizer-info-endpoint)",
         )
+
+
+def spec_tokenizer(spec: ModelSpec, options: ModelOptions) -> str:
+    """The spec's tokenizer= key or --tokenizer (not both, unless they agree)."""
+    key = spec.key("tokenizer")
+    if key is not None and options.tokenizer not in (AUTO, key):
+        raise RuevalError(f"-m {spec} and --tokenizer {options.tokenizer}: give the tokenizer once")
+    return key or options.tokenizer

