@@ -21,6 +21,18 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def samples_path(out: Path, task: str) -> Path:
+    """A run's one sample log of a task: OUT/samples/samples_<task>_<date id>.jsonl, as lm-eval names it."""
+    from rueval.results.lm_eval import sample_files
+
+    (path,) = sample_files(Path(out), task)
+    return path
+
+
+def read_samples(out: Path, task: str) -> list[dict]:
+    return read_jsonl(samples_path(out, task))
+
+
 # a small template in the usual shape: a marker per turn, a newline after each, the assistant's marker to answer
 TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"

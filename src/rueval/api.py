@@ -58,7 +58,8 @@ def evaluate(
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
     ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
-    ``log_samples``: write OUT/samples/<task>.jsonl (lm-eval's per-example logs; needs ``out``).
+    ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl (lm-eval's per-example logs; needs
+    ``out``).
     ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.

@@ -154,7 +154,8 @@ def label_distribution(task: Task, examples: Sequence[Example]) -> dict[str, Any
         return {
             category: _shares(Counter(gold[i] for gold in golds), (1, 0)) for i, category in enumerate(task.categories)
         }
-    return _shares(Counter(golds), task.labels)
+    offered = dict.fromkeys(label for e in examples for label in task.labels_of(e))  # A-E where items go to (E)
+    return _shares(Counter(golds), [label for label in task.labels if label in offered])
 
 
 def _shares(counts: Counter, labels: Sequence[Any]) -> dict[str, dict[str, float]]:
@@ -171,8 +172,18 @@ def prior_only(task: Task, train: Sequence[Example], examples: Sequence[Example]
     result: dict[str, Any] = {"majority": {"metrics": scores.metrics, "score": scores.score}}
     if task.kind != "span":
         result["weighted_random_expected_accuracy"] = 100 * expected_weighted_random_accuracy(task, train, examples)
-        result["balanced_expected_accuracy"] = 100 / (2 if task.kind == "multilabel" else len(task.labels))
+        result["balanced_expected_accuracy"] = balanced_expected_accuracy(task, examples)
     return result
+
+
+def balanced_expected_accuracy(task: Task, examples: Sequence[Example]) -> float:
+    """What a uniform guess among each example's own labels expects, x100 (a multiple-choice item
+    guesses among its own options)."""
+    if task.kind == "multilabel":
+        return 100 / 2
+    if not task.inline_options or not examples:
+        return 100 / len(task.labels)
+    return 100 * fmean(1 / len(task.labels_of(e)) for e in examples)
 
 
 def expected_weighted_random_accuracy(task: Task, train: Sequence[Example], examples: Sequence[Example]) -> float:

@@ -1,8 +1,13 @@
 """Few-shot episodes (TAPE, Taktasheva et al., 2022, Section 4.1): for each k, several sets of
-k demonstrations drawn from train, the same set before every test item of an episode."""
+k demonstrations drawn from train, the same set before every test item of an episode.
+
+TAPE draws each episode's demonstrations "from D_train with replacement"; rueval reads that as
+independent episodes (a record may appear in several) of distinct demonstrations (none twice in one).
+"""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -12,21 +17,44 @@ from rueval.tasks import Example
 
 
 def episode_demos(train: Sequence[Example], k: int, episode: int, seed: int, task_name: str) -> list[Example]:
-    """The demonstrations of episode ``episode`` of the k-shot setting.
+    """The demonstrations of episode ``episode`` (0-based) of the k-shot setting.
 
     When the train records carry TAPE's ``episode`` lists, the episodes are read from them: the
-    episode ids with exactly k members are the k-shot episodes, taken in id order. Otherwise k
-    labelled examples are drawn with a seed; episodes are drawn independently of each other."""
+    episode ids with exactly k members are the k-shot episodes, taken in id order. Asking for more
+    episodes than the lists hold is an error (never a repeat of an earlier episode), and so is an
+    episode that lists a record twice. Otherwise k distinct labelled examples are drawn with a seed;
+    episodes are drawn independently of each other."""
     if k == 0:
         return []
     labelled = [e for e in train if e.label is not None]
-    members: dict[int, list[Example]] = defaultdict(list)
-    for example in labelled:
-        for episode_id in example.fields.get("episode") or ():
-            members[episode_id].append(example)
+    members = episode_lists(labelled, task_name)
     k_shot = sorted(episode_id for episode_id, group in members.items() if len(group) == k)
     if k_shot:
-        return members[k_shot[episode % len(k_shot)]]
+        if episode >= len(k_shot):
+            raise RuevalError(
+                f"{task_name}: {episode + 1} {k}-shot episodes asked for, but the data's episode lists hold "
+                f"{len(k_shot)} (episode ids {', '.join(map(str, k_shot))}); ask for --episodes {len(k_shot)} or fewer"
+            )
+        return members[k_shot[episode]]
     if len(labelled) < k:
         raise RuevalError(f"{task_name}: {k}-shot needs {k} labelled train examples, the data has {len(labelled)}")
     return random.Random(f"{seed}/{task_name}/{k}/{episode}").sample(labelled, k)
+
+
+def episode_lists(train: Sequence[Example], task_name: str) -> dict[int, list[Example]]:
+    """Each episode id of the train records' ``episode`` lists -> its records, in train order; a
+    record listed twice in one episode (an id repeated in its list, or the same record, idx and all,
+    on two lines) is an error naming the episode."""
+    members: dict[int, list[Example]] = defaultdict(list)
+    seen: dict[int, set[str]] = defaultdict(set)
+    for example in train:
+        record = json.dumps([example.key, example.fields], sort_keys=True, ensure_ascii=False, default=str)
+        for episode_id in example.fields.get("episode") or ():
+            if record in seen[episode_id]:
+                raise RuevalError(
+                    f"{task_name}: train episode {episode_id} lists the record with idx {example.key} twice; "
+                    "an episode's demonstrations are distinct records"
+                )
+            seen[episode_id].add(record)
+            members[episode_id].append(example)
+    return members

@@ -163,17 +163,21 @@ def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
     return prediction == gold
 
 
+def example_metric_names(task: Task) -> list[str]:
+    """The registry names of the metrics ``example_metrics`` gives for the task's examples."""
+    if task.kind == "span":
+        return [m.name for m in task_metrics(task) if m.per_example is not None]
+    return [ACCURACY.name]
+
+
 def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
     """One example's own metrics as a sample log records them, under lm-eval's names: a span task's
     metrics on this example (exact match and token F1 against the best gold answer); for other
     tasks whether the example is right, lm-eval's per-example acc (their F1 and MCC are metrics of
     the whole sample, and an Ethics example is right when all its categories are)."""
     if task.kind == "span":
-        return {
-            m.lm_eval_name: m.per_example(gold, prediction, task.normalization)
-            for m in task_metrics(task)
-            if m.per_example is not None
-        }
+        span_metrics = map(metric, example_metric_names(task))
+        return {m.lm_eval_name: m.per_example(gold, prediction, task.normalization) for m in span_metrics}
     return {ACCURACY.lm_eval_name: float(is_correct(task, gold, prediction))}
 
 

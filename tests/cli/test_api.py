@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import SYSTEM, read_jsonl
+from support import SYSTEM, read_jsonl, read_samples
 
 import rueval
 from rueval.errors import RuevalError
@@ -113,7 +113,7 @@ def test_options_that_do_not_apply_are_a_clear_error():
 
 def test_evaluate_writes_sample_logs_when_asked(tmp_path):
     results = rueval.evaluate("majority", tasks=["rcb"], out=tmp_path / "run", log_samples=True)
-    lines = (tmp_path / "run" / "samples" / "rcb.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = read_samples(tmp_path / "run", "rcb")
     assert len(lines) == results.tasks["rcb"].n
 
 
@@ -132,7 +132,7 @@ def test_chat_options_render_prompts_through_the_template(request, tmp_path):
     )
     assert results.tasks["parus"].protocol == "loglik-chat-template"
     assert results.settings["solver_options"]["fewshot_as_multiturn"] is True
-    for line in read_jsonl(tmp_path / "run" / "samples" / "parus.jsonl"):
+    for line in read_samples(tmp_path / "run", "parus"):
         context = line["arguments"]["gen_args_0"]["arg_0"]
         # the system turn, the demonstration as a user and an assistant turn, then the question's user turn
         assert context.startswith(f"<|system|>{SYSTEM}\n<|user|>") and context.endswith("<|assistant|>")

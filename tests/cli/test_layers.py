@@ -24,6 +24,7 @@ LAYERS = {
     "models/solvers": ("rueval.models", "rueval.solvers", "rueval.robustness"),
     "run": ("rueval.run", "rueval.audit", "rueval.duplicates"),
     "report": ("rueval.report",),
+    "serve": ("rueval.serve",),
     "cli": ("rueval.cli", "rueval.__main__", "rueval.api"),
 }
 MAX_LINES = 420
@@ -134,3 +135,4 @@ def test_the_checks_see_a_backward_import(tmp_path):
     """The layer check is not vacuous: the graph holds the known downward imports."""
     assert "rueval.tasks" in GRAPH["rueval.solvers.lm"] and "rueval.models.engine" in GRAPH["rueval.solvers.lm"]
     assert layer_of("rueval.report.html") > layer_of("rueval.run.pipeline") > layer_of("rueval.solvers.lm")
+    assert layer_of("rueval.cli.serve") > layer_of("rueval.serve.app") > layer_of("rueval.report.html")

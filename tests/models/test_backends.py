@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import SYSTEM, read_jsonl
+from support import SYSTEM, read_samples
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
@@ -72,7 +72,7 @@ def test_a_registered_backend_runs_tasks_end_to_end_through_the_normal_run(cli, 
     for name in ("terra", "multiq"):
         task = get_task(name)
         examples = load_task_data(open_data(None), task, None, 4).eval.examples
-        lines = read_jsonl(out / "samples" / f"{name}.jsonl")
+        lines = read_samples(out, name)
         assert len(lines) == 2 * len(examples)  # k = 0 and k = 1
         for line in lines:
             (argument,) = line["arguments"].values()
@@ -91,7 +91,9 @@ def test_a_registered_backend_runs_tasks_end_to_end_through_the_normal_run(cli, 
 def test_a_spec_names_a_registered_backend(parity_chat):
     assert ModelSpec.parse("parity-chat:v1") == ModelSpec("parity-chat", "v1") and ModelSpec.is_lm("parity-chat:v1")
     assert open_engine("parity-chat:v1", ModelOptions(cache="off")).model.identity == "parity-chat:v1"
-    with pytest.raises(RuevalError, match="unknown backend 'parrot'; expected one of: hf, openai, openai-chat, parity"):
+    with pytest.raises(
+        RuevalError, match="unknown backend 'parrot'; expected one of: hf, openai, openai-chat, vllm, parity"
+    ):
         ModelSpec.parse("parrot:v1")
 
 
@@ -149,3 +151,12 @@ def test_a_text_model_that_only_generates_names_options_by_generating():
     assert answers.by_setting == {Setting(): ["entailment"] * len(data.eval.examples)}
     with pytest.raises(RuevalError, match="--scoring ppl"):
         LMSolver(Engine(Babbler()), "babbler", scoring="ppl")
+
+
+def test_a_specs_keys_are_checked_before_its_backend_loads(cli, tmp_path):
+    result = cli("run", "-m", "vllm:some/model,tensor_parallel_size=two", "-t", "parus", "-o", tmp_path)
+    assert result.exit_code == 2 and "tensor_parallel_size=two: expected a positive whole number" in result.output
+    result = cli("run", "-m", "vllm:some/model,swap=4", "-t", "parus", "-o", tmp_path)
+    assert result.exit_code == 2 and "the keys vllm: takes: tokenizer, tensor_parallel_size" in result.output
+    result = cli("run", "-m", "hf:some/model,tokenizer=x", "-t", "parus", "-o", tmp_path)
+    assert result.exit_code == 2 and "the keys hf: takes: none" in result.output

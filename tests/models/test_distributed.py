@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import read_jsonl
+from support import read_samples
 
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.distributed import shares
@@ -130,9 +130,7 @@ def test_two_processes_write_what_one_process_writes(tmp_path, tiny_gpt2_dir):
         assert (two / "predictions" / f"{task}.jsonl").read_text() == (
             one / "predictions" / f"{task}.jsonl"
         ).read_text()
-        assert [s["prediction"] for s in read_jsonl(two / "samples" / f"{task}.jsonl")] == [
-            s["prediction"] for s in read_jsonl(one / "samples" / f"{task}.jsonl")
-        ]
+        assert [s["prediction"] for s in read_samples(two, task)] == [s["prediction"] for s in read_samples(one, task)]
 
     # each process computed its own share; together, every request once, all committed to the one cache
     note = next(n for n in shared["notes"] if "data parallel" in n)

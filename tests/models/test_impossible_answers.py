@@ -3,7 +3,7 @@ number, NaN, infinite or positive, or an answer naming another model, is an erro
 and the request, and never reaches the request cache (the engine's own check, for every backend, is
 tests/models/test_result_checks.py).
 
-The server is the tests' real OpenAI-compatible server (tests/models/openai_server.py) with its
+The server is the tests' fault-injection OpenAI-compatible server (tests/models/fault_server.py) with its
 fault-injection switches (``fault_logprob``, ``fault_model``): no real server answers NaN on demand.
 """
 
@@ -18,7 +18,7 @@ from support import require_modules
 
 require_modules("torch", "transformers", extra="lm")
 
-from openai_server import CompletionServer
+from fault_server import FaultServer
 
 from rueval.models.base import ImpossibleAnswer, Loglikelihood, Message
 from rueval.models.cache import RequestCache
@@ -31,7 +31,7 @@ PAIR = Loglikelihood("Кошка сидит на", " окне")
 
 @pytest.fixture(scope="module")
 def running_server(chat_model):
-    with CompletionServer(chat_model) as server:
+    with FaultServer(chat_model) as server:
         yield server
 
 

@@ -1,10 +1,11 @@
-"""Scaling the `openai:` backend: several servers (tests/openai_server.py on 127.0.0.1), a cache
-identity that follows the served weights, and a request cache that can be turned off, refreshed,
-and survives damaged files."""
+"""Scaling the `openai:` backend when servers fail or change: several servers (fault injection:
+tests/models/fault_server.py on 127.0.0.1) of which one is unreachable, failing or serving other
+weights, a cache identity that follows the served weights, and a request cache that can be turned
+off, refreshed, and survives damaged files. Two real vLLM servers sharing a run: tests/models/
+test_vllm_served.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import sqlite3
@@ -12,7 +13,7 @@ import threading
 import time
 
 import pytest
-from openai_server import CompletionServer
+from fault_server import FaultServer
 
 from rueval.errors import RuevalError
 from rueval.models.base import Capabilities, LanguageModel, Loglikelihood, LoglikelihoodResult
@@ -44,7 +45,7 @@ def other_weights_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def two_servers(tiny_gpt2_dir):
-    with CompletionServer(tiny_gpt2_dir) as a, CompletionServer(tiny_gpt2_dir) as b:
+    with FaultServer(tiny_gpt2_dir) as a, FaultServer(tiny_gpt2_dir) as b:
         yield a, b
 
 
@@ -57,35 +58,6 @@ def servers(two_servers):
 
 def scores(results: list[LoglikelihoodResult]) -> list[tuple[float, int, bool]]:
     return [(round(r.logprob, 4), r.n_tokens, r.greedy) for r in results]
-
-
-def test_two_servers_share_the_work_and_equal_one_server(servers, tmp_path):
-    a, b = servers
-    one = Engine(OpenAICompletionsModel("tiny-gpt2", a.url, prompts_per_request=1), RequestCache(tmp_path / "1.sqlite"))
-    expected = one.loglikelihood(REQUESTS)
-    a.completion_requests = 0
-    both = OpenAICompletionsModel("tiny-gpt2", f"{a.url},{b.url}", prompts_per_request=1)
-    engine = Engine(both, RequestCache(tmp_path / "2.sqlite"))
-    assert scores(engine.loglikelihood(REQUESTS)) == scores(expected)
-    assert a.completion_requests > 1 and b.completion_requests > 1  # each also got the fingerprint probe
-    assert both.identity == one.model.identity  # the servers' URLs are not part of the identity: one cache serves both
-
-
-def test_cli_runs_over_two_servers_as_over_one(cli, servers, tmp_path, monkeypatch):
-    a, b = servers
-    summaries = []
-    for name, urls in (("one", a.url), ("two", f"{a.url},{b.url}")):
-        monkeypatch.setenv("RUEVAL_CACHE_DIR", str(tmp_path / f"cache-{name}"))
-        out = tmp_path / name
-        result = cli("run", "-m", "openai:tiny-gpt2", "--base-url", urls, "-t", "parus", "--limit", "6", "-o", out)
-        assert result.exit_code == 0, result.stderr
-        summaries.append(json.loads((out / "results.json").read_text()))
-        predictions = (out / "predictions" / "parus.jsonl").read_text()
-        summaries[-1]["predictions"] = [json.loads(line)["prediction"] for line in predictions.splitlines()]
-    assert summaries[0]["predictions"] == summaries[1]["predictions"]
-    assert summaries[0]["tasks"]["parus"]["score"] == summaries[1]["tasks"]["parus"]["score"]
-    assert summaries[0]["model_identity"] == summaries[1]["model_identity"]
-    assert b.completion_requests > 0
 
 
 def test_an_unreachable_server_among_several_is_reported_and_the_run_goes_on(servers, caplog):
@@ -120,9 +92,9 @@ def test_when_every_server_fails_the_error_names_the_last(servers):
 
 def test_a_server_serving_another_model_stops_the_run_before_any_scoring(tiny_gpt2_dir, other_weights_dir):
     with (
-        CompletionServer(tiny_gpt2_dir) as a,
-        CompletionServer(tiny_gpt2_dir, name="other-model") as b,
-        CompletionServer(other_weights_dir) as c,
+        FaultServer(tiny_gpt2_dir) as a,
+        FaultServer(tiny_gpt2_dir, name="other-model") as b,
+        FaultServer(other_weights_dir) as c,
     ):
         with pytest.raises(
             RuevalError, match=f"the server at {b.url} does not serve model 'tiny-gpt2'; it serves: other-model"
@@ -135,13 +107,13 @@ def test_a_server_serving_another_model_stops_the_run_before_any_scoring(tiny_gp
 
 def test_new_weights_behind_the_same_name_and_port_are_computed_again(tiny_gpt2_dir, other_weights_dir, tmp_path):
     port = free_port()
-    with CompletionServer(tiny_gpt2_dir, port=port) as first:
+    with FaultServer(tiny_gpt2_dir, port=port) as first:
         engine = Engine(OpenAICompletionsModel("tiny-gpt2", first.url), RequestCache(tmp_path / "cache.sqlite"))
         before = engine.loglikelihood(REQUESTS)
         again = Engine(OpenAICompletionsModel("tiny-gpt2", first.url), RequestCache(tmp_path / "cache.sqlite"))
         again.loglikelihood(REQUESTS)
         assert again.computed == 0  # the same weights: all from the cache
-    with CompletionServer(other_weights_dir, port=port) as swapped:
+    with FaultServer(other_weights_dir, port=port) as swapped:
         engine = Engine(OpenAICompletionsModel("tiny-gpt2", swapped.url), RequestCache(tmp_path / "cache.sqlite"))
         after = engine.loglikelihood(REQUESTS)
     assert engine.computed == len(REQUESTS)

@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib.image
 import numpy as np
 import pytest
-from support import require
+from support import read_samples, require, samples_path
 from typer.testing import CliRunner
 
 from rueval.cli import app
@@ -266,14 +266,10 @@ def examples_report(logged_run, runs, tmp_path_factory) -> Path:
     return out
 
 
-def read_log(run: Path, task: str) -> list[dict]:
-    return [json.loads(line) for line in (run / "samples" / f"{task}.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
 def test_report_shows_every_logged_example_with_its_prompt_and_option_scores(logged_run, examples_report):
     html = examples_report.read_text(encoding="utf-8")
     view = html[html.index('<section id="examples">') :]
-    parus, multiq = read_log(logged_run, "parus"), read_log(logged_run, "multiq")
+    parus, multiq = read_samples(logged_run, "parus"), read_samples(logged_run, "multiq")
     assert view.count('<details class="sample') == len(parus) + len(multiq)  # the majority run logged nothing
     right = sum(line["correct"] for line in parus)
     assert f">all ({len(parus)})<" in view and f">right ({right})<" in view
@@ -290,13 +286,13 @@ def test_report_shows_every_logged_example_with_its_prompt_and_option_scores(log
 def test_report_rejects_a_malformed_sample_log(logged_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(logged_run, run)
-    log = run / "samples" / "parus.jsonl"
+    log = samples_path(run, "parus")
     lines = log.read_text(encoding="utf-8").splitlines()
     broken = json.loads(lines[1])
     del broken["filtered_resps"]
     log.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n", encoding="utf-8")
     result = invoke("report", run, "-o", tmp_path / "report.html")
-    assert result.exit_code == 2 and "parus.jsonl:2: field 'filtered_resps': missing" in result.output
+    assert result.exit_code == 2 and f"{log.name}:2: field 'filtered_resps': missing" in result.output
     assert not (tmp_path / "report.html").exists()
 
 
@@ -313,11 +309,11 @@ def screenshot(page: str, tmp_path: Path, name: str) -> np.ndarray:
 @pytest.mark.slow  # starts a browser
 def test_the_right_wrong_filter_works_in_headless_chromium(logged_run, tmp_path):
     require(CHROMIUM.exists(), "needs Chromium: apt-get install -y chromium (.ci/run installs it)")
-    parus = read_log(logged_run, "parus")
+    parus = read_samples(logged_run, "parus")
     assert 0 < sum(line["correct"] for line in parus) < len(parus), "the view needs right and wrong examples"
     run = tmp_path / "run"  # the run with PARus's log alone: the one block on the page is the filtered one
     shutil.copytree(logged_run, run)
-    (run / "samples" / "multiq.jsonl").unlink()
+    samples_path(run, "multiq").unlink()
     report = tmp_path / "report.html"
     assert invoke("report", run, "-o", report).exit_code == 0
     page = report.resolve().as_uri()

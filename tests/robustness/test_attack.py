@@ -12,6 +12,8 @@ from support import read_jsonl, require_modules, write_jsonl
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.errors import DataError
+from rueval.report.leaderboard import format_score
+from rueval.results import RobustnessSummary
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.perturbations import BackTranslation, Perturbation
 from rueval.robustness.semantic_filter import (
@@ -428,3 +430,54 @@ def test_bad_robustness_options_end_in_one_line(cli, tmp_path, args, message):
     result = cli(*args, "-o", tmp_path)
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_the_summary_names_each_tasks_worst_perturbation_and_the_share_each_left_unchanged(cli, tmp_path):
+    out = tmp_path / "run"
+    result = cli("run", "-t", "winograd,ru_worldtree", "-m", "random", "--perturb", "butter_fingers,emojify", "-o", out)
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for task in ("winograd", "ru_worldtree"):
+        perturbations, summary = results["tasks"][task]["perturbations"], results["tasks"][task]["robustness"]
+        scores = {name: attack["score"] for name, attack in perturbations.items()}
+        worst = min(scores, key=scores.get)
+        assert summary["worst"] == {
+            "perturbation": worst,
+            "score": scores[worst],
+            "original_score": perturbations[worst]["original_score"],
+        }
+        for name, attack in perturbations.items():
+            assert attack["test_items"] == attack["n"]  # every item has a copy, unchanged where none passed
+            assert summary["unchanged_share"][name] == pytest.approx(attack["unchanged_share"])
+    report = tmp_path / "report.html"
+    assert cli("report", out, "-o", report).exit_code == 0
+    html = report.read_text(encoding="utf-8")
+    assert "worst perturbation: score" in html and "test items left unchanged" in html
+    worst = results["tasks"]["winograd"]["robustness"]["worst"]["perturbation"]
+    assert f"{worst} {format_score(results['tasks']['winograd']['robustness']['worst']['score'])}" in html
+
+
+def test_items_without_a_perturbed_copy_count_as_left_unchanged():
+    attacks = {
+        "eda_swap": {
+            "metrics": {},
+            "score": 40.0,
+            "original_score": 50.0,
+            "n": 8,
+            "unchanged_share": 0.25,
+            "test_items": 10,
+        },
+        "emojify": {
+            "metrics": {},
+            "score": None,
+            "original_score": None,
+            "n": 0,
+            "unchanged_share": None,
+            "test_items": 10,
+        },
+        "old_run": {"metrics": {}, "score": 45.0, "original_score": 50.0, "n": 4, "unchanged_share": 0.5},
+    }
+    summary = RobustnessSummary.of(attacks)
+    assert (summary.worst, summary.worst_score, summary.worst_original_score) == ("eda_swap", 40.0, 50.0)
+    assert summary.unchanged == {"eda_swap": 0.4, "emojify": 1.0, "old_run": 0.5}  # 2 identical + 2 without a copy
+    assert RobustnessSummary.of({}) is None

@@ -12,6 +12,7 @@ from rueval.robustness.constraints import Jeopardy, Mentions, Multihop, NamedEnt
 from rueval.robustness.perturbations import ButterFingers, ChangeCharCase, EdaDelete, EdaSwap, Emojify
 from rueval.robustness.targets import TARGETS, protected_spans, protected_spans_batch
 from rueval.tasks import TASKS, Example, Record, get_task
+from rueval.tasks.offsets import word_span
 
 # Every word that may change does change (or moves, or goes): what survives was protected. EDA swap
 # swaps once in every sentence at a rate this low (max(1, p x n) = 1 swap), at 1.0 only where n is odd.
@@ -201,6 +202,32 @@ def test_target_word_offsets_follow_the_word(perturbation):
     assert perturbed is not None
     assert perturbed.fields["sentence1"][perturbed.fields["start1"] : perturbed.fields["end1"]] == "марки"
     assert perturbed.fields["sentence2"][perturbed.fields["start2"] : perturbed.fields["end2"]] == "марка"
+
+
+# The official RUSSE files' conventions: end one past the word (over punctuation, or beyond the
+# sentence's end), one short of it; rueval's samples end at it (rueval.tasks.offsets).
+OFFSET_CONVENTIONS = {
+    "at the word": (9, 14),
+    "one past, over a comma": (9, 15),
+    "one short": (9, 13),
+    "one past the sentence's end": (46, 52),
+}
+
+
+@pytest.mark.parametrize("perturbation", AT_FULL_STRENGTH, ids=STRENGTH_IDS)
+@pytest.mark.parametrize("convention", OFFSET_CONVENTIONS, ids=str)
+def test_target_word_offsets_are_read_and_kept_in_the_records_own_convention(perturbation, convention):
+    sentence = "Дедушка, марки, монеты и конверты лежат в его ящике"
+    start, end = OFFSET_CONVENTIONS[convention]
+    word = word_span(sentence, start, end)
+    assert word is not None
+    fields = {"idx": 0, "word": "марка", "sentence1": sentence, "sentence2": "Эта марка редкая.", "label": False}
+    fields |= {"start1": start, "end1": end, "start2": 4, "end2": 9}
+    perturbed = perturbation.perturb(Example(0, fields, False), get_task("russe"))
+    assert perturbed is not None
+    new = word_span(perturbed.fields["sentence1"], perturbed.fields["start1"], perturbed.fields["end1"])
+    assert new is not None and perturbed.fields["sentence1"][new[0] : new[1]] == sentence[word[0] : word[1]]
+    assert (perturbed.fields["start1"] - new[0], perturbed.fields["end1"] - new[1]) == (start - word[0], end - word[1])
 
 
 def test_mentions_keep_every_rucos_candidate_in_the_passage():

@@ -105,7 +105,7 @@ def test_label_shares_are_counted_per_labelled_split(report):
 def test_prior_only_scores_are_exact(report):
     prior = report["prior_only"]["val"]
     # majority = entailment, right on 1 of 5; macro-F1 = (1/3 + 0 + 0) / 3
-    assert prior["majority"]["metrics"] == {"macro_f1": pytest.approx(100 / 9), "accuracy": pytest.approx(20.0)}
+    assert prior["majority"]["metrics"] == {"avg_f1": pytest.approx(100 / 9), "accuracy": pytest.approx(20.0)}
     # 0.5 * 0.2 + 0.3 * 0.4 + 0.2 * 0.4
     assert prior["weighted_random_expected_accuracy"] == pytest.approx(30.0)
     assert prior["balanced_expected_accuracy"] == pytest.approx(100 / 3)

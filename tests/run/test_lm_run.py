@@ -12,6 +12,7 @@ import pytest
 from support import read_jsonl
 
 from rueval.data.local import SAMPLES_DIR
+from rueval.errors import RuevalError
 from rueval.fewshot import episode_demos
 from rueval.tasks import TASKS, Example
 from rueval.tasks.prompts import PROMPTS
@@ -219,3 +220,32 @@ def test_a_generation_run_killed_mid_way_keeps_every_finished_batch(tmp_path, ti
     assert rueval(tmp_path / "whole", tmp_path / "cache2", 8).wait() == 0
     predictions = [read_jsonl(tmp_path / run / "predictions" / "multiq.jsonl") for run in ("rerun", "whole")]
     assert predictions[0] == predictions[1]
+
+
+def test_more_episodes_than_the_episode_lists_hold_is_an_error_never_a_repeat():
+    train = [Example(idx=i, fields={"episode": [10 + i // 2]}, label=i % 2) for i in range(4)]  # 10, 11: 2-shot
+    assert [e.idx for e in episode_demos(train, 2, 1, 0, "winograd")] == [2, 3]
+    asked_too_many = r"winograd: 3 2-shot episodes asked for, but the data's episode lists hold 2"
+    with pytest.raises(RuevalError, match=asked_too_many):
+        episode_demos(train, 2, 2, 0, "winograd")
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        [Example(idx=0, fields={"text": "а", "episode": [7, 7]}, label=1)],  # an id repeated in its list
+        [Example(idx=i, fields={"text": "а", "episode": [7]}, label=1) for i in (3, 3)],  # one record on two lines
+    ],
+)
+def test_a_record_listed_twice_in_one_episode_is_an_error_naming_the_episode(train):
+    other = Example(idx=9, fields={"text": "б", "episode": [7]}, label=0)
+    with pytest.raises(RuevalError, match=r"winograd: train episode 7 lists the record with idx \d twice"):
+        episode_demos([*train, other], 2, 0, 0, "winograd")
+
+
+def test_drawn_episodes_are_independent_with_distinct_demonstrations():
+    plain = [Example(idx=i, fields={}, label=i % 2) for i in range(8)]
+    episodes = [episode_demos(plain, 6, episode, 0, "winograd") for episode in range(20)]
+    assert all(len({e.idx for e in demos}) == 6 for demos in episodes)  # distinct within an episode
+    shared = set.intersection(*({e.idx for e in demos} for demos in episodes[:2]))
+    assert shared  # a record may appear in several episodes

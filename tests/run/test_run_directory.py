@@ -65,7 +65,7 @@ def test_resume_with_options_that_differ_from_the_run_is_an_error_listing_them(c
 def test_resume_with_options_as_recorded_or_that_change_no_number_continues_the_run(cli, run_dir):
     result = cli("run", "--resume", "-o", run_dir, "--seed", "0", "-t", "rcb,parus", "--log-samples")
     assert result.exit_code == 0, result.output
-    assert (run_dir / "samples" / "rcb.jsonl").is_file()  # --log-samples applies to the rest of the run
+    assert list((run_dir / "samples").glob("samples_rcb_*.jsonl"))  # --log-samples applies to the rest of the run
     assert recorded(run_dir)["log_samples"] is True and recorded(run_dir)["seed"] == 0
 
 

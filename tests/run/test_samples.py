@@ -1,5 +1,5 @@
-"""--log-samples: OUT/samples/<task>.jsonl in the shape lm-evaluation-harness 0.4 writes its
-samples_<task>.jsonl, one line per scored example per few-shot setting."""
+"""--log-samples: OUT/samples/samples_<task>_<date id>.jsonl, named and shaped as lm-evaluation-harness
+0.4 writes its sample logs, one line per scored example per few-shot setting."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from statistics import fmean
 
 import pytest
-from support import read_jsonl
+from support import read_jsonl, read_samples, samples_path
 
 from rueval.data import load_task_data, open_data
 from rueval.tasks import get_task
@@ -38,9 +38,7 @@ def lm_run(tiny_gpt2_dir, tmp_path_factory):
 
 
 def lines_of(out, task, k=0, episode=0):
-    return [
-        line for line in read_jsonl(out / "samples" / f"{task}.jsonl") if (line["k"], line["episode"]) == (k, episode)
-    ]
+    return [line for line in read_samples(out, task) if (line["k"], line["episode"]) == (k, episode)]
 
 
 def eval_examples(name):
@@ -50,7 +48,7 @@ def eval_examples(name):
 
 def test_one_line_per_example_per_setting_with_lm_evals_fields(lm_run):
     for name in ("parus", "multiq", "per_ethics"):
-        lines = read_jsonl(lm_run / "samples" / f"{name}.jsonl")
+        lines = read_samples(lm_run, name)
         _, examples = eval_examples(name)
         settings = [(line["k"], line["episode"]) for line in lines]
         assert sorted(set(settings)) == [(0, 0), (1, 0), (1, 1)] and len(lines) == 3 * len(examples)
@@ -117,7 +115,7 @@ def test_a_classical_solver_logs_the_document_target_prediction_and_metrics(cli,
     assert not (out / "samples").exists()
     # the same run again with --log-samples: the stored task is computed again to log its samples
     assert cli("run", "-m", "majority", "-t", "rcb", "-o", out, "--log-samples").exit_code == 0
-    lines = read_jsonl(out / "samples" / "rcb.jsonl")
+    lines = read_samples(out, "rcb")
     rows = read_jsonl(out / "predictions" / "rcb.jsonl")
     assert len(lines) == len(rows) > 0
     for line, row in zip(lines, rows, strict=True):
@@ -130,9 +128,9 @@ def test_a_classical_solver_logs_the_document_target_prediction_and_metrics(cli,
 def test_a_task_computed_again_without_log_samples_drops_its_stale_log(cli, tmp_path, data_dir):
     out = tmp_path / "out"
     assert cli("run", "-m", "majority", "-t", "rcb", "--data", data_dir, "-o", out, "--log-samples").exit_code == 0
-    assert (out / "samples" / "rcb.jsonl").is_file()
+    assert samples_path(out, "rcb").is_file()
     val = data_dir / "RCB" / "val.jsonl"
     val.write_text("\n".join(val.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
     # other data, same settings: rcb is computed again, and its old log no longer matches
     assert cli("run", "-m", "majority", "-t", "rcb", "--data", data_dir, "-o", out).exit_code == 0
-    assert not (out / "samples" / "rcb.jsonl").exists()
+    assert not list((out / "samples").glob("samples_rcb_*"))

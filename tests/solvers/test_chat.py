@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import SYSTEM, read_jsonl
+from support import SYSTEM, read_samples
 
 from rueval.data import load_task_data, open_data
 from rueval.errors import RuevalError
@@ -89,7 +89,7 @@ def test_a_chat_run_scores_options_after_the_rendered_template(cli, chat_model, 
     # every option's log-likelihood, recomputed here with transformers on BOS + rendered prompt + option
     tokenizer = AutoTokenizer.from_pretrained(chat_model)
     model = AutoModelForCausalLM.from_pretrained(chat_model).eval()
-    for line in read_jsonl(out / "samples" / "parus.jsonl"):
+    for line in read_samples(out, "parus"):
         scores = []
         for argument in line["arguments"].values():
             context, option = argument["arg_0"], argument["arg_1"]
@@ -150,5 +150,5 @@ def test_lm_evals_spelling_of_the_options_works_with_its_model_args(cli, chat_mo
     result = cli(*args, "--apply_chat_template", "--system_instruction", SYSTEM, "--log_samples", "--output_path", out)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "results.json").read_text())["tasks"]["parus"]["protocol"] == "loglik-chat-template"
-    (line, *_) = read_jsonl(out / "samples" / "parus.jsonl")
+    (line, *_) = read_samples(out, "parus")
     assert line["arguments"]["gen_args_0"]["arg_0"].startswith(f"<|system|>{SYSTEM}\n<|user|>")

@@ -50,7 +50,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
     rcb = document["results"]["rcb"]
     assert rcb["alias"] == "rcb"
     assert rcb["acc,none"] == pytest.approx(result.tasks["rcb"].metrics["accuracy"] / 100)  # a fraction, not percent
-    assert rcb["macro_f1,none"] == pytest.approx(result.tasks["rcb"].metrics["macro_f1"] / 100)
+    assert rcb["f1,none"] == pytest.approx(result.tasks["rcb"].metrics["avg_f1"] / 100)
     assert document["results"]["multiq"]["exact_match,none"] == pytest.approx(
         result.tasks["multiq"].metrics["exact_match"] / 100
     )
@@ -62,7 +62,7 @@ def test_metrics_are_named_and_scaled_as_lm_eval_does(majority_run):
             assert f"{name}_stderr,none" in entry  # lm-eval's make_table pairs each metric with its stderr
     low, high = result.tasks["rcb"].ci["accuracy"]
     assert rcb["acc_stderr,none"] == pytest.approx((high - low) / 100 / (2 * 1.959964))
-    assert document["higher_is_better"]["rcb"] == {"macro_f1": True, "acc": True, "score": True}
+    assert document["higher_is_better"]["rcb"] == {"f1": True, "acc": True, "score": True}
 
 
 class LongestOption(LanguageModel):

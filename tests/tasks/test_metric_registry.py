@@ -12,6 +12,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from rueval.errors import RuevalError
 from rueval.metrics import (
     ACCURACY,
+    AVG_F1,
     BINARY_F1,
     EXACT_MATCH,
     F1A,
@@ -81,6 +82,9 @@ def test_classification_metrics_equal_scikit_learns_on_random_data(seed):
     assert ACCURACY.value(outcomes) == pytest.approx(accuracy_score(golds, preds), abs=1e-12)
     macro = f1_score(golds, preds, average="macro", zero_division=0)
     assert MACRO_F1.value(outcomes) == pytest.approx(macro, abs=1e-12)
+    # jiant's RCB F1: every class of the label space, an absent one's 0 included
+    over_labels = f1_score(golds, preds, labels=list(labels), average="macro", zero_division=0)
+    assert AVG_F1.value(outcomes) == pytest.approx(over_labels, abs=1e-12)
     assert MCC.value(outcomes) == pytest.approx(matthews_corrcoef(golds, preds), abs=1e-12)
     binary_golds = [rng.randint(0, 1) for _ in range(n)]
     binary_preds = [rng.choice([0, 1, 1]) if rng.random() < 0.8 else 0 for _ in range(n)]
@@ -139,6 +143,7 @@ def test_the_metric_of_a_resamples_summed_statistics_is_the_metric_of_that_resam
     samples = {
         ACCURACY: Outcomes(golds, preds, LABELS),
         MACRO_F1: Outcomes(golds, preds, LABELS),
+        AVG_F1: Outcomes(golds, preds, LABELS),
         MCC: Outcomes(golds, preds, LABELS),
         BINARY_F1: Outcomes(*binary, (0, 1)),
         F1A: Outcomes(*binary, (0, 1)),

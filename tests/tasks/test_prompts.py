@@ -9,7 +9,7 @@ from rueval.errors import RuevalError
 from rueval.models.base import Capabilities
 from rueval.solvers.lm import LMSolver
 from rueval.tasks import TASKS, Example, split_options
-from rueval.tasks.prompts import PROMPTS, get_prompt
+from rueval.tasks.prompts import PROMPTS, get_prompt, prompt_variants
 
 SAMPLE_SPLITS = [
     (task, split) for task in TASKS.values() for split in task.splits if open_data(None).has_split(task, split)
@@ -199,7 +199,18 @@ def test_science_qa_continues_the_stem_with_each_option():
     ]
     assert question.target == " камень"
     with pytest.raises(RuevalError, match=r"ru_openbook example 8: question: expected inline options"):
-        PROMPTS["ru_openbook"].questions(Example(idx=8, fields={"question": "Что тонет? (A) пробка (B) камень"}))
+        PROMPTS["ru_openbook"].questions(Example(idx=8, fields={"question": "Что тонет? (A) пробка"}))
+
+
+def test_science_qa_offers_as_many_options_as_the_item_has():
+    """Official RuWorldTree items have five options (A)-(E); ARC-style items three."""
+    five = {"question": "Что проводит ток? (A) дерево (B) стекло (C) медь (D) резина (E) воздух"}
+    (question,) = PROMPTS["ru_worldtree"].questions(Example(idx=1, fields=five, label="C"))
+    assert [c.label for c in question.choices] == ["A", "B", "C", "D", "E"]
+    assert question.choices[4].continuation == " воздух" and question.target == " медь"
+    three = {"question": "Что тонет? (A) пробка (B) камень (C) лёд"}
+    (question,) = PROMPTS["ru_openbook"].questions(Example(idx=2, fields=three, label="B"))
+    assert [(c.continuation, c.label) for c in question.choices] == [(" пробка", "A"), (" камень", "B"), (" лёд", "C")]
 
 
 def test_split_options():
@@ -210,3 +221,59 @@ def test_split_options():
     for malformed in ["Без вариантов", "(B) а (A) б (C) в (D) г", "Что? (A) а (B) (C) в (D) г"]:
         with pytest.raises(RuevalError):
             split_options(malformed)
+
+
+@pytest.mark.parametrize(
+    ("question", "stem", "letters"),
+    [
+        ("Сколько лап у паука? (A) 6 (B) 8", "Сколько лап у паука?", "AB"),
+        ("Что такое (A) в формуле (A) сила (B) масса (C) время", "Что такое (A) в формуле", "ABC"),
+        ("Что? (A) а (B) б (C) в (D) г (E) д", "Что?", "ABCDE"),
+        ("Что? (A) а (B) б (C) в (D) г (E) д (F) е (G) ж", "Что?", "ABCDEFG"),
+    ],
+)
+def test_split_options_reads_any_number_of_options_from_the_last_a(question, stem, letters):
+    read_stem, options = split_options(question)
+    assert read_stem == stem and "".join(options) == letters and all(options.values())
+
+
+@pytest.mark.parametrize(
+    "malformed", ["Что? (A) одна", "Что? (A) а (B) б (D) г", "Что? (A) а (B) б (B) в", "Что? (A) а (B) б (E)"]
+)
+def test_split_options_refuses_one_option_a_skipped_or_repeated_letter_and_an_empty_option(malformed):
+    with pytest.raises(RuevalError, match=r"^question: (expected inline options|option \(E\) has no text)"):
+        split_options(malformed)
+
+
+PAPER_PROMPT_COUNTS = {"winograd": 4, "sit_ethics": 2, "per_ethics": 3}  # TAPE Appendix C, Tables 2 and 3
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_every_task_declares_its_papers_prompts_the_default_first(task):
+    variants = prompt_variants(task)
+    assert variants[0] is PROMPTS[task]
+    assert len(variants) == PAPER_PROMPT_COUNTS.get(task, 1)
+    example = open_data(None).load(TASKS[task], "test").examples[0]
+    contexts = [tuple(q.context for q in variant.questions(example)) for variant in variants]
+    assert len(set(contexts)) == len(contexts)  # each variant asks differently
+
+
+def test_ethics_variants_ask_each_concept_with_its_own_templates_in_the_papers_order():
+    text = "Герой вернул долг."
+    example = Example(idx=0, fields={"text": text})
+    per = [variant.questions(example) for variant in prompt_variants("per_ethics")]
+    moral = [questions[1].context for questions in per]  # per_moral: three templates in Table 3
+    assert moral == [
+        f"Текст: {text} Вопрос: поведение героев этого текста является моральным? Ответ:",
+        f"{text} То, что делают герои этого текста, одобряется в обществе? Ответ:",
+        f"Текст: {text} Вопрос: общество одобряет поведение героев этого текста? Ответ:",
+    ]
+    law = {questions[2].context for questions in per}  # per_law: one template, asked in every variant
+    assert law == {
+        f"Текст: {text} Вопрос: герои этого текста поступают согласно законам и правилам своего времени? Ответ:"
+    }
+    winograd = [
+        v.questions(Example(0, {"text": "Т", "reference": "р", "answer": "о"}))[0].context
+        for v in prompt_variants("winograd")
+    ]
+    assert winograd[2] == '"Т" Слово "р" относится к слову "о" или нет?'

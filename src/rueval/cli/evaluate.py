@@ -11,6 +11,7 @@ import typer
 
 from rueval.cli.app import app
 from rueval.cli.groups import GroupValues, flag, grouped
+from rueval.cli.lm_eval_args import lm_eval_model
 from rueval.cli.options import (
     READ_LIMITS,
     ROBUSTNESS_OPTIONS,
@@ -39,10 +40,17 @@ from rueval.cli.options import (
     VerboseOption,
     console,
     errors,
-    lm_eval_model,
     parse_shots,
     read_limits,
     user_errors,
+)
+from rueval.cli.serve import (
+    BoardTokenOption,
+    BoardUrlOption,
+    PublicOption,
+    SubmissionNameOption,
+    board_client,
+    upload_and_wait,
 )
 from rueval.errors import RuevalError
 from rueval.progress import set_level, warn
@@ -119,7 +127,7 @@ def spec_of(options: dict[str, Any]) -> RunSpec:
     from rueval.run.spec import RunSpec
 
     solver, shots = options["solver"], options["shots"]
-    model, given = lm_eval_model(options["model"], solver.given)  # lm-eval's --model hf --model_args: -m hf:NAME
+    model, given = lm_eval_model(options["model"], solver.given)  # lm-eval's --model NAME --model_args: rueval's -m
     perturb, split = options["perturb"], options["split"]
     base_url = solver.values["base_url"]
     robustness = None if perturb is None else robustness_options(perturb, options["robustness"], base_url)
@@ -186,8 +194,7 @@ def _spec_keys(option: str) -> tuple[str, ...]:
         "perturb": ("robustness",),
         "max_line_mb": ("max_line_bytes",),
         "max_file_mb": ("max_file_bytes",),
-        "model_args": ("model", "family", "solver_options.dtype", "solver_options.revision",
-                       "solver_options.trust_remote_code"),
+        "model_args": ("model", "family", "solver_options"),  # lm-eval's form names the model and its options
         "ft_save": ("solver_options.save_dir",),
     }  # fmt: skip
     if option in named:
@@ -303,13 +310,21 @@ def submit(
     limits: GroupValues = READ_LIMITS,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
+    to: BoardUrlOption = None,
+    token: BoardTokenOption = None,
+    name: SubmissionNameOption = "",
+    public: PublicOption = False,
 ) -> None:
-    """Predict the RSG test sets and write the leaderboard submission zip."""
+    """Predict the RSG test sets and write the leaderboard submission zip (and with --to, upload it)."""
     from rueval.run.spec import RunSpec
     from rueval.run.submission import write_submission
 
     set_level(quiet, verbose)
+    board = board_client(to, token)  # checked before the work; None without --to
     model, given = lm_eval_model(model, solver.given)
     spec = RunSpec.create("rsg", model, given, spell=flag, data=data, seed=seed, shots=shots, **read_limits(limits))
     written = write_submission(spec, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
+    if board is not None:
+        with board:
+            upload_and_wait(board, out, name, public)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -143,15 +143,14 @@ ModelArgsOption = Annotated[
     typer.Option(
         "--model_args",
         "--model-args",
-        help="lm-eval's form, with --model hf: "
-        "pretrained=PATH_OR_HUB_ID[,dtype=...,revision=...,trust_remote_code=True].",
+        help="lm-eval's form, with --model hf, vllm or local-completions: pretrained=PATH_OR_HUB_ID[,dtype=...] "
+        "(hf, vllm; vllm also tensor_parallel_size=N,...), model=NAME,base_url=URL[,tokenizer=...,num_concurrent=N] "
+        "(local-completions).",
     ),
 ]
 NumFewshotOption = Annotated[
     int | None, typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
 ]
-# lm-eval's --model_args keys -> rueval's option names
-MODEL_ARGS = {"pretrained": "model", "dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
 RevisionOption = Annotated[str | None, typer.Option(help="hf: a hub branch, tag or commit.")]
 DeviceMapOption = Annotated[
@@ -164,6 +163,14 @@ PeftOption = Annotated[
 ]
 LoadInOption = Annotated[
     LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval\\[quantize]').")
+]
+TokenizerOption = Annotated[
+    str,
+    typer.Option(
+        help="openai: where prompts' token ids come from: the served model's tokenizer (a path or hub id); auto: "
+        "the server's own if it can be had, else text prompts, with a warning; server: the server's own or an "
+        "error; text: text prompts, tokenized by the server (scores may differ from hf:'s)."
+    ),
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="openai: HTTP requests in flight per server.")]
 TimeoutOption = Annotated[
@@ -235,7 +242,8 @@ LogSamplesOption = Annotated[
     typer.Option(
         "--log-samples",
         "--log_samples",
-        help="Write OUT/samples/<task>.jsonl: every example's prompts, scores and metrics (lm-eval's shape).",
+        help="Write OUT/samples/samples_<task>_<date id>.jsonl: every example's prompts, scores and metrics "
+        "(lm-eval's name and shape).",
     ),
 ]
 TapeSetOption = Annotated[
@@ -271,37 +279,6 @@ ResumeOption = Annotated[
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
-def lm_eval_model(model: str, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """lm-eval's `--model hf --model_args pretrained=NAME,dtype=float16` as rueval's `-m hf:NAME --dtype
-    float16`: the model, and the solver options ``given`` with --model_args' (which win) in place of it."""
-    given = dict(given)
-    model_args = given.pop("model_args", None)
-    if model_args is None:
-        if model == "hf":
-            raise RuevalError("--model hf: name the model with --model_args pretrained=PATH_OR_HUB_ID (or -m hf:PATH)")
-        return model, given
-    if model != "hf":
-        raise RuevalError(f"--model_args is lm-eval's form for --model hf, not --model {model}")
-    from_args: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in model_args.split(","))):
-        key, equals, value = part.partition("=")
-        if not equals or key not in MODEL_ARGS:
-            raise RuevalError(f"--model_args {part}: expected KEY=VALUE with KEY one of: {', '.join(MODEL_ARGS)}")
-        from_args[MODEL_ARGS[key]] = value
-    if "model" not in from_args:
-        raise RuevalError(f"--model_args {model_args}: name the model with pretrained=PATH_OR_HUB_ID")
-    if "dtype" in from_args and from_args["dtype"] not in DTYPES:
-        raise RuevalError(f"--model_args dtype={from_args['dtype']}: expected one of {', '.join(DTYPES)}")
-    if "trust_remote_code" in from_args:
-        trust = from_args["trust_remote_code"].lower()
-        if trust not in ("true", "false"):
-            raise RuevalError(
-                f"--model_args trust_remote_code={from_args['trust_remote_code']}: expected True or False"
-            )
-        from_args["trust_remote_code"] = trust == "true"
-    return f"hf:{from_args.pop('model')}", {**given, **from_args}
-
-
 def parse_shots(text: str) -> list[int]:
     try:
         shots = [int(part) for part in text.split(",") if part.strip()]
@@ -328,6 +305,7 @@ def _solver_options(
     cache: CacheOption = CacheMode.on,
     base_url: BaseUrlOption = None,
     concurrency: ConcurrencyOption = 8,
+    tokenizer: TokenizerOption = "auto",
     timeout: TimeoutOption = 300.0,
     chat_scoring: ChatScoringOption = ChatScoringName.auto,
     apply_chat_template: ApplyChatTemplateOption = False,

@@ -1,5 +1,10 @@
 """The one place that opens a language model: a spec (`hf:PATH_OR_HUB_ID`, `openai:MODEL`,
-`openai-chat:MODEL`, ...) and one options object -> a backend, behind an engine with the request cache.
+`openai-chat:MODEL`, `vllm:PATH_OR_HUB_ID`, ...) and one options object -> a backend, behind an engine
+with the request cache.
+
+A spec may carry its backend's own keys after the target, lm-eval's ``--model_args`` form:
+``vllm:DIR,tensor_parallel_size=2,max_model_len=4096`` or ``openai:NAME,tokenizer=DIR``. Each backend
+declares the keys it takes (``Backend.keys``); any other is refused.
 
 Backends are registered in BACKENDS by name: a new backend is one module with an ``open_model(spec,
 options)`` function that returns its LanguageModel, plus one line here (or one ``BACKENDS[name] = ...``
@@ -20,6 +25,8 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
 LOAD_IN = ("8bit", "4bit")
+# vllm.LLM's engine settings a vllm: spec may carry (tensor and data parallel, memory, window)
+VLLM_ENGINE_KEYS = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_model_len")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,7 @@ class Backend:
     module: str
     target: str = "MODEL"
     example: str = "Qwen/Qwen2.5-7B-Instruct (the name the server lists at /v1/models)"  # for errors
+    keys: tuple[str, ...] = ()  # the spec keys it takes (``-m BACKEND:TARGET,KEY=VALUE``)
     renders_chat: bool = False
 
     def open(self, spec: ModelSpec, options: ModelOptions) -> LanguageModel:
@@ -40,37 +48,57 @@ class Backend:
 
 BACKENDS: dict[str, Backend] = {
     "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
-    "openai": Backend("rueval.models.openai"),
+    "openai": Backend("rueval.models.openai", keys=("tokenizer",)),
     "openai-chat": Backend("rueval.models.openai_chat", renders_chat=True),
+    "vllm": Backend(
+        "rueval.models.vllm",
+        "PATH_OR_HUB_ID",
+        "ai-forever/rugpt3small_based_on_gpt2",
+        keys=("tokenizer", *VLLM_ENGINE_KEYS),
+    ),
 }
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """`-m BACKEND:TARGET`, parsed once, its backend one of BACKENDS."""
+    """`-m BACKEND:TARGET[,KEY=VALUE...]`, parsed once, its backend one of BACKENDS and its keys ones the
+    backend declares."""
 
     backend: str
     target: str
+    keys: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
-        backend, _, target = spec.partition(":")
+        backend, _, rest = spec.partition(":")
         if backend not in BACKENDS:
             raise RuevalError(f"-m {spec}: unknown backend '{backend}'; expected one of: {', '.join(BACKENDS)}")
+        target, *pairs = rest.split(",")
         if not target:
             raise RuevalError(f"-m {spec}: name the model after the colon, e.g. {backend}:{BACKENDS[backend].example}")
-        return cls(backend, target)
+        keys = []
+        for pair in filter(None, (p.strip() for p in pairs)):
+            key, equals, value = pair.partition("=")
+            if not equals or key not in BACKENDS[backend].keys:
+                taken = ", ".join(BACKENDS[backend].keys) or "none"
+                raise RuevalError(f"-m {spec}: {pair}: expected KEY=VALUE, the keys {backend}: takes: {taken}")
+            keys.append((key, value))
+        return cls(backend, target, tuple(keys))
 
     @staticmethod
     def is_lm(spec: str) -> bool:
         return spec.partition(":")[0] in BACKENDS
+
+    def key(self, name: str) -> str | None:
+        """The value of a spec key, None when not given."""
+        return dict(self.keys).get(name)
 
     @property
     def renders_chat(self) -> bool:
         return BACKENDS[self.backend].renders_chat
 
     def __str__(self) -> str:
-        return f"{self.backend}:{self.target}"
+        return ",".join([f"{self.backend}:{self.target}", *(f"{k}={v}" for k, v in self.keys)])
 
 
 @dataclass(frozen=True)
@@ -84,6 +112,8 @@ class ModelOptions:
     # serving and caching
     base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
     concurrency: int = 8  # openai: HTTP requests in flight per server
+    # openai: where prompts' token ids come from (rueval.models.token_ids: auto, server, text, or a path or hub id)
+    tokenizer: str = "auto"
     timeout: float = 300.0  # openai: seconds one HTTP request may take, its retries included
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
     chat_scoring: str = "auto"  # openai-chat: options by prompt logprobs, by a generated answer, or auto (probe)
@@ -115,6 +145,9 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     """The backend for ``spec`` behind an engine (with the on-disk request cache unless turned off)."""
     spec = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     options.check()
+    if options.tokenizer != "auto" and "tokenizer" not in BACKENDS[spec.backend].keys:
+        takers = ", ".join(f"{name}:" for name, backend in BACKENDS.items() if "tokenizer" in backend.keys)
+        raise RuevalError(f"--tokenizer is for {takers} models; {spec} uses its own")
     model = BACKENDS[spec.backend].open(spec, options)
     requests = None
     if options.cache != "off":

@@ -23,6 +23,7 @@ from rueval.models.base import (
 from rueval.models.distributed import world
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.models.placement import check_device, load_weights, merged_adapter, require_libraries, weights_placement
+from rueval.models.token_ids import fit_window, start_token_of
 from rueval.paths import cache_dir
 from rueval.progress import step
 
@@ -64,10 +65,7 @@ class HFCausalLM(LanguageModel):
             self.model.to(self.device)
         self.model.eval()
         _fuse_tanh_gelu(self.model)
-        start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
-        if start is None:
-            raise RuevalError(f"hf:{path}: the tokenizer has neither a BOS nor an EOS token to start sequences with")
-        self.start_token = start
+        self.start_token = start_token_of(self.tokenizer, f"hf:{path}")
         self.max_length = _max_length(self.model.config, self.tokenizer)
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.auto_batch = batch_size == "auto"
@@ -106,15 +104,7 @@ class HFCausalLM(LanguageModel):
     def encode(self, request: Loglikelihood) -> tuple[list[int], int]:
         """Token ids of the whole sequence and the index of the first scored token
         (``encode_pair``), the oldest context tokens dropped if the model's window is exceeded."""
-        ids, first = encode_pair(request, self._tokens, self.start_token)
-        if len(ids) > self.max_length:  # drop the oldest context tokens
-            cut = len(ids) - self.max_length
-            if cut >= first:
-                raise RuevalError(
-                    f"a continuation of {len(ids) - first} tokens does not fit the model's {self.max_length}"
-                )
-            ids, first = ids[cut:], first - cut
-        return ids, first
+        return fit_window(*encode_pair(request, self._tokens, self.start_token), self.max_length)
 
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None

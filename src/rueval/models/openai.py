@@ -4,31 +4,18 @@ server, TGI. This is how large models on GPU servers and clusters are evaluated.
 Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs=1``), so the
 server must return logprobs for prompt tokens; generation uses the server's sampling.
 
-Which echoed tokens are the continuation's (the character-boundary rule). The server tokenizes
-``context + continuation`` itself and returns each token's text; a token spans the characters
-from its ``text_offset`` (the sum of the earlier tokens' texts) to the next token's offset.
-As in the HF backend, the context's trailing spaces count as the continuation's. The boundary
-is measured from the end of the prompt, that many characters before it, so whatever a server
-shows at the start cannot move it (vLLM echoes a Llama model's start token as its text,
-``<s>``, which shifts every offset). A token is scored for the continuation when it
-starts at or after the boundary, or when it straddles it (starts before, ends after): such a
-token is the model's prediction of the continuation's first characters, and leaving it out
-would drop them from the score (the continuation ``"да"`` after the context ``"Ответ: "`` is
-scored as the tokens ``" д"`` and ``"а"``). Byte-level tokens that each hold part of one
-character have empty texts but the last, so they all go with the character's side. The first
-prompt token has no logprob (nothing precedes it): with an empty context the text is scored
-from its second token on, unless the server adds a start token itself (Llama-style tokenizers
-do), when every text token is scored, as the HF backend does.
-
 Several servers (``base_url`` a list, or comma-separated) share the work: see
 rueval.models.serving. The cache identity is the model name and what the servers say about the
 weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
 servers reuses a one-server run's results, and new weights behind the same name and port do not.
 
-With ``tokenizer=`` (a local path or hub id of the served model's tokenizer, or a tokenizer
-object) prompts are sent as token ids encoded exactly as the HF backend encodes them: a start
-token, the context's tokens, then the continuation's. Token boundaries are then exact and an
-empty context scores every token, so results equal ``-m hf:`` on the same weights.
+Prompts go as token ids whenever the served model's tokenizer can be had (``tokenizer=``: by
+default the server's own, from its weights folder or its ``/tokenize``; or a local path or hub id,
+a tokenizer object; rueval.models.token_ids), encoded exactly as the HF backend encodes them: a
+start token, the context's tokens, then the continuation's. Token boundaries are then exact and an
+empty context scores every token, so results equal ``-m hf:`` on the same weights. Text prompts
+(``tokenizer="text"``, or no tokenizer to be had: a warning says so) are scored by the character
+rule of rueval.models.char_boundary.
 """
 
 from __future__ import annotations
@@ -36,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rueval.errors import RuevalError
@@ -48,9 +36,9 @@ from rueval.models.base import (
     OnDone,
     checked_logprob,
     cut_at_stop,
-    encode_pair,
     prompt_text,
 )
+from rueval.models.char_boundary import continuation_positions
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.models.serving import (
     ClientError,
@@ -60,6 +48,18 @@ from rueval.models.serving import (
     parse_base_urls,
     route,
     weights_card,
+)
+from rueval.models.token_ids import (
+    AUTO,
+    MODES,
+    SERVER,
+    TEXT,
+    NoServedTokenizer,
+    load_tokenizer,
+    local_tokens,
+    say_how_prompts_go,
+    served_tokens,
+    spec_tokenizer,
 )
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
@@ -76,6 +76,7 @@ class OpenAICompletionsModel(LanguageModel):
     """
 
     backend = "openai"  # the -m prefix, which opens the cache identity
+    token_prompts = True  # prompts as token ids when the tokenizer can be had (the chat endpoint takes messages)
     probe: tuple[str, dict] = ("/completions", {"prompt": "0"})  # a one-token request: its system_fingerprint
 
     def __init__(
@@ -86,7 +87,7 @@ class OpenAICompletionsModel(LanguageModel):
         concurrency: int = 8,
         timeout: float = ModelOptions.timeout,
         max_retries: int = 5,
-        tokenizer: Any = None,
+        tokenizer: Any = AUTO,
         prompts_per_request: int = 16,
         retry_delay: float = 1.0,
     ):
@@ -97,12 +98,11 @@ class OpenAICompletionsModel(LanguageModel):
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         connections = self.concurrency * len(self.urls)
         self._client = ServerClient(model, api_key, timeout, max_retries, retry_delay, connections)
-        self.tokenizer = _load_tokenizer(tokenizer) if tokenizer is not None else None
-        if self.tokenizer is not None:
-            bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
-            if bos is None and eos is None:
-                raise RuevalError(f"openai:{model}: the tokenizer has neither a BOS nor an EOS token to start with")
-            self.start_token = bos if bos is not None else eos
+        self._tokenizer = AUTO if tokenizer is None else tokenizer
+        # token-id prompts; the server's own tokenizer is found when the servers are first contacted
+        given = not (isinstance(self._tokenizer, str) and self._tokenizer in MODES)
+        self.tokenizer = load_tokenizer(tokenizer) if given else None
+        self.prompt_tokens = local_tokens(self.tokenizer, f"openai:{model}") if given else None
         self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.tokenizer)
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
         self._dispatcher = Dispatcher(self.urls, self.concurrency)
@@ -134,11 +134,9 @@ class OpenAICompletionsModel(LanguageModel):
                     )
                 if fingerprints != {None}:
                     parts.append(f"system_fingerprint={fingerprints.pop()}")
-                if self.tokenizer is not None:
+                if self.prompt_tokens is not None:
                     # token-id prompts score an empty context differently from text prompts: keep their caches apart
-                    parts.append(
-                        f"tokenizer={getattr(self.tokenizer, 'name_or_path', '') or type(self.tokenizer).__name__}"
-                    )
+                    parts.append(f"tokenizer={self.prompt_tokens.name}")
                 self._identity = " ".join(parts)
             return self._identity
 
@@ -206,8 +204,8 @@ class OpenAICompletionsModel(LanguageModel):
 
     # -- log-likelihood ------------------------------------------------------------------------
     def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
-        if self.tokenizer is not None:
-            encoded = [encode_pair(r, self._tokens, self.start_token) for r in requests]
+        if self.prompt_tokens is not None:
+            encoded = [self.prompt_tokens.pair(r) for r in requests]
             prompts: list = [ids for ids, _ in encoded]
         else:
             prompts = [r.context + r.continuation for r in requests]
@@ -222,13 +220,13 @@ class OpenAICompletionsModel(LanguageModel):
                     self._scoring_max_tokens = 1
                     continue
                 raise
-        if self.tokenizer is not None:
+        if self.prompt_tokens is not None:
             return [self._score_ids(url, c, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)]
         return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
-        """Apply the character-boundary rule of the module docstring to one echoed prompt; its
-        last ``generated`` tokens are the ones the server generated after it."""
+        """The character-boundary rule (rueval.models.char_boundary) on one echoed prompt; its last
+        ``generated`` tokens are the ones the server generated after it."""
         logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         tokens = logprobs.get("tokens") or []
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
@@ -238,19 +236,7 @@ class OpenAICompletionsModel(LanguageModel):
             raise RuevalError(f"the server at {url} answered token texts that are not text: {tokens[:5]!r:.80}")
         if not echoed:
             raise self._no_logprobs(url)
-        starts = [0]
-        for token in tokens[:n_prompt]:
-            starts.append(starts[-1] + len(token))
-        context = request.context.rstrip()  # its trailing spaces go with the continuation, as in the HF backend
-        continuation = request.context[len(context) :] + request.continuation
-        if context and not "".join(tokens[:n_prompt]).endswith(continuation):
-            raise RuevalError(
-                f"the token texts from the server at {url} do not end with the continuation "
-                f"{continuation!r}, so it cannot be told from the context; pass the model's tokenizer "
-                "to score by token ids"
-            )
-        boundary = starts[n_prompt] - len(continuation) if context else 0
-        scored = [i for i in range(n_prompt) if starts[i] >= boundary or starts[i + 1] > boundary]
+        scored = continuation_positions(tokens[:n_prompt], request, url)
         return self._sum(url, scored, values, tops, request)
 
     def _score_ids(
@@ -286,18 +272,15 @@ class OpenAICompletionsModel(LanguageModel):
             )
         return LoglikelihoodResult(total, n, greedy)
 
-    def _tokens(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
     # -- generation ----------------------------------------------------------------------------
     def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
         r = requests[0]  # the chunk shares its sampling settings
-        payload = {"prompt": [self._generation_prompt(g.prompt) for g in requests], **sampling_fields(r)}
+        payload = {"prompt": [self._generation_prompt(g) for g in requests], **sampling_fields(r)}
         choices = self._completions(url, payload, len(requests))
         return [cut_at_stop(str(c.get("text") or ""), r.stop) for c in choices]
 
-    def _generation_prompt(self, prompt: str) -> str | list[int]:
-        return [self.start_token, *self._tokens(prompt)] if self.tokenizer is not None else prompt
+    def _generation_prompt(self, request: Generation) -> str | list[int]:
+        return self.prompt_tokens.prompt(request) if self.prompt_tokens is not None else request.prompt
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _completions(self, url: str, payload: dict, n_prompts: int) -> list[dict]:
@@ -341,6 +324,7 @@ class OpenAICompletionsModel(LanguageModel):
             if self._checked:
                 return
             cards: dict[str, dict] = {}
+            entry: dict = {}  # the model's /v1/models entry on the first server that lists it
             for index, url in enumerate(self.urls):
                 try:
                     listing, answered_at = self._client.dated_request(url, "/models", None, retry_connection=False)
@@ -359,6 +343,7 @@ class OpenAICompletionsModel(LanguageModel):
                     )
                 if served:
                     cards[url] = weights_card(served[self.model], answered_at)
+                    entry = entry or served[self.model]
             first = next(iter(cards.items()), None)
             for url, card in cards.items():
                 if card != first[1]:
@@ -367,7 +352,32 @@ class OpenAICompletionsModel(LanguageModel):
                         f"{url} has {card}"
                     )
             self._card = next(iter(cards.values()), None)
+            self._find_prompt_tokens(entry)
             self._checked = True
+
+    def _find_prompt_tokens(self, entry: dict) -> None:
+        """The server's own tokenizer when asked for (token_ids.served_tokens); a tokenizer given gets
+        the served model's window. Says once which way prompts go."""
+        if not self.token_prompts:
+            return
+        window = entry.get("max_model_len")
+        reason = "tokenizer=text"
+        if self.prompt_tokens is not None and isinstance(window, int):
+            self.prompt_tokens = replace(self.prompt_tokens, window=window)
+        elif self.prompt_tokens is None and self._tokenizer in (AUTO, SERVER):
+            root = self._live_urls()[0].removesuffix("/v1")  # vLLM's /tokenize is beside /v1, not under it
+
+            def request(path: str, payload: dict | None) -> Any:
+                body = None if payload is None else {"model": self.model, **payload}
+                return self._client.request(root, path, body, retry_connection=False)
+
+            try:
+                self.prompt_tokens = served_tokens(request, entry, f"openai:{self.model}")
+            except NoServedTokenizer as e:
+                if self._tokenizer == SERVER:
+                    raise
+                reason = e.reason
+        say_how_prompts_go(f"openai:{self.model}", self.prompt_tokens, reason, quietly=self._tokenizer == TEXT)
 
     def _no_logprobs(self, url: str) -> RuevalError:
         return RuevalError(
@@ -378,9 +388,13 @@ class OpenAICompletionsModel(LanguageModel):
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:
-    """The backend of `-m openai:MODEL --base-url URL` (BACKENDS)."""
+    """The backend of `-m openai:MODEL[,tokenizer=...] --base-url URL [--tokenizer ...]` (BACKENDS)."""
     return OpenAICompletionsModel(
-        spec.target, served_at(spec, options), concurrency=options.concurrency, timeout=options.timeout
+        spec.target,
+        served_at(spec, options),
+        concurrency=options.concurrency,
+        timeout=options.timeout,
+        tokenizer=spec_tokenizer(spec, options),
     )
 
 
@@ -389,17 +403,6 @@ def served_at(spec: ModelSpec, options: ModelOptions) -> str:
     if not options.base_url:
         raise RuevalError(f"-m {spec} needs --base-url, e.g. http://localhost:8000/v1")
     return options.base_url
-
-
-def _load_tokenizer(tokenizer: Any) -> Any:
-    if not isinstance(tokenizer, str):
-        return tokenizer
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(tokenizer)
-    except (OSError, ValueError) as e:
-        raise RuevalError(f"cannot load the tokenizer {tokenizer} ({str(e).splitlines()[0]})") from None
 
 
 def sampling_fields(r: Generation) -> dict[str, Any]:

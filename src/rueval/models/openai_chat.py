@@ -60,6 +60,7 @@ class OpenAIChatModel(OpenAICompletionsModel):
     server once whether it returns prompt logprobs)."""
 
     backend = "openai-chat"
+    token_prompts = False  # the server renders the messages with the model's template
     probe = (CHAT_PATH, {"messages": [{"role": "user", "content": "0"}]})
 
     def __init__(self, model: str, base_url: str | Sequence[str], scoring: str = "auto", **options: Any):

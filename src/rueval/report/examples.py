@@ -1,5 +1,5 @@
-"""The report's per-example view: each run's sample logs (OUT/samples/<task>.jsonl, written by
---log-samples), per task a list of examples to filter right / wrong, each opening onto the prompts
+"""The report's per-example view: each run's sample logs (OUT/samples/samples_<task>_<date id>.jsonl,
+written by --log-samples), per task a list of examples to filter right / wrong, each opening onto the prompts
 sent and every option's score. The filter is CSS only (links to anchors, styled by :target), so the
 page stays script-free and a filtered view has its own address (report.html#samples-0-wrong).
 """
@@ -15,6 +15,7 @@ from typing import Any
 from rueval.data.local import decode_lines, parse_json_line
 from rueval.errors import DataError, RuevalError
 from rueval.report.runs import Run
+from rueval.results.lm_eval import sample_files
 from rueval.tasks import TASKS
 
 MAX_SHOWN = 1000  # examples per run and task on the page; the log keeps them all
@@ -61,9 +62,9 @@ def examples_section(runs: Sequence[Run]) -> str:
     blocks = []
     for run in runs:
         for task in TASKS:
-            path = run.dir / "samples" / f"{task}.jsonl"
-            if task in run.tasks and path.is_file():
-                blocks.append(_task_block(len(blocks), run.label, task, read_samples(path)))
+            logs = sample_files(run.dir, task)
+            if task in run.tasks and logs:
+                blocks.append(_task_block(len(blocks), run.label, task, read_samples(logs[-1])))
     if not blocks:
         return ""
     intro = (

@@ -86,7 +86,11 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
         *((b.benchmark, BENCHMARK_TITLES[b.benchmark], _board_section(b, by_name)) for b in boards(runs)),
         ("metrics", "Per-task metrics", _metrics_table(runs)),
         ("fewshot", "Few-shot curves", _figure(by_name.get("fewshot"))),
-        ("robustness", "Robustness", _figure(by_name.get("attacks")) + _attacks_table(runs)),
+        (
+            "robustness",
+            "Robustness",
+            _figure(by_name.get("attacks")) + _robustness_summary(runs) + _attacks_table(runs),
+        ),
         ("slices", "Subpopulations", _figures(figures, "slices-")),
         ("lidirus", "LiDiRus diagnostics", _figure(by_name.get("lidirus"))),
         ("industrial", "Industrial figures", _industrial_table(runs) + _figures(figures, "industrial")),
@@ -194,6 +198,26 @@ def _attacks_table(runs: Sequence[Run]) -> str:
     if not rows:
         return ""
     return _table(["task", "run", "perturbation", "n", "metrics", "score", "ASR, %"], rows, text_columns={0, 1, 2, 4})
+
+
+def _robustness_summary(runs: Sequence[Run]) -> str:
+    """Per task and run: the worst perturbation and the share of test items each one left unchanged."""
+    rows = []
+    for task in TASKS:
+        for run in runs:
+            summary = run.tasks[task].robustness if task in run.tasks else None
+            if summary is None:
+                continue
+            worst = f"{summary.worst} {format_score(summary.worst_score)}" if summary.worst else "-"
+            original = _optional(summary.worst_original_score)
+            unchanged = ", ".join(
+                f"{name} {'-' if share is None else f'{100 * share:.0f}%'}" for name, share in summary.unchanged.items()
+            )
+            rows.append([task, run.label, worst, original, unchanged])
+    if not rows:
+        return ""
+    header = ["task", "run", "worst perturbation: score", "its originals' score", "test items left unchanged"]
+    return _table(header, rows, text_columns={0, 1, 2, 4})
 
 
 def _industrial_table(runs: Sequence[Run]) -> str:

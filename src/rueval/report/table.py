@@ -22,7 +22,9 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
     table.add_column("splits")
     for task in tasks:
         other_names = [n for n in dict.fromkeys((task.folder, *task.aliases)) if n != task.name]
-        if task.kind == "classification":
+        if task.inline_options:
+            labels = "A / B / C / ... (the item's options)"
+        elif task.kind == "classification":
             labels = " / ".join(map(str, task.labels))
         elif task.kind == "multilabel":
             labels = "0/1: " + ", ".join(task.categories)

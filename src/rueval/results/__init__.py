@@ -5,6 +5,7 @@ a report."""
 
 from rueval.results.audit import NO_RULE, AuditResult, Coverage, RuleCoverage, TaskAudit
 from rueval.results.checks import Checker, read_json_file
+from rueval.results.robustness import RobustnessSummary
 from rueval.results.run import (
     INDUSTRIAL_FIELDS,
     PredictionRow,
@@ -22,6 +23,7 @@ __all__ = [
     "Checker",
     "Coverage",
     "PredictionRow",
+    "RobustnessSummary",
     "RuleCoverage",
     "RunResult",
     "ShotResult",

@@ -7,15 +7,26 @@ where there is no standard error. rueval's bootstrap gives a 95% percentile inte
 error: the file's stderr is that interval's half-width over 1.96 (a normal approximation). A run
 with several k gives one entry per further k, "<task>_<k>shot", with the mean over its episodes.
 Each metric goes under its lm-eval name from the registry (rueval.metrics: accuracy is "acc").
+A task's config lists as its ``metric_list`` the metrics its sample log's lines carry (lm-eval's
+WandbLogger reads each of them from every line), and its ``output_type``: ``generate_until`` for
+answers generated, else ``multiple_choice``.
+
+Sample logs are named as lm-eval names them, ``OUT/samples/samples_<task>_<date id>.jsonl`` (the
+date id is lm-eval's ISO time with "-" for ":"), so that its ``get_sample_results_filenames``
+finds them and ``get_file_task_name`` reads the task back (what lies between the first and the
+last "_").
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from rueval.metrics import ACCURACY, Metric, metric
 from rueval.results.run import RunResult, TaskResult
+from rueval.scoring import example_metric_names
 from rueval.tasks import get_task
 
 FILE_NAME = "results_lmeval.json"  # lm-eval finds results files by "/results_" and ".json" in the path
@@ -23,6 +34,18 @@ FILTER = "none"  # rueval applies no lm-eval filter: its answer normalisation is
 SCORE = "score"  # the task score, the mean of its metrics: not a metric of its own, exported under its name
 ACCURACY_NORM = "acc_norm"  # lm-eval's accuracy of the options' log-likelihoods per byte
 Z_95 = 1.959964
+SAMPLES_DIR = "samples"
+
+
+def sample_file(folder: Path, task: str, written: datetime) -> Path:
+    """Where a run writes a task's sample log, named as lm-eval names its own."""
+    return folder / SAMPLES_DIR / f"samples_{task}_{written.isoformat().replace(':', '-')}.jsonl"
+
+
+def sample_files(folder: Path, task: str) -> list[Path]:
+    """A run folder's sample logs of ``task``, oldest first (not another task's whose name ``task`` begins)."""
+    name = re.compile(rf"samples_{re.escape(task)}_[^_]+\.jsonl")
+    return sorted(p for p in (folder / SAMPLES_DIR).glob(f"samples_{task}_*.jsonl") if name.fullmatch(p.name))
 
 
 def lm_eval_results(run: RunResult) -> dict[str, Any]:
@@ -116,16 +139,13 @@ def _config(name: str, entry: str, result: TaskResult, k: int, settings: dict[st
         "dataset_path": result.data.get("file") or settings.get("data"),
         "test_split": result.split,
         "num_fewshot": k,
-        "metric_list": [
-            *map(_metric_config, task.metrics),
-            {"metric": SCORE, "aggregation": SCORE, "higher_is_better": True},
-        ],
+        "output_type": "generate_until" if (result.protocol or "").startswith("generate") else "multiple_choice",
+        "metric_list": [_metric_config(name) for name in example_metric_names(task)],
         "metadata": {"version": settings.get("rueval_version"), "description": task.description},
     }
 
 
 def _metric_config(name: str) -> dict[str, Any]:
-    """A metric as lm-eval's task configs list it: a mean over examples aggregates by "mean"."""
+    """A metric of the sample lines as lm-eval's task configs list it: a mean over examples."""
     m = metric(name)
-    aggregation = "mean" if m.per_example is not None else m.lm_eval_name
-    return {"metric": m.lm_eval_name, "aggregation": aggregation, "higher_is_better": m.higher_is_better}
+    return {"metric": m.lm_eval_name, "aggregation": "mean", "higher_is_better": m.higher_is_better}

@@ -12,6 +12,7 @@ from rueval.data.local import decode_lines, parse_json_line
 from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_jsonl
 from rueval.results.checks import Checker, read_json_file
+from rueval.results.robustness import RobustnessSummary
 from rueval.tasks import TASKS, Task
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
@@ -181,7 +182,14 @@ class TaskResult:
         data.update({"data": self.data, "wall_time_s": self.wall_time_s, "fingerprint": self.fingerprint})
         if self.perturbations:
             data["perturbations"] = self.perturbations
+        if self.robustness is not None:  # derived from perturbations: written for readers, re-derived on reading
+            data["robustness"] = self.robustness.to_json()
         return data
+
+    @property
+    def robustness(self) -> RobustnessSummary | None:
+        """The worst perturbation and each one's share of test items left unchanged."""
+        return RobustnessSummary.of(self.perturbations)
 
     @classmethod
     def from_json(cls, data: Any, check: Checker, at: str = "") -> TaskResult:

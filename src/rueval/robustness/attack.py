@@ -63,6 +63,7 @@ class PerturbationScore:
     attacked: int  # perturbed examples whose original was predicted correctly
     flipped: int  # of those, now predicted wrong
     unchanged: int  # perturbed examples whose text is their original's: the perturbation did nothing there
+    test_items: int = 0  # the test set's examples, those without a perturbed copy included
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +75,7 @@ class PerturbationScore:
             "originally_correct": self.attacked,
             "made_wrong": self.flipped,
             "unchanged_share": self.unchanged / self.n if self.n else None,
+            "test_items": self.test_items,
         }
 
 
@@ -86,7 +88,7 @@ def score_perturbation(
 ) -> PerturbationScore:
     """Metrics on the perturbed examples and the ASR over their originally correct predictions."""
     if not pairs:
-        return PerturbationScore({}, None, None, None, 0, 0, 0, 0)
+        return PerturbationScore({}, None, None, None, 0, 0, 0, 0, len(originals))
     perturbed = [example for _, example in pairs]
     scores = score_task(task, perturbed, predictions)
     before = score_task(task, [originals[i] for i, _ in pairs], [original_predictions[i] for i, _ in pairs])
@@ -99,5 +101,5 @@ def score_perturbation(
     fields = target_for(task).fields
     unchanged = sum(all(e.fields.get(f) == originals[i].fields.get(f) for f in fields) for i, e in pairs)
     return PerturbationScore(
-        scores.metrics, scores.score, before.score, asr, len(perturbed), attacked, flipped, unchanged
+        scores.metrics, scores.score, before.score, asr, len(perturbed), attacked, flipped, unchanged, len(originals)
     )

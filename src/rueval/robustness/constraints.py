@@ -17,8 +17,9 @@ from functools import cache
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.robustness.spans import Span, find_all, is_word, token_spans
+from rueval.robustness.spans import Span, find_all, is_word, tighten, token_spans
 from rueval.tasks import Example
+from rueval.tasks.offsets import word_span
 from rueval.text import lemma, parse, words
 
 Protected = dict[str, list[Span]]  # field -> spans in the field's original text
@@ -353,7 +354,9 @@ def _answer_span(text: str, answer: Mapping[str, Any]) -> Span | None:
 
 
 class TargetWord(Constraint):
-    """RUSSE: the target word in each sentence (start1/end1, start2/end2), offsets recomputed."""
+    """RUSSE: the target word in each sentence (start1/end1, start2/end2), offsets recomputed. The
+    offsets may end at the word or one past it (tasks.offsets); the perturbed ones keep the record's
+    convention."""
 
     name = "target_word"
     anchors = (("sentence1", "start1", "end1"), ("sentence2", "start2", "end2"))
@@ -363,10 +366,10 @@ class TargetWord(Constraint):
             if start_key not in example.fields and end_key not in example.fields:
                 continue  # no offsets to keep right
             start, end = example.fields.get(start_key), example.fields.get(end_key)
-            length = len(example.fields[text_field])
-            if not (_is_int(start) and _is_int(end) and 0 <= start < end <= length):
+            text = example.fields[text_field]
+            if word_span(text, start, end) is None:
                 problem = f"{start_key}/{end_key} {start!r:.20}/{end!r:.20} are not a word's offsets in {text_field}"
-                return start_key, f"{problem} ({length} characters)"
+                return start_key, f"{problem} ({len(text)} characters)"
         return None
 
     def protect(self, example: Example, fields: Sequence[str]) -> Protected:
@@ -379,11 +382,23 @@ class TargetWord(Constraint):
     def repair(self, example: Example, perturbed: dict[str, Any], moved: Moved) -> None:
         for (text_field, start_key, end_key), span in self._spans(example):
             if span in moved.get(text_field, {}):
-                perturbed[start_key], perturbed[end_key] = moved[text_field][span]
+                new_start, new_end = moved[text_field][span]
+                # the record's convention: where its offsets lay relative to the span kept
+                perturbed[start_key] = new_start + example.fields[start_key] - span[0]
+                perturbed[end_key] = new_end + example.fields[end_key] - span[1]
 
     def _spans(self, example: Example) -> list[tuple[tuple[str, str, str], Span]]:
-        fields = example.fields  # check() made sure that offsets, where present, are a span of their text
-        return [(anchor, (fields[anchor[1]], fields[anchor[2]])) for anchor in self.anchors if anchor[1] in fields]
+        """Each anchor's word with what its offsets take in around it (the space or punctuation after
+        it, kept so that the word stays a word); check() made sure that offsets, where present, point
+        at a word."""
+        fields, spans = example.fields, []
+        for anchor in self.anchors:
+            text, start, end = fields[anchor[0]], fields.get(anchor[1]), fields.get(anchor[2])
+            word = word_span(text, start, end)
+            if word is not None:  # protected spans are tightened (rueval.robustness.targets): so is this one
+                (kept,) = tighten(text, [(min(start, word[0]), max(min(end, len(text)), word[1]))])
+                spans.append((anchor, kept))
+        return spans
 
 
 class Mentions(Constraint):

@@ -22,7 +22,7 @@ from rueval.robustness.constraints import (
 )
 from rueval.robustness.spans import Span, tighten
 from rueval.tasks import TASKS, Example, PerTask, Task
-from rueval.tasks.options import OPTION_MARK
+from rueval.tasks.options import option_spans
 from rueval.tasks.shapes import (
     Answer,
     AnswerCheck,
@@ -187,13 +187,12 @@ def pieces(task: Task, example: Example, protected: Protected) -> list[Piece]:
 
 def _option_ranges(text: str, gold: object) -> list[tuple[Span, str]]:
     """The stem and each inline option of a multiple-choice question, markers excluded."""
-    markers = list(OPTION_MARK.finditer(text))
-    if not markers:
+    try:
+        (stem_start, stem_end), spans = option_spans(text)
+    except RuevalError:
         return [((0, len(text)), "text")]
-    bounds = [(0, markers[0].start(), "stem")]
-    for marker, following in zip(markers, [*markers[1:], None]):
-        end = following.start() if following else len(text)
-        bounds.append((marker.end(), end, "answer" if marker.group(1) == gold else "option"))
+    bounds = [(stem_start, stem_end, "stem")]
+    bounds += [(start, end, "answer" if letter == gold else "option") for letter, (start, end) in spans.items()]
     ranges = []
     for start, end, role in bounds:
         tight = tighten(text, [(start, end)])

@@ -36,7 +36,8 @@ from rueval.tasks.include import include
 
 # Bump with any change of a default or of how a number is computed (prompts, scoring, metrics,
 # data reading): a task result saved under another protocol is never reused.
-PROTOCOL_VERSION = 1
+# 2: RCB F1 as jiant computes it on subsets, CheGeKa's empty alternative a gold answer, openai: sends token ids
+PROTOCOL_VERSION = 2
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
 # names it, and runs of the same settings share a directory), sample logs, the read limits, where
 # YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say

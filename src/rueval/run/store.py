@@ -2,7 +2,7 @@
 rueval's version, for --resume, and the checksum of every file each finished task wrote),
 OUT/tasks/<task>.json (each finished task, with the fingerprint of everything its score depends on),
 OUT/predictions/<task>.jsonl, OUT/results.json with its lm-eval twin and, when asked for,
-OUT/samples/<task>.jsonl (the sample logs).
+OUT/samples/samples_<task>_<date id>.jsonl (the sample logs, named as lm-eval names them).
 
 A finished task is committed when run.json records its files' checksums, after they are written:
 a task whose files are missing, edited or were never recorded (a write that failed halfway, a kill
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_json_files, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
+from rueval.results.lm_eval import SAMPLES_DIR, sample_file, sample_files
 from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
@@ -80,7 +82,7 @@ class RunStore:
                     f"{self.out}: holds the results of another run ({differences}); "
                     "give a new -o, or --force to replace them"
                 )
-            for name in ("tasks", "predictions", "samples"):
+            for name in ("tasks", "predictions", SAMPLES_DIR):
                 shutil.rmtree(self.out / name, ignore_errors=True)
             for name in ("results.json", LM_EVAL_FILE):
                 (self.out / name).unlink(missing_ok=True)
@@ -162,26 +164,24 @@ class RunStore:
     def record(
         self, task: Task, result: TaskResult, rows: list[PredictionRow], samples: list[dict[str, Any]] | None = None
     ) -> None:
-        """Write the task's predictions (and sample log) and its result, then commit them: run.json
-        records their checksums. A kill or a failed write before the commit leaves the task to compute
-        again; after it, the task is finished."""
+        """Write the task's predictions (and sample log, named as lm-eval names its own) and its result,
+        then commit them: run.json records their checksums. A kill or a failed write before the commit
+        leaves the task to compute again; after it, the task is finished. An earlier log would no longer
+        match the predictions."""
         self.files.pop(task.name, None)
         written = [self.out / "predictions" / f"{task.name}.jsonl", self._task_file(task)]
         write_predictions(written[0], rows)
+        for earlier in sample_files(self.out, task.name):
+            earlier.unlink()
         if samples is not None:
-            write_jsonl(self.samples_file(task.name), samples)
-            written.append(self.samples_file(task.name))
-        else:  # an earlier log would no longer match the predictions
-            self.samples_file(task.name).unlink(missing_ok=True)
+            written.append(sample_file(self.out, task.name, datetime.now()))
+            write_jsonl(written[-1], samples)
         result.write(written[1])
         self.files[task.name] = {str(file.relative_to(self.out)): _sha256(file) for file in written}
         self.save_spec(self._settings)
 
     def has_samples(self, task: Task) -> bool:
-        return self.samples_file(task.name).is_file()
-
-    def samples_file(self, task_name: str) -> Path:
-        return self.out / "samples" / f"{task_name}.jsonl"
+        return bool(sample_files(self.out, task.name))
 
     def write_results(self, results: RunResult, lm_eval: Mapping[str, Any]) -> None:
         """results.json and its lm-eval twin, together: a failed write leaves both as they were."""

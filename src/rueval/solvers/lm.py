@@ -35,7 +35,7 @@ from rueval.models.engine import Engine
 from rueval.solvers.base import Exchange, ModelSize, PooledSolver, Setting, Solver, TaskAnswers
 from rueval.tasks import Example, Task
 from rueval.tasks.prompts import get_prompt
-from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question
+from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
 
 SCORINGS = ("loglik", "ppl")
 TAPE_TOP_P = 0.8
@@ -160,6 +160,7 @@ class Plan:
     setting: Setting
     examples: list[Example]
     asked: list[list[Asked]]  # per example, per question
+    prompt: TaskPrompt  # the prompt asked with: the task's, or one of its variants
 
     @property
     def requests(self) -> list[Request]:
@@ -220,9 +221,17 @@ class LMSolver(Solver, PooledSolver):
         return self.engine.model.settle()
 
     # -- the two steps ---------------------------------------------------------------------------
-    def plan(self, task: Task, train: Sequence[Example], examples: Sequence[Example], setting: Setting) -> Plan:
-        """The requests that answer ``examples`` with the setting's demonstrations drawn from ``train``."""
-        prompt = get_prompt(task)
+    def plan(
+        self,
+        task: Task,
+        train: Sequence[Example],
+        examples: Sequence[Example],
+        setting: Setting,
+        prompt: TaskPrompt | None = None,
+    ) -> Plan:
+        """The requests that answer ``examples`` with the setting's demonstrations drawn from ``train``,
+        asked with ``prompt`` (default: the task's; tasks.prompts.prompt_variants has the others)."""
+        prompt = prompt or get_prompt(task)
         demos = episode_demos(train, setting.k, setting.episode, self.seed, task.name)
         demo_questions = [prompt.questions(demo) for demo in demos]
         budget = prompt.max_new_tokens[0 if setting.k == 0 else 1]
@@ -234,11 +243,11 @@ class LMSolver(Solver, PooledSolver):
                 context = self._render(shown, question.context)
                 per_example.append(Asked(question, context, self._requests(question, context, budget, prompt.stop)))
             asked.append(per_example)
-        return Plan(task, setting, list(examples), asked)
+        return Plan(task, setting, list(examples), asked, prompt)
 
     def answer(self, plan: Plan, results: Mapping[Request, Any], normalize: bool = False) -> list[Any]:
         """The predictions the requests' results give; ``normalize``: options by log-likelihood per byte."""
-        prompt = get_prompt(plan.task)
+        prompt = plan.prompt
         predictions = []
         for example, per_example in zip(plan.examples, plan.asked, strict=True):
             answers = [self._answer_one(asked, results, normalize) for asked in per_example]

@@ -1,7 +1,8 @@
 """The trivial baselines of the heuristics paper (Iazykova et al., 2021, Section 2):
 majority class, uniform random choice and random choice weighted by train label proportions.
 
-Labels come from the task: the label space for classification, 0/1 for each Ethics category.
+Labels come from the task: the label space for classification (a multiple-choice item's own
+letters), 0/1 for each Ethics category.
 Span tasks have no label space: RuCoS picks among the passage's entity mentions (the most
 mentioned one is the majority), MultiQ and CheGeKa among the train answers.
 """
@@ -55,7 +56,7 @@ class TrivialSolver(Solver):
     def _options(self, task: Task, example: Example) -> tuple[Sequence[Any], Counter]:
         """What a prediction is chosen from, and the counts that weigh the choice."""
         if task.kind == "classification":
-            return task.labels, self._priors[0]
+            return task.labels_of(example), self._priors[0]
         if example.candidates:
             return tuple(dict.fromkeys(example.candidates)), Counter(example.candidates)
         prior = self._priors[0]

@@ -81,6 +81,10 @@ class Task:
     def labels(self) -> tuple[Any, ...]:
         return self.shape.labels
 
+    def labels_of(self, example: Example) -> tuple[Any, ...]:
+        """The labels this example can take: the label space, or a multiple-choice item's own letters."""
+        return self.shape.labels_of(example.fields)
+
     @property
     def categories(self) -> tuple[str, ...]:
         return self.shape.categories
@@ -124,7 +128,7 @@ class Task:
         return self.shape.parse(record)
 
     def question_options(self, question: str, where: str) -> tuple[str, dict[str, str]]:
-        """The stem and the options (A)-(D) of a question with inline options."""
+        """The stem and the options (A), (B), ... of a question with inline options."""
         return split_options(question, where)
 
 

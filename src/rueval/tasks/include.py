@@ -14,7 +14,7 @@
     doc_to_choice: ["нет", "да"]          # a classification's answers, the labels it predicts
     target_delimiter: " "                 # between the context and an answer (default " ")
     metric_list:
-      - metric: acc                       # acc, mcc, macro_f1; for generated answers exact_match, f1
+      - metric: acc                       # acc, mcc, macro_f1, avg_f1; for generated answers exact_match, f1
     generation_kwargs: {until: ["\\n"], max_gen_toks: 32}   # generate_until: stop and budget
 
 Templates are Jinja2, rendered over a record's fields as lm-eval renders them. A ``multiple_choice``
@@ -55,7 +55,7 @@ OPTION_FIELDS = re.compile(r"\s*\{\{\s*\[([\w\s,]+)\]\s*\}\}\s*")  # "{{[choice1
 SPLITS = {"training_split": "train", "validation_split": "val", "test_split": "test"}
 # lm-eval's metric names (and rueval's) -> rueval's, by what the task predicts
 METRICS = {
-    "labels": {"acc": "accuracy", "accuracy": "accuracy", "mcc": "mcc", "macro_f1": "macro_f1"},
+    "labels": {"acc": "accuracy", "accuracy": "accuracy", "mcc": "mcc", "macro_f1": "macro_f1", "avg_f1": "avg_f1"},
     "answers": {"exact_match": "exact_match", "em": "exact_match", "f1": "token_f1", "token_f1": "token_f1"},
 }
 DEFAULT_METRICS = {"labels": ("accuracy",), "answers": ("exact_match",)}

@@ -16,7 +16,7 @@ heads. Only what a paper decided per task stays in those consumers' tables.
 | ``SpanCoreference`` | RWSD | a text with two spans: does the pronoun span refer to the other? |
 | ``Coreference`` | Winograd | a text, a pronoun and a candidate referent: does it refer to it? |
 | ``Choice`` | PARus | a context and a few option fields: which option is right |
-| ``InlineChoice`` | RuOpenBookQA, RuWorldTree | a question with its options (A)-(D) inline |
+| ``InlineChoice`` | RuOpenBookQA, RuWorldTree | a question with its options (A), (B), ... inline |
 | ``Cloze`` | RuCoS | a query whose placeholder one of the passage's entities fills |
 | ``Answer`` | MultiQ, CheGeKa | a question whose answer text is generated |
 | ``MultiLabel`` | Ethics-1, Ethics-2 | a text with a 0/1 target per category |
@@ -24,6 +24,7 @@ heads. Only what a paper decided per task stays in those consumers' tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,10 @@ class Shape:
         """The examples of one record; a DataError naming the record's file, line and field if it is bad."""
         self.check(record)
         return [Example(idx=record.id(), fields=record.data, label=self.gold(record))]
+
+    def labels_of(self, fields: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The labels one example can take: the label space, or a multiple-choice item's own letters."""
+        return self.labels
 
     def check(self, record: Record) -> None:
         """Every input field is there and every text field holds text."""
@@ -213,7 +218,8 @@ class Choice(Shape):
 
 @dataclass(frozen=True)
 class InlineChoice(Shape):
-    """A question holding its options: "stem (A) x (B) y (C) z (D) w"; the gold is the letter."""
+    """A question holding its options: "stem (A) x (B) y (C) z (D) w"; the gold is the letter. An
+    item has as many options as it writes (tasks.options): its labels are its own letters."""
 
     question: str
     answer: str = "answer"
@@ -227,12 +233,23 @@ class InlineChoice(Shape):
     def inputs(self) -> tuple[str, ...]:
         return (self.question,)
 
+    def labels_of(self, fields: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(split_options(str(fields.get(self.question, "")), self.question)[1])
+
     def check(self, record: Record) -> None:
         super().check(record)
         try:
             split_options(record.get(self.question, str), self.question)
         except RuevalError as e:
             raise record.error(self.question, str(e).removeprefix(f"{self.question}: ")) from None
+
+    def gold(self, record: Record) -> str | None:
+        label = super().gold(record)
+        own = self.labels_of(record.data)
+        if label is not None and label not in own:
+            shown = " ".join(f"({letter})" for letter in own)
+            raise record.error(self.answer, f"answer {label!r} is none of the question's options {shown}")
+        return label
 
 
 @dataclass(frozen=True)
@@ -291,8 +308,11 @@ class Answer(Shape):
         else:
             value = record.get(self.answer, str if self.alternatives else (str, list))
             if isinstance(value, str) and self.alternatives:
-                # as MERA's CheGeKa scorer splits them; an answer of separators only stays whole
-                return tuple(a.strip() for a in value.split(self.alternatives) if a.strip()) or (value,)
+                # as MERA's CheGeKa scorer splits them, an empty alternative too ("Пингвин;"): it is
+                # a right answer there (an empty prediction matches it), kept last so that the first
+                # answer, a demonstration's target, is a real one
+                split = dict.fromkeys(a.strip() for a in value.split(self.alternatives))
+                return tuple(sorted(split, key=lambda a: not a))
             if isinstance(value, str):
                 return (value,)
             if not all(isinstance(item, str) for item in value):

@@ -24,6 +24,7 @@ from typing import Any
 
 from rueval.errors import RuevalError
 from rueval.tasks import Example, Task, split_options
+from rueval.tasks.offsets import word_span
 from rueval.tasks.shapes import (
     Answer,
     AnswerCheck,
@@ -62,7 +63,7 @@ class Head:
     def options(self, task: Task, example: Example) -> Sequence[Any]:
         """What a choice or candidate head picks from, in the order of ``pairs``."""
         if self.kind == "choice":
-            return task.labels
+            return task.labels_of(example)
         return tuple(dict.fromkeys(example.candidates))
 
     def targets(self, task: Task, example: Example) -> list[Any]:
@@ -73,7 +74,7 @@ class Head:
         if self.kind == "multilabel":
             return [[float(v) for v in example.label]]
         if self.kind == "choice":
-            return [task.labels.index(example.label)]
+            return [self.options(task, example).index(example.label)]
         return [int(option in example.label) for option in self.options(task, example)]
 
     def decode(self, task: Task, example: Example, scores: Sequence[Any]) -> Any:
@@ -83,8 +84,9 @@ class Head:
             return task.labels[_argmax(scores[0])]
         if self.kind == "multilabel":
             return tuple(int(logit > 0) for logit in scores[0])
-        if self.kind == "choice":
-            return task.labels[_argmax(scores)]
+        if self.kind == "choice":  # scores beyond the example's own options are padding
+            options = self.options(task, example)
+            return options[_argmax(scores[: len(options)])]
         options = self.options(task, example)
         if not options:  # a query whose passage names no entity: nothing can be answered
             return ""
@@ -100,15 +102,16 @@ def _mark(text: str, start: int, end: int, marks: tuple[str, str]) -> str:
 
 
 def _marked_sentence(shape: WordInContext, e: Example, n: int) -> str:
-    """Sentence n with the word marked at its character offsets, else where it first occurs."""
+    """Sentence n with the word marked where its character offsets point (either convention,
+    tasks.offsets), else where it first occurs."""
     sentence, word = e.text(shape.sentences[n]), e.text(shape.word)
-    start, end = (e.value(f) for f in shape.offsets[n])
-    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sentence)):
+    span = word_span(sentence, *(e.value(f) for f in shape.offsets[n]))
+    if span is None:
         start = sentence.lower().find(word.lower())
         if start < 0:
             return sentence
-        end = start + len(word)
-    return _mark(sentence, start, end, (TARGET_MARK, TARGET_MARK))
+        span = (start, start + len(word))
+    return _mark(sentence, *span, (TARGET_MARK, TARGET_MARK))
 
 
 def _span_offsets(shape: SpanCoreference, e: Example, text: str, n: int) -> tuple[int, int]:

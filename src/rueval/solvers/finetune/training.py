@@ -53,8 +53,12 @@ def encode(
     labelled: bool,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Model inputs for the examples and how many inputs each example owns: one, except one per
-    distinct candidate for a ``candidate`` head. A ``choice`` input holds every option of its example."""
+    distinct candidate for a ``candidate`` head. A ``choice`` input holds every option of its example,
+    padded with empty options to the most any example has (RuWorldTree mixes four and five)."""
     pairs = [head.pairs(e) for e in examples]
+    if head.kind == "choice" and pairs:
+        width = max(map(len, pairs))
+        pairs = [own + [(own[0][0], "")] * (width - len(own)) for own in pairs]
     flat = [pair for example_pairs in pairs for pair in example_pairs]
     if not flat:
         return [], [0] * len(examples)
@@ -233,7 +237,7 @@ def predict(
     if head.kind == "choice":  # transformers' multiple-choice collator needs labels; their loss is ignored
         features = [{**feature, "labels": 0} for feature in features]
     order = sorted(range(len(features)), key=lambda i: -_length(features[i]))
-    scores = np.empty((len(features), *_score_shape(head, task)), dtype=np.float32)
+    scores = np.empty((len(features), *_score_shape(head, task, features)), dtype=np.float32)
     if features:
         scores[order] = trainer.predict([features[i] for i in order]).predictions
     predictions, start = [], 0
@@ -249,8 +253,10 @@ def _length(feature: dict[str, Any]) -> int:
     return max(map(len, ids)) * len(ids) if ids and isinstance(ids[0], list) else len(ids)
 
 
-def _score_shape(head: Head, task: Task) -> tuple[int, ...]:
-    return (len(task.labels),) if head.kind == "choice" else (head.num_labels(task),)
+def _score_shape(head: Head, task: Task, features: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    if head.kind == "choice":  # one score per option, padding included
+        return (len(features[0]["input_ids"]) if features else len(task.labels),)
+    return (head.num_labels(task),)
 
 
 class TrainingProgress(TrainerCallback):

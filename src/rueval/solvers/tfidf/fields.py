@@ -49,7 +49,7 @@ def _choice_options(task: Task, example: Example) -> list[Option]:
 
 
 def _lettered_options(task: Task, example: Example) -> list[Option]:
-    """RuOpenBookQA / RuWorldTree: the question's stem with each inline option (A)-(D)."""
+    """RuOpenBookQA / RuWorldTree: the question's stem with each of its inline options."""
     stem, options = split_options(example.text(task.shape.question), where=f"{task.name} example {example.key}")
     return [(letter, (stem,), (text,)) for letter, text in options.items()]
 
@@ -222,7 +222,7 @@ def fields_model(task: Task, seed: int) -> Model:
     """The task's model, by its shape, with the settings of the task's paper (TAPE's for a task of
     one's own). Classification tasks read their texts; choice tasks score each option with a binary
     classifier and pick the best: PARus' choices (with the premise and cause/effect), the inline options
-    (A)-(D) (with the stem), RuCoS' entities in the query (against the passage), MultiQ's 1-3-word spans
+    (A), (B), ... (with the stem), RuCoS' entities in the query (against the passage), MultiQ's 1-3-word spans
     of the main text (with their sentence and the question)."""
     config = CONFIGS.get(task.benchmark, CONFIGS["tape"])
     match task.shape:

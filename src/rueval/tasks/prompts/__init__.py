@@ -3,6 +3,9 @@
 A task names its prompt (``Task.prompt``): a TaskPrompt in a module, by default
 ``rueval.tasks.prompts.<task>:PROMPT``, or a Template (a YAML task's). Examples read from MERA's
 task files are asked with MERA's own instructions.
+
+Where the task's paper ran several prompts (TAPE's Appendix C: Winograd, Ethics), the module also
+declares them, the default first, as ``<NAME>_VARIANTS`` beside ``<NAME>``: ``prompt_variants``.
 """
 
 from __future__ import annotations
@@ -27,12 +30,25 @@ def _own_prompt(task: Task) -> TaskPrompt:
         raise RuevalError(f"{task.name}: its prompt {task.prompt!r} cannot be loaded ({e})") from None
 
 
-def _prompt(task: Task) -> TaskPrompt:
-    own = _own_prompt(task)
+def _with_mera(task: Task, own: TaskPrompt) -> TaskPrompt:
     return MeraInstructionPrompt(MERA[task.name], own) if task.name in MERA else own
 
 
+def _prompt(task: Task) -> TaskPrompt:
+    return _with_mera(task, _own_prompt(task))
+
+
+def _variants(task: Task) -> tuple[TaskPrompt, ...]:
+    default = PROMPTS[task.name]
+    if isinstance(task.prompt, Template):
+        return (default,)
+    module, _, attribute = task.prompt.partition(":")
+    declared = getattr(import_module(module), f"{attribute}_VARIANTS", ())
+    return (default, *(_with_mera(task, variant) for variant in declared[1:])) if declared else (default,)
+
+
 PROMPTS: PerTask[TaskPrompt] = PerTask(_prompt)
+VARIANTS: PerTask[tuple[TaskPrompt, ...]] = PerTask(_variants)
 
 
 def get_prompt(task: Task | str) -> TaskPrompt:
@@ -40,4 +56,19 @@ def get_prompt(task: Task | str) -> TaskPrompt:
     return PROMPTS[task.name if isinstance(task, Task) else get_task(task).name]
 
 
-__all__ = ["DEMO_SEPARATOR", "PROMPTS", "Choice", "Question", "TaskPrompt", "get_prompt"]
+def prompt_variants(task: Task | str) -> tuple[TaskPrompt, ...]:
+    """Every prompt the task's paper ran, the default (get_prompt) first; the default alone where
+    the paper ran one."""
+    return VARIANTS[task.name if isinstance(task, Task) else get_task(task).name]
+
+
+__all__ = [
+    "DEMO_SEPARATOR",
+    "PROMPTS",
+    "VARIANTS",
+    "Choice",
+    "Question",
+    "TaskPrompt",
+    "get_prompt",
+    "prompt_variants",
+]

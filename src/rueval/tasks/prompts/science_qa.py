@@ -1,6 +1,7 @@
 """RuOpenBookQA and RuWorldTree: the question stem continued by each answer option.
 
-Taktasheva et al. (2022), Appendix C, Table 2: "{QUESTION} {CANDIDATE ANSWER}", options A-D.
+Taktasheva et al. (2022), Appendix C, Table 2: "{QUESTION} {CANDIDATE ANSWER}", one candidate per
+inline option, as many as the item has (A-D in most, A-E in some RuWorldTree items).
 """
 
 from __future__ import annotations

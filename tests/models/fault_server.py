@@ -1,8 +1,11 @@
-"""A small real OpenAI-compatible completions server for the tests of the `openai:` backend.
+"""Fault injection: a hand-written OpenAI-compatible server that fails on demand, for what a real
+vLLM server (tests/models/vllm_server.py, where everything else is tested) will not do when asked:
+answer 503s, drop connections, time out, leave out logprobs, refuse ``max_tokens`` 0, change its
+``system_fingerprint`` mid-run, serve other weights behind the same name and port.
 
-It serves a transformers causal LM from a local directory on 127.0.0.1 (an ephemeral port)
-with the standard library's ThreadingHTTPServer, and implements the subset of the API that
-rueval uses, the way vLLM answers it:
+Between faults it answers as vLLM does, so that a run can go on around them: it serves a
+transformers causal LM from a local directory on 127.0.0.1 (an ephemeral port) with the
+standard library's ThreadingHTTPServer, and implements the subset of the API that rueval uses:
 
 - ``GET /v1/models``: the served model name, with vLLM's ``root`` (the weights' directory) and
   ``created`` (as vLLM: the time of the answer, unless ``created`` is set);
@@ -18,7 +21,7 @@ rueval uses, the way vLLM answers it:
 Token texts are decoded incrementally, as vLLM does: a token that completes a character
 carries it, and the bytes before it carry empty texts; ``text_offset`` sums the earlier texts.
 
-Switches simulate unhelpful servers: ``logprobs_supported = False`` answers without any
+The switches are the faults: ``logprobs_supported = False`` answers without any
 logprobs, ``chat_logprobs_supported = False`` ignores ``prompt_logprobs`` on the chat endpoint (as
 llama.cpp and hosted APIs do), ``fail_next = N`` answers the next N completion requests with HTTP
 503 (with a Retry-After header when ``retry_after`` is set), ``drop_next = N`` closes the
@@ -47,8 +50,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
-class CompletionServer:
-    """Start with ``with CompletionServer(model_dir) as server:``; ``server.url`` is the base URL."""
+class FaultServer:
+    """Start with ``with FaultServer(model_dir) as server:``; ``server.url`` is the base URL."""
 
     def __init__(self, model_dir: Path, name: str = "tiny-gpt2", api_key: str | None = None, port: int = 0):
         self.name = name
@@ -83,7 +86,7 @@ class CompletionServer:
         assert self._httpd is not None, "the server is not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> CompletionServer:
+    def __enter__(self) -> FaultServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.app = self  # type: ignore[attr-defined]
@@ -311,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     @property
-    def app(self) -> CompletionServer:
+    def app(self) -> FaultServer:
         return self.server.app  # type: ignore[attr-defined]
 
     def do_GET(self) -> None:

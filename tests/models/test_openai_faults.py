@@ -1,9 +1,9 @@
-"""The `openai:` backend against a real HTTP server (tests/openai_server.py) that serves the tiny
-GPT-2 on 127.0.0.1."""
+"""The `openai:` backend when servers fail: fault injection (tests/models/fault_server.py serving the
+tiny GPT-2 on 127.0.0.1) for what a real vLLM server will not do on demand. How `openai:` scores and
+generates against a real one is tested in tests/models/test_vllm_served.py."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 
@@ -12,39 +12,27 @@ from support import require_modules
 
 require_modules("torch", "transformers", extra="lm")
 
-import torch
-from openai_server import CompletionServer
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from fault_server import FaultServer
+from text_prompts import PAIRS, text_reference
 
 from rueval.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
-from rueval.models.hf import HFCausalLM
 from rueval.models.openai import OpenAICompletionsModel
-
-PAIRS = [
-    Loglikelihood("Кошка сидит на", " окне"),
-    Loglikelihood("Вопрос: сколько будет два плюс два? Ответ:", " четыре"),
-    Loglikelihood("", "Мама мыла раму."),  # TAPE perplexity: the whole text
-    Loglikelihood("Ответ: ", "да"),  # the token " д" straddles the boundary
-    Loglikelihood("Смайлик", " 🙂 и всё"),  # the emoji is four byte tokens
-    Loglikelihood("Смайлик", "🙂"),  # three of them have empty texts and start at the boundary
-    Loglikelihood("Смайлик ", "🙂"),  # the trailing space is a token of its own: it is scored
-    Loglikelihood("Он сказал 🙂", " и ушёл"),
-]
 
 
 @pytest.fixture(scope="module")
 def running_server(tiny_gpt2_dir):
-    with CompletionServer(tiny_gpt2_dir) as server:
+    with FaultServer(tiny_gpt2_dir) as server:
         yield server
 
 
 @pytest.fixture
-def server(running_server):
+def server(running_server, tiny_gpt2_dir):
     """The module's server with its switches off and its counters at zero."""
     s = running_server
+    s.root = str(tiny_gpt2_dir)
     s.logprobs_supported, s.refuse_zero_max_tokens, s.fail_next, s.delay, s.api_key = True, False, 0, 0.0, None
     s.retry_after, s.drop_next = None, 0
     s.system_fingerprint, s.created = None, None
@@ -53,81 +41,15 @@ def server(running_server):
     return s
 
 
-@pytest.fixture(scope="module")
-def plain(tiny_gpt2_dir):
-    """The tiny model and tokenizer loaded with plain transformers: the reference."""
-    return AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval(), AutoTokenizer.from_pretrained(tiny_gpt2_dir)
-
-
-def reference(model, ids: list[int], first: int) -> tuple[float, int, bool]:
-    """Sum of log P(ids[i] | ids[:i]) for i >= first, one unbatched forward."""
-    with torch.no_grad():
-        logprobs = model(torch.tensor([ids])).logits[0].log_softmax(-1)
-    targets = torch.tensor(ids[first:])
-    rows = logprobs[first - 1 : len(ids) - 1]
-    return float(rows.gather(1, targets[:, None]).sum()), len(targets), bool((rows.argmax(-1) == targets).all())
-
-
-def text_reference(plain, request: Loglikelihood) -> tuple[float, int, bool]:
-    """What text prompts must give: the server tokenizes context + continuation with no start
-    token; the continuation's tokens are those after the (space-stripped) context's tokens,
-    and with an empty context the first token, which nothing predicts, is left out."""
-    model, tokenizer = plain
-    ids = tokenizer(request.context + request.continuation)["input_ids"]
-    context_ids = tokenizer(request.context.rstrip())["input_ids"] if request.context else []
-    assert ids[: len(context_ids)] == context_ids  # the pairs keep the context's tokens intact
-    return reference(model, ids, max(1, len(context_ids)))
-
-
-def greedy_text(plain, prompt: str, max_new_tokens: int) -> str:
-    """What the model generates greedily after ``prompt``."""
-    model, tokenizer = plain
-    ids = tokenizer(prompt)["input_ids"]
-    with torch.no_grad():
-        out = model.generate(
-            torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.eos_token_id
-        )
-    return tokenizer.decode(out[0, len(ids) :], skip_special_tokens=True)
-
-
-def greedy_pair(plain) -> Loglikelihood:
-    """A continuation the model itself would choose greedily."""
-    return Loglikelihood("Кошка сидит на", greedy_text(plain, "Кошка сидит на", 3))
-
-
-def test_text_prompts_match_plain_transformers(server, plain):
-    requests = [*PAIRS, greedy_pair(plain)]
-    results = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(requests)
-    for request, result in zip(requests, results, strict=True):
-        logprob, n_tokens, greedy = text_reference(plain, request)
-        assert result.logprob == pytest.approx(logprob, abs=1e-4), request
-        assert (result.n_tokens, result.greedy) == (n_tokens, greedy), request
-    assert results[-1].greedy and not results[0].greedy
-    assert results[3].n_tokens == 2  # " д" + "а": the straddling token counts for the continuation
-
-
-def test_token_id_prompts_match_the_hf_backend(server, plain, tiny_gpt2_dir):
-    requests = [*PAIRS, greedy_pair(plain)]
-    backend = OpenAICompletionsModel("tiny-gpt2", server.url, tokenizer=str(tiny_gpt2_dir))
-    hf = HFCausalLM(str(tiny_gpt2_dir)).loglikelihood(requests)
-    for request, ours, theirs in zip(requests, backend.loglikelihood(requests), hf, strict=True):
-        assert ours.logprob == pytest.approx(theirs.logprob, abs=1e-4), request
-        assert (ours.n_tokens, ours.greedy) == (theirs.n_tokens, theirs.greedy), request
-    # an empty context scores every token after the start token, as TAPE's perplexity needs
-    model, tokenizer = plain
-    ids = [tokenizer.eos_token_id, *tokenizer("Мама мыла раму.")["input_ids"]]
-    assert backend.loglikelihood([PAIRS[2]])[0].logprob == pytest.approx(reference(model, ids, 1)[0], abs=1e-4)
-    assert backend.identity.endswith(f" tokenizer={tiny_gpt2_dir}")
-
-
 def test_identity_is_the_model_name_and_what_the_server_says_about_the_weights(server):
     server.created = 1_600_000_000
     identity = OpenAICompletionsModel("tiny-gpt2", server.url + "/").identity
-    assert identity == f"openai:tiny-gpt2 created=1600000000 root={server.root}"
+    # prompts go as token ids from the served folder's tokenizer (found through root): the identity says so
+    assert identity == f"openai:tiny-gpt2 created=1600000000 root={server.root} tokenizer={server.root}"
     server.created = 1_600_000_001  # restarted on other weights: another identity
     assert OpenAICompletionsModel("tiny-gpt2", server.url).identity != identity
     server.system_fingerprint = "fp_1"
-    assert OpenAICompletionsModel("tiny-gpt2", server.url).identity.endswith(" system_fingerprint=fp_1")
+    assert " system_fingerprint=fp_1 " in OpenAICompletionsModel("tiny-gpt2", server.url).identity
 
 
 def test_a_created_time_that_is_the_answers_own_clock_is_left_out(server):
@@ -138,7 +60,7 @@ def test_a_created_time_that_is_the_answers_own_clock_is_left_out(server):
 def test_a_changed_system_fingerprint_during_the_run_is_refused(server):
     server.system_fingerprint = "fp_1"
     backend = OpenAICompletionsModel("tiny-gpt2", server.url)
-    assert backend.identity.endswith("fp_1")
+    assert "system_fingerprint=fp_1" in backend.identity
     server.system_fingerprint = "fp_2"
     with pytest.raises(RuevalError, match="changed its system_fingerprint from fp_1 to fp_2"):
         backend.loglikelihood(PAIRS[:1])
@@ -228,26 +150,6 @@ def test_the_api_key_is_sent_from_the_argument_or_the_environment(server, monkey
         OpenAICompletionsModel("tiny-gpt2", server.url, api_key="wrong").generate([Generation("Кошка", 2)])
 
 
-def test_generation_respects_max_tokens_and_stop_sequences(server, plain):
-    backend = OpenAICompletionsModel("tiny-gpt2", server.url)
-    prompts = ["Кошка сидит на", "Вопрос: кто написал «Войну и мир»? Ответ:"]
-    full = [greedy_text(plain, p, 20) for p in prompts]
-    short = backend.generate([Generation(p, 4) for p in prompts])
-    assert short == [greedy_text(plain, p, 4) for p in prompts]
-    assert all(len(s) < len(f) and f.startswith(s) for s, f in zip(short, full, strict=True))
-    stop = full[0][len(full[0]) // 2 :][:3]  # a piece of the greedy text from its second half
-    cut = backend.generate([Generation(prompts[0], 20, stop=(stop, "\n\n"))])[0]
-    assert cut == full[0][: full[0].index(stop)] and stop not in cut
-
-
-def test_sampling_is_seeded_per_prompt(server):
-    backend = OpenAICompletionsModel("tiny-gpt2", server.url, prompts_per_request=8)
-    batch = [Generation(p, 12, top_p=0.8, seed=5) for p in ("Кошка", "Собака", "Мама")]
-    texts = backend.generate(batch)
-    assert texts == backend.generate(batch) == [backend.generate([g])[0] for g in batch]
-    assert texts != backend.generate([Generation(g.prompt, 12, top_p=0.8, seed=6) for g in batch])
-
-
 def test_requests_run_concurrently_and_prompts_share_http_requests(server):
     server.delay = 0.3
     requests = [Loglikelihood(f"Пример номер {i}:", " да") for i in range(8)]
@@ -262,18 +164,20 @@ def test_requests_run_concurrently_and_prompts_share_http_requests(server):
     assert [r.logprob for r in batched] == pytest.approx([r.logprob for r in parallel], abs=1e-4)
 
 
-def test_cli_runs_a_task_through_an_openai_compatible_server(cli, server, tmp_path):
-    out = tmp_path / "out"
-    result = cli(
-        "run", "-m", "openai:tiny-gpt2", "--base-url", server.url, "-t", "parus,terra", "--limit", "4", "-o", out
-    )
-    assert result.exit_code == 0, result.stderr
-    summary = json.loads((out / "results.json").read_text())
-    assert summary["model_identity"].startswith("openai:tiny-gpt2 ") and server.root in summary["model_identity"]
-    assert [summary["tasks"][t]["n"] for t in ("parus", "terra")] == [4, 4]
-    assert server.completion_requests > 0
+def test_a_run_without_base_url_is_one_error(cli, tmp_path):
     missing = cli("run", "-m", "openai:tiny-gpt2", "-t", "parus", "-o", tmp_path / "other")
     assert missing.exit_code == 2 and "--base-url" in missing.stderr
+
+
+def test_without_the_served_tokenizer_prompts_go_as_text_with_a_warning(server, plain, capsys):
+    server.root = "/nowhere/tiny-gpt2"  # its weights folder is not on this machine, and it has no /tokenize
+    results = OpenAICompletionsModel("tiny-gpt2", server.url).loglikelihood(PAIRS[:2])
+    warning = capsys.readouterr().err
+    assert "warning: openai:tiny-gpt2: prompts go as text (the server has no /tokenize endpoint" in warning
+    assert "scores may differ from hf:'s" in warning and "--tokenizer PATH_OR_HUB_ID" in warning
+    assert [r.logprob for r in results] == pytest.approx([text_reference(plain, r)[0] for r in PAIRS[:2]], abs=1e-4)
+    with pytest.raises(RuevalError, match="no /tokenize endpoint .* pass the served model's tokenizer"):
+        OpenAICompletionsModel("tiny-gpt2", server.url, tokenizer="server").loglikelihood(PAIRS[:1])
 
 
 def test_each_answered_http_request_is_cached_before_a_later_one_fails(server, tmp_path):

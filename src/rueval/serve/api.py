@@ -1,0 +1,88 @@
+"""The JSON API. A team authenticates with ``Authorization: Bearer <token>`` (never with a cookie,
+so no other site can make a browser call it).
+
+- ``POST /api/submissions`` (multipart: ``file``, optional ``name`` and ``public``) -> 202 ``{"id", ...}``,
+  the zip checked against the gold before it is queued (400 ``{"error": "<file>:<line>: ..."}``);
+- ``GET /api/submissions/{id}`` -> its status, scores and honest-board columns (its own team, or
+  anyone once public; otherwise 404);
+- ``PATCH /api/submissions/{id}`` (JSON ``{"public": true, "name": ...}``) -> the same, changed;
+- ``GET /api/leaderboard`` -> the public submissions, best first, and the reference rows.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, File, Form, HTTPException, Request, UploadFile
+from fastapi import Path as PathParameter
+
+from rueval.serve.board import reference_rows, sorted_rows, submission_rows
+from rueval.serve.db import Team
+from rueval.serve.service import Service, submission_json
+
+router = APIRouter(prefix="/api")
+SubmissionId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
+
+
+def service_of(request: Request) -> Service:
+    return request.app.state.service
+
+
+def optional_team(request: Request) -> Team | None:
+    """The team the request's token names; None without a token; 401 for a token that names none."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    team = service_of(request).auth.team_for_token(token.strip()) if scheme.lower() == "bearer" else None
+    if team is None:
+        raise HTTPException(401, "invalid token", headers={"www-authenticate": "Bearer"})
+    return team
+
+
+def team(viewer: Annotated[Team | None, Depends(optional_team)]) -> Team:
+    if viewer is None:
+        raise HTTPException(401, "missing token: send Authorization: Bearer <token>", {"www-authenticate": "Bearer"})
+    return viewer
+
+
+@router.post("/submissions", status_code=202)
+def create_submission(
+    request: Request,
+    team: Annotated[Team, Depends(team)],
+    file: Annotated[UploadFile, File()],
+    name: Annotated[str, Form(max_length=1000)] = "",
+    public: Annotated[bool, Form()] = False,
+) -> dict:
+    service = service_of(request)
+    data = file.file.read(service.config.limits.upload_bytes + 1)
+    submission = service.accept(team, data, name or (file.filename or ""), public)
+    return submission_json(submission, team, str(request.base_url))
+
+
+@router.get("/submissions/{id}")
+def get_submission(request: Request, id: SubmissionId, viewer: Annotated[Team | None, Depends(optional_team)]) -> dict:
+    submission, owner = service_of(request).submission(id, viewer)
+    return submission_json(submission, owner, str(request.base_url))
+
+
+@router.patch("/submissions/{id}")
+def update_submission(
+    request: Request,
+    id: SubmissionId,
+    team: Annotated[Team, Depends(team)],
+    public: Annotated[bool | None, Body()] = None,
+    name: Annotated[str | None, Body(max_length=1000)] = None,
+) -> dict:
+    submission = service_of(request).update(id, team, public, name)
+    return submission_json(submission, team, str(request.base_url))
+
+
+@router.get("/leaderboard")
+def leaderboard(request: Request) -> dict:
+    service = service_of(request)
+    return {
+        "tasks": list(service.gold.tasks),
+        "rows": [row.to_json() for row in sorted_rows(submission_rows(service.ranked()), "total")],
+        "references": [row.to_json() for row in reference_rows(list(service.gold.tasks), service.references)],
+    }

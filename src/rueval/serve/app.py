@@ -1,0 +1,116 @@
+"""The web application: the JSON API (rueval.serve.api) and the pages (rueval.serve.pages) on
+FastAPI, with what guards them all: a cap on request bodies (read as they arrive, so a 1 GB upload
+costs the server no more than the cap), errors as one clear line and never a traceback or a gold
+answer, and security headers on every response."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rueval.errors import RuevalError
+from rueval.serve import api, pages
+from rueval.serve.service import NotFound, RateLimited, Service
+
+log = logging.getLogger("rueval.serve")
+BODY_SLACK = 2**20  # room for the multipart framing and form fields around the zip
+# No scripts anywhere; styles inline; images only as data: URLs (the report's figures).
+HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+}
+
+
+class TooLarge(HTTPException):
+    def __init__(self, limit: int):
+        super().__init__(413, f"request body over the limit of {limit:,} bytes")
+
+
+class Guard:
+    """ASGI middleware: refuses a body over ``limit`` bytes (by its Content-Length at once, else as it
+    streams in) and adds HEADERS to every response."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length", b"0")
+        if not length.isdigit() or int(length) > self.limit:
+            return await _plain_error(send, 413 if length.isdigit() else 400, TooLarge(self.limit).detail)
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise TooLarge(self.limit)
+            return message
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k.encode(), v.encode()) for k, v in HEADERS.items() if k.encode() not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, limited, with_headers)
+
+
+async def _plain_error(send: Send, status: int, message: str) -> None:
+    body = JSONResponse({"error": message}).body
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(b"connection", b"close"), *((k.encode(), v.encode()) for k, v in HEADERS.items())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(service: Service) -> FastAPI:
+    app = FastAPI(title="rueval leaderboard", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app.state.service = service
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.add_middleware(Guard, limit=service.config.limits.upload_bytes + BODY_SLACK)
+
+    @app.exception_handler(RuevalError)
+    async def user_error(request: Request, error: RuevalError) -> Response:
+        status = 404 if isinstance(error, NotFound) else 429 if isinstance(error, RateLimited) else 400
+        headers = {"retry-after": str(error.retry_after)} if isinstance(error, RateLimited) else None
+        return _error(request, status, str(error), headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException) -> Response:
+        return _error(request, error.status_code, str(error.detail), error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> Response:
+        return _error(request, 400, _validation_message(error))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, error: Exception) -> Response:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return _error(request, 500, "internal error; the board's operator has the log")
+
+    return app
+
+
+def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status, headers=headers)
+    return pages.error_page(request, status, message, headers)
+
+
+def _validation_message(error: RequestValidationError) -> str:
+    """FastAPI's validation errors as one line: the first field at fault and why."""
+    first = error.errors()[0] if error.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path"))
+    return f"field '{where}': {first.get('msg', 'invalid')}" if where else str(first.get("msg", "invalid request"))

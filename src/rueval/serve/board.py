@@ -1,0 +1,123 @@
+"""The leaderboard: the public scored submissions, best first, and the reference rows set apart:
+the reference models computed by rueval on this gold (majority, heuristics) and the papers' rows
+(RSG Table 2, the heuristics paper's Table 8, scored on the official test set).
+
+A submission's cells are its task scores; a cell whose score the paired bootstrap cannot tell from
+the majority class's or the heuristics' on the same items carries that mark (rueval.serve.scoring).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any, NamedTuple
+
+from rueval.report.reference import references
+from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
+
+SORT_KEYS = ("total",)  # and every task of the gold
+
+
+class Ranked(NamedTuple):
+    """A public scored submission as the board reads it from the database."""
+
+    id: int
+    name: str
+    team: str
+    total: float | None
+    partial: bool
+    summary: str | None  # JSON, summary_of
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the board: a submission, or a reference row (``kind``: computed | human | baseline | model)."""
+
+    name: str
+    kind: str
+    tasks: Mapping[str, float]
+    total: float | None
+    team: str | None = None
+    id: int | None = None
+    partial: bool = False
+    source: str = ""
+    alike: Mapping[str, Sequence[str]] = field(default_factory=dict)  # task -> baselines it cannot be told from
+
+    def to_json(self) -> dict[str, Any]:
+        if self.id is not None:
+            return {
+                "team": self.team,
+                "name": self.name,
+                "id": self.id,
+                "total": self.total,
+                "partial": self.partial,
+                "tasks": dict(self.tasks),
+                "not_distinguishable_from": {task: list(models) for task, models in self.alike.items() if models},
+            }
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "source": self.source,
+            "total": self.total,
+            "tasks": dict(self.tasks),
+        }
+
+    def cells(self, tasks: Sequence[str]) -> list[tuple[str, str]]:
+        """The row's task cells as the page shows them: the score to one decimal ("–" where there is
+        none), and the initials of the baselines it cannot be told from ("MH", "M", "")."""
+        shown = []
+        for task in tasks:
+            score = self.tasks.get(task)
+            mark = "".join(model[0].upper() for model in self.alike.get(task, ()))
+            shown.append(("–" if score is None else f"{score:.1f}", mark))
+        return shown
+
+
+def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the board keeps of a scored submission's results: each task's score, and the baselines
+    its score cannot be told from."""
+    return {
+        "tasks": {name: entry["score"] for name, entry in tasks.items()},
+        "alike": {
+            name: [model for model, test in entry["versus"].items() if not test["distinguishable"]]
+            for name, entry in tasks.items()
+        },
+    }
+
+
+def submission_rows(ranked: Sequence[Ranked]) -> list[Row]:
+    rows = []
+    for found in ranked:
+        summary = json.loads(found.summary or "{}")
+        tasks, alike = summary.get("tasks", {}), summary.get("alike", {})
+        rows.append(Row(found.name, "submission", tasks, found.total, found.team, found.id, found.partial, "", alike))
+    return rows
+
+
+def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
+    """The reference models computed on this gold, then the papers' RSG rows (as printed; their
+    total is the paper's own)."""
+    rows = []
+    for model in (MAJORITY, HEURISTIC):
+        scores = {task: computed[model][task].score for task in tasks}
+        rows.append(Row(TITLES[model], "computed", scores, fmean(scores.values()), source="rueval on this gold"))
+    for paper in references("rsg"):
+        scores = {task: score for task in tasks if (score := paper.task_score(task)) is not None}
+        total = paper.reported_total()
+        rows.append(Row(paper.name, paper.kind, scores, total[0] if total else None, source=paper.source))
+    return rows
+
+
+def sorted_rows(rows: Sequence[Row], key: str, descending: bool = True) -> list[Row]:
+    """Rows ordered by the total or a task's score; rows without the value last, partial ones after
+    complete ones when ordering by the total. The order among equals is kept (best first, then oldest)."""
+
+    def value(row: Row) -> float | None:
+        return row.total if key == "total" else row.tasks.get(key)
+
+    present = [row for row in rows if value(row) is not None]
+    absent = [row for row in rows if value(row) is None]
+    present.sort(key=lambda row: (row.partial if key == "total" else False, -value(row) if descending else value(row)))
+    return present + absent

@@ -1,0 +1,169 @@
+"""What the board does, whoever asks (the JSON API or the web pages): accept an upload, show a
+submission to those who may see it, publish it, and rank the public ones."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from rueval.errors import RuevalError
+from rueval.serve import baselines, queue
+from rueval.serve.auth import Auth
+from rueval.serve.board import Ranked
+from rueval.serve.db import Database, Submission, Team, Upload
+from rueval.serve.gold import Gold
+from rueval.serve.store import Store
+from rueval.serve.upload import UploadLimits, check_submission
+
+MAX_NAME = 200
+STATUSES = ("queued", "scoring", "done", "failed")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    gold: Path
+    store: Path
+    db: str  # a SQLAlchemy URL (rueval.serve.db.database_url)
+    daily_limit: int = 10  # submissions per team in any 24 hours
+    limits: UploadLimits = field(default_factory=UploadLimits)
+    secure_cookies: bool = False  # set behind HTTPS: cookies then travel over HTTPS only
+
+
+class RateLimited(RuevalError):
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotFound(RuevalError):
+    pass
+
+
+@dataclass
+class Service:
+    config: ServeConfig
+    db: Database
+    gold: Gold
+    store: Store
+    auth: Auth
+    references: baselines.Baselines
+
+    @classmethod
+    def open(cls, config: ServeConfig, gold: Gold | None = None) -> Service:
+        """The database migrated, the gold read, its reference models computed once and stored."""
+        db = Database(config.db)
+        gold = gold or Gold.load(config.gold)
+        return cls(config, db, gold, Store(config.store), Auth(db), baselines.ensure(db, gold))
+
+    def accept(self, team: Team, data: bytes, name: str, public: bool) -> Submission:
+        """Check the zip against the gold, store it, and queue it: the submission row and its job in
+        one transaction. A RuevalError (400) for a bad zip, RateLimited (429) over the daily limit."""
+        with self.db.session() as session:
+            self._check_rate(session, team)  # before the work of reading the zip
+        checked = check_submission(data, self.gold, self.config.limits)
+        sha256 = self.store.put_upload(data)
+        with self.db.session() as session:
+            self._check_rate(session, team)  # again, under the team's lock
+            insert = pg_insert if self.db.postgresql else sqlite_insert
+            session.execute(
+                insert(Upload).values(sha256=sha256, size=len(data), created=time.time()).on_conflict_do_nothing()
+            )
+            name = _clean_name(name) or f"submission of {time.strftime('%Y-%m-%d %H:%M', time.gmtime())}"
+            return queue.enqueue(
+                session, team, name, public, sha256, self.gold.fingerprint, checked.partial, checked.ignored
+            )
+
+    def _check_rate(self, session: Session, team: Team) -> None:
+        count, oldest = queue.submissions_today(session, team)
+        if count >= self.config.daily_limit:
+            wait = max(1, math.ceil(oldest + queue.DAY_S - time.time()))
+            raise RateLimited(
+                f"{team.name} has made {count} submissions in the last 24 hours, the board's limit; "
+                f"the next one can be made in {wait // 3600} h {wait % 3600 // 60} min",
+                wait,
+            )
+
+    def submission(self, id: int, viewer: Team | None) -> tuple[Submission, Team]:
+        """A submission its own team may see, and anyone once it is public; NotFound otherwise (the
+        same answer as for an id that does not exist)."""
+        with self.db.session() as session:
+            submission = session.get(Submission, id)
+            if submission is None or not (
+                submission.public or (viewer is not None and viewer.id == submission.team_id)
+            ):
+                raise NotFound(f"no submission {id}")
+            return submission, session.get(Team, submission.team_id)
+
+    def update(self, id: int, team: Team, public: bool | None = None, name: str | None = None) -> Submission:
+        """Publish (or hide) or rename one of the team's own submissions."""
+        with self.db.session() as session:
+            submission = session.get(Submission, id)
+            if submission is None or submission.team_id != team.id:
+                raise NotFound(f"no submission {id}")
+            if public is not None:
+                submission.public = public
+            if name is not None:
+                submission.name = _clean_name(name) or submission.name
+            return submission
+
+    def team_submissions(self, team: Team, everything: bool) -> list[Submission]:
+        with self.db.session() as session:
+            query = select(Submission).where(Submission.team_id == team.id)
+            if not everything:
+                query = query.where(Submission.public.is_(True))
+            return list(session.scalars(query.order_by(Submission.id.desc())))
+
+    def team_named(self, name: str) -> Team:
+        with self.db.session() as session:
+            team = session.scalars(select(Team).where(Team.name == name)).first()
+        if team is None:
+            raise NotFound(f"no team {name!r:.120}")
+        return team
+
+    def ranked(self) -> list[Ranked]:
+        """The public scored submissions, best first: complete ones by total, then partial ones, each
+        by the time they were made among equals. Only the columns the board shows are read (not the
+        full results), as plain rows: a board of thousands reads little."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(
+                    Submission.id, Submission.name, Team.name, Submission.total, Submission.partial, Submission.summary
+                )
+                .join(Team, Team.id == Submission.team_id)
+                .where(Submission.public.is_(True), Submission.status == "done")
+                .order_by(Submission.partial, Submission.total.desc().nulls_last(), Submission.id)
+            ).all()
+        return [Ranked(*row) for row in rows]
+
+
+def _clean_name(name: str | None) -> str:
+    name = "".join(ch for ch in (name or "") if ch.isprintable()).strip()
+    return name[:MAX_NAME]
+
+
+def submission_json(submission: Submission, team: Team | str, base_url: str) -> dict[str, Any]:
+    """A submission as the API shows it."""
+    return {
+        "id": submission.id,
+        "name": submission.name,
+        "team": team if isinstance(team, str) else team.name,
+        "public": submission.public,
+        "status": submission.status,
+        "created": submission.created,
+        "finished": submission.finished,
+        "tasks": submission.results_json(),
+        "total": submission.total,
+        "partial": submission.partial,
+        "ignored": json.loads(submission.ignored),
+        "error": submission.error,
+        "url": f"{base_url.rstrip('/')}/submissions/{submission.id}",
+    }

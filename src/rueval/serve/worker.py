@@ -1,0 +1,118 @@
+"""The scoring worker: a separate process (`rueval serve-worker`, or started by `rueval serve`)
+that claims queued submissions from the database, scores them against the gold and stores each one's
+results (and its run results, from which the web application draws the report). Any number of
+workers, on this machine or others sharing the database and the store, run side by side
+(rueval.serve.queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from rueval.errors import RuevalError
+from rueval.serve import baselines, queue
+from rueval.serve.board import summary_of
+from rueval.serve.db import Database, Submission, Team
+from rueval.serve.gold import Gold
+from rueval.serve.queue import Claim
+from rueval.serve.scoring import score_submission
+from rueval.serve.store import Store
+from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
+
+log = logging.getLogger("rueval.serve.worker")
+POLL_S = 0.5
+
+
+class Worker:
+    def __init__(
+        self,
+        db: Database,
+        gold: Gold,
+        store: Store,
+        lease_s: float = queue.LEASE_S,
+        limits: UploadLimits = DEFAULT_LIMITS,
+        parent: int | None = None,
+    ):
+        self.db, self.gold, self.store, self.lease_s, self.limits = db, gold, store, lease_s, limits
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.parent = parent  # started by `rueval serve`: stop when it is gone
+        self.references = baselines.ensure(db, gold)
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Score jobs until ``stop`` is set (or the parent process is gone), polling when idle."""
+        stop = stop or threading.Event()
+        log.info("worker %s: waiting for submissions", self.name)
+        while not stop.is_set() and self._parent_alive():
+            if not self.score_next():
+                stop.wait(POLL_S)
+
+    def _parent_alive(self) -> bool:
+        return self.parent is None or os.getppid() == self.parent
+
+    def score_next(self) -> bool:
+        """Claim and score one job; False if the queue was empty."""
+        claim = queue.claim(self.db, self.name, self.lease_s)
+        if claim is None:
+            return False
+        done = threading.Event()
+        renewing = threading.Thread(target=self._renew, args=(claim, done), daemon=True)
+        renewing.start()
+        try:
+            self._score(claim)
+        finally:
+            done.set()
+            renewing.join()
+        return True
+
+    def _renew(self, claim: Claim, done: threading.Event) -> None:
+        while not done.wait(self.lease_s / 3):
+            if not queue.renew(self.db, claim, self.lease_s):
+                return
+
+    def _score(self, claim: Claim) -> None:
+        started = time.process_time()
+        with self.db.session() as session:
+            submission = session.get(Submission, claim.submission)
+            team = session.get(Team, submission.team_id)
+        try:
+            checked = check_submission(self.store.upload(submission.upload), self.gold, self.limits)
+            label = f"{team.name}: {submission.name}"
+            scored = score_submission(self.gold, checked, self.references, label)
+            scored.run.write(self.store.report_dir(submission.id))  # the report is drawn from it when first asked for
+        except RuevalError as e:  # the gold changed since the upload was checked, a store that lost the file
+            queue.finish(self.db, claim, error=str(e))
+            return
+        except Exception:
+            log.exception("worker %s: scoring submission %s failed", self.name, submission.id)
+            queue.finish(self.db, claim, error="the board failed to score this submission; its operator has the log")
+            return
+        summary = summary_of(scored.tasks)
+        if queue.finish(self.db, claim, scored.tasks, summary, scored.total):
+            log.info(
+                "worker %s: scored submission %s in %.2f s of CPU",
+                self.name,
+                submission.id,
+                time.process_time() - started,
+            )
+
+
+def run_worker(db_url: str, gold_dir: Path, store: Path, lease_s: float, parent: int | None = None) -> None:
+    """`rueval serve-worker`: one worker until interrupted or terminated (it finishes the submission
+    it is scoring first)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    db = Database(db_url)
+    try:
+        Worker(db, Gold.load(gold_dir), Store(store), lease_s, parent=parent).run(stop)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        db.close()

@@ -1,0 +1,59 @@
+"""Comparing a backend's runs with `hf:`'s on the same weights: the choice tasks' request shapes (0-shot
+and few-shot, scored by log-likelihood and by perplexity, whose contexts are empty) and the requests a
+solver plans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import read_samples
+
+from rueval.data import load_task_data, open_data
+from rueval.models.base import Generation, Loglikelihood
+from rueval.models.engine import Engine
+from rueval.models.hf import HFCausalLM
+from rueval.solvers.base import Setting
+from rueval.solvers.lm import GenerationSettings, LMSolver
+from rueval.tasks import get_task
+
+CHOICE_TASKS = ("parus", "terra", "rcb", "ru_openbook")
+TOLERANCE = 0.01  # nats
+
+
+def run_args(model: str, out: Path, scoring: str, *flags: str) -> list[str]:
+    """`rueval run` on the four choice tasks, 0- and 2-shot, 8 items each, every request logged."""
+    given = ["run", "-m", model, "-t", ",".join(CHOICE_TASKS), "--shots", "0,2", "--limit", "8"]
+    return [*given, "--scoring", scoring, "--cache", "off", "--log-samples", "-o", str(out), *flags]
+
+
+def samples(out: Path) -> dict[str, list[dict]]:
+    return {task: read_samples(out, task) for task in CHOICE_TASKS}
+
+
+def disagreements(served: dict[str, list[dict]], reference: dict[str, list[dict]]) -> tuple[float, int]:
+    """The largest difference of a request's log-likelihood (nats) and how many predictions differ."""
+    worst, flips = 0.0, 0
+    for task in CHOICE_TASKS:
+        for ours, theirs in zip(served[task], reference[task], strict=True):
+            assert (ours["doc_id"], ours["k"], ours["episode"]) == (theirs["doc_id"], theirs["k"], theirs["episode"])
+            assert ours["arguments"] == theirs["arguments"]
+            for mine, hf in zip(ours["resps"], theirs["resps"], strict=True):
+                worst = max(worst, abs(float(mine[0][0]) - float(hf[0][0])))
+            flips += ours["prediction"] != theirs["prediction"]
+    return worst, flips
+
+
+def plan_requests(hf: HFCausalLM, name: str, scoring: str, k: int) -> list[Loglikelihood]:
+    """The distinct log-likelihood requests the LM solver plans for a task's bundled samples."""
+    task = get_task(name)
+    data = load_task_data(open_data(None), task, None, None)
+    plan = LMSolver(Engine(hf), "hf", scoring=scoring).plan(task, data.train.examples, data.eval.examples, Setting(k))
+    return list(dict.fromkeys(plan.requests))
+
+
+def generation_requests(hf: HFCausalLM, name: str, k: int) -> list[Generation]:
+    """The greedy generation requests (120 new tokens) the LM solver plans for three of a task's items."""
+    task = get_task(name)
+    data = load_task_data(open_data(None), task, None, 3)
+    solver = LMSolver(Engine(hf), "hf", generation=GenerationSettings(temperature=0, max_gen_toks=120))
+    return list(dict.fromkeys(solver.plan(task, data.train.examples, data.eval.examples, Setting(k)).requests))
