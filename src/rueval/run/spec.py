@@ -35,7 +35,7 @@ from rueval.tasks.include import include
 
 # Bump with any change of a default or of how a number is computed (prompts, scoring, metrics,
 # data reading): a task result saved under another protocol is never reused.
-PROTOCOL_VERSION = 2  # 2: openai: sends token ids by default
+PROTOCOL_VERSION = 2  # 2: openai: sends token ids by default; hf: generates one prompt at a time
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
 # names it, and runs of the same settings share a directory), sample logs, the line-size guard, where
 # YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say
