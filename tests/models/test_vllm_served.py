@@ -146,18 +146,18 @@ def test_sampled_generation_is_seeded_per_prompt_and_independent_of_batching(vll
 
 def test_two_servers_share_the_work_and_equal_one(cli, vllm_server, chat_model, hf_runs, tmp_path):
     """A second server on the other core: the run's requests split between the two, the numbers those of one."""
-    log = tmp_path / "second.log"
-    with VLLMServer(chat_model, log, cores="1") as second:
+    out = tmp_path / "run"  # beside the server's log: a run directory holds only the run
+    with VLLMServer(chat_model, tmp_path / "second.log", cores="1") as second:
         urls = f"{vllm_server.url},{second.url}"
         before = [s.metric("vllm:request_success_total") for s in (vllm_server, second)]
-        result = cli(*run_args(f"openai:{vllm_server.name}", tmp_path, "loglik", "--base-url", urls))
+        result = cli(*run_args(f"openai:{vllm_server.name}", out, "loglik", "--base-url", urls))
         after = [s.metric("vllm:request_success_total") for s in (vllm_server, second)]
     assert result.exit_code == 0, result.output
     assert all(a - b >= 2 for a, b in zip(after, before, strict=True))  # each server answered requests
-    worst, flips = disagreements(samples(tmp_path), hf_runs["loglik"])
+    worst, flips = disagreements(samples(out), hf_runs["loglik"])
     assert worst <= TOLERANCE and flips == 0
     # the servers' URLs are not part of the identity: a one-server run's cache serves the two
-    identity = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["model_identity"]
+    identity = json.loads((out / "results.json").read_text(encoding="utf-8"))["model_identity"]
     assert identity == OpenAICompletionsModel(vllm_server.name, vllm_server.url).identity
 
 
