@@ -80,7 +80,7 @@ def seven_tasks(test_answers=False):
                   "test": [parus(40, test("1"), "effect"), parus(41, test("2"))]},
         "RWSD": {"train": [rwsd(5, "Нет"), rwsd(6, "Да")], "validation": [rwsd(70, "Нет")],
                  "test": [rwsd(9, test("Да")), rwsd(8, test("Нет"))]},
-        "ruWorldTree": {"train": [science(1, "B"), science(2, "A", "Что тонет в воде?")],
+        "ruWorldTree": {"train": [science(1, "B"), science(2, "A", "Что тонет в воде?", fifth="пробка")],
                         "test": [science(21, test("B")), science(22, test("E"), fifth="гвоздь")]},
         "ruOpenBookQA": {"train": [science(1, "A"), science(2, "C")], "test": [science(31, test("D"))]},
         "MultiQ": {"train": [multiq(1, "Айювы")],

@@ -49,6 +49,14 @@ def test_a_multiple_choice_record_keeps_every_option_it_has(tmp_path):
     assert get_task("ru_worldtree").labels_of(five) == ("A", "B", "C", "D", "E")
 
 
+def test_an_option_left_null_is_no_option(tmp_path):
+    four = science(1, "D")
+    four["inputs"]["option_e"] = None  # as `datasets` writes a record beside others with five options
+    write_snapshot(tmp_path, {"ruWorldTree": {"train": [science(2, "A")], "test": [four]}})
+    example = open_data(str(tmp_path)).load(get_task("ru_worldtree"), "test").examples[0]
+    assert get_task("ru_worldtree").labels_of(example) == ("A", "B", "C", "D")
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_meras_hidden_answers_read_as_a_test_without_answers(tmp_path, layout):
     source = open_data(str(LAYOUTS[layout](tmp_path, seven_tasks())))

@@ -94,9 +94,10 @@ class MeraRecord:
         return answers[outputs]
 
     def options(self) -> dict[str, str]:
-        """A multiple-choice record's options in letter order, as many as it has: {"A": option_a, ...}."""
+        """A multiple-choice record's options in letter order, as many as it has: {"A": option_a, ...}.
+        An option that is null or empty is none (`datasets` writes null for options other records have)."""
         inputs = self.part("inputs")
-        letters = [letter for letter in OPTION_LETTERS if f"option_{letter.lower()}" in inputs]
+        letters = [letter for letter in OPTION_LETTERS if inputs.get(f"option_{letter.lower()}") not in (None, "")]
         if len(letters) < 2 or "".join(letters) != OPTION_LETTERS[: len(letters)]:
             raise self.error("inputs", f"expected options option_a, option_b, ... in order, got {', '.join(inputs)}")
         return {letter: str(inputs[f"option_{letter.lower()}"]) for letter in letters}
