@@ -32,7 +32,7 @@ class Evaluation(RunResult):
 def evaluate(
     model: str | LanguageModel | Any,
     tasks: str | Sequence[str] = "all",
-    shots: int | Sequence[int] = 0,
+    shots: int | Sequence[int] | None = None,
     episodes: int = 1,
     data: str | Path | None = None,
     out: str | Path | None = None,
@@ -45,6 +45,7 @@ def evaluate(
     scoring: str = "loglik",
     force: bool = False,
     log_samples: bool = False,
+    predict_only: bool = False,
     apply_chat_template: bool = False,
     system_instruction: str | None = None,
     fewshot_as_multiturn: bool = False,
@@ -56,7 +57,9 @@ def evaluate(
     ``model``: a spec as `-m` takes it ("majority", "hf:PATH_OR_HUB_ID", "openai:MODEL"), a loaded
     transformers causal LM with its ``tokenizer``, or any ``rueval.models.base.LanguageModel``.
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
-    ``data``: a directory or zip in the official layout, "hf", or None for the bundled samples.
+    ``shots``: numbers of demonstrations (language models); None: 0, or on MERA's files MERA's settings.
+    ``data``: a directory or zip in the official layout, MERA's files, "hf", or None for the bundled samples.
+    ``predict_only``: predict without scoring (lm-eval's --predict_only); a split without answers always is.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
     ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl (lm-eval's per-example logs; needs
     ``out``).
@@ -75,7 +78,9 @@ def evaluate(
     given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
     values = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots, "episodes": episodes}
     values["include_path"] = include_path
-    spec, solver = _spec(model, tokenizer, tasks, given, {**values, "log_samples": log_samples})
+    spec, solver = _spec(
+        model, tokenizer, tasks, given, {**values, "log_samples": log_samples, "predict_only": predict_only}
+    )
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)
         summary = run(spec, run_dir, force, solver)

@@ -1,8 +1,12 @@
-"""Few-shot episodes (TAPE, Taktasheva et al., 2022, Section 4.1): for each k, several sets of
-k demonstrations drawn from train, the same set before every test item of an episode.
+"""Few-shot demonstrations drawn from train.
 
-TAPE draws each episode's demonstrations "from D_train with replacement"; rueval reads that as
-independent episodes (a record may appear in several) of distinct demonstrations (none twice in one).
+TAPE's episodes (Taktasheva et al., 2022, Section 4.1): for each k, several sets of k
+demonstrations, the same set before every test item of an episode. TAPE draws each episode's
+demonstrations "from D_train with replacement"; rueval reads that as independent episodes (a record
+may appear in several) of distinct demonstrations (none twice in one).
+
+MERA's (lm-eval's few-shot sampler, MERA-Evaluation/MERA benchmark_tasks/custom_samplers.py): each
+test item's k demonstrations drawn in turn, in the items' order, by one generator of a fixed seed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,16 @@ from collections.abc import Sequence
 
 from rueval.errors import RuevalError
 from rueval.tasks import Example
+
+
+def demonstrations(
+    train: Sequence[Example], k: int, episode: int, per_item_seed: int | None, items: int, seed: int, task_name: str
+) -> list[list[Example]]:
+    """The demonstrations before each of ``items`` test items: episode ``episode``'s set before every
+    item (TAPE's), or with ``per_item_seed`` each item's drawn in turn (MERA's)."""
+    if per_item_seed is not None:
+        return item_demos(train, k, items, per_item_seed, task_name)
+    return [episode_demos(train, k, episode, seed, task_name)] * items  # one list: its questions are built once
 
 
 def episode_demos(train: Sequence[Example], k: int, episode: int, seed: int, task_name: str) -> list[Example]:
@@ -58,3 +72,14 @@ def episode_lists(train: Sequence[Example], task_name: str) -> dict[int, list[Ex
             seen[episode_id].add(record)
             members[episode_id].append(example)
     return members
+
+
+def item_demos(train: Sequence[Example], k: int, items: int, seed: int, task_name: str) -> list[list[Example]]:
+    """The demonstrations of each of ``items`` test items, drawn in turn as lm-eval's sampler draws
+    them: ``random.Random(seed).sample(train, k)`` for one item after another, from every train record."""
+    if k == 0:
+        return [[] for _ in range(items)]
+    if len(train) < k:
+        raise RuevalError(f"{task_name}: {k}-shot needs {k} train examples, the data has {len(train)}")
+    draw, pool = random.Random(seed), list(train)
+    return [draw.sample(pool, k) for _ in range(items)]

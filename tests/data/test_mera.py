@@ -116,8 +116,11 @@ def test_mera_examples_are_asked_with_meras_instruction_and_answers(mera_dir):
     source = open_data(str(mera_dir))
     example = source.load(get_task("rcb"), "test").examples[0]
     (question,) = get_prompt("rcb").questions(example)
-    expected = 'Ситуация: "Маша знала, что идёт дождь."\nГипотеза: "Идёт дождь."\nОтветь 1, 2 или 3.\nОтвет:'
-    assert question.context == expected
+    # MERA-Evaluation/MERA asks without demonstrations with the instruction alone, and writes "\nОтвет:"
+    # after it in the first demonstration of its RSG tasks
+    instruction = 'Ситуация: "Маша знала, что идёт дождь."\nГипотеза: "Идёт дождь."\nОтветь 1, 2 или 3.'
+    assert question.context == instruction
+    assert get_prompt("rcb").demonstration(example, 0)[0].context == instruction + "\nОтвет:"
     assert [(c.continuation, c.label) for c in question.choices] == [
         (" 1", "entailment"),
         (" 2", "contradiction"),
@@ -245,9 +248,9 @@ class RecordingModel(LanguageModel):
 
 def test_a_language_model_is_asked_meras_instruction_and_scored_on_meras_labels(mera_dir):
     model = RecordingModel()
-    result = rueval.evaluate(model, tasks=["rcb"], data=mera_dir)
+    result = rueval.evaluate(model, tasks=["rcb"], data=mera_dir, shots=0)  # MERA's own: 1 (tests/run/test_mera_run.py)
     contexts = {context for context, _ in model.asked}
-    assert contexts == {'Ситуация: "Маша знала, что идёт дождь."\nГипотеза: "Идёт дождь."\nОтветь 1, 2 или 3.\nОтвет:'}
+    assert contexts == {'Ситуация: "Маша знала, что идёт дождь."\nГипотеза: "Идёт дождь."\nОтветь 1, 2 или 3.'}
     assert sorted({continuation for _, continuation in model.asked}) == [" 1", " 2", " 3"]
     assert [row.prediction for row in result.predictions["rcb"]] == ["neutral"] * 3  # MERA's " 3"
     assert [row.idx for row in result.predictions["rcb"]] == [7, 3, 11]

@@ -171,7 +171,7 @@ def test_requests_pooled_across_tasks_k_and_episodes_are_computed_and_forwarded_
         model, "loglikelihood", lambda requests, on_done=None: sent.append(list(requests)) or compute(requests, on_done)
     )
     before = model.stats.forwarded_tokens
-    predicted = {p.task.name: p for p in predict_tasks(solver, pending, settings)}
+    predicted = {p.task.name: p for p in predict_tasks(solver, pending, lambda task: settings)}
 
     assert len(asked) == 12 and len(set(asked)) == 4  # 2 tasks x (k=0, two k=1 episodes) x 2 options
     assert len(sent) == 1 and sorted(map(repr, sent[0])) == sorted(map(repr, set(asked)))  # one pooled call

@@ -126,7 +126,10 @@ RulesOption = Annotated[
         help="-m heuristic: fitted (the rules that beat the fallback on train) or all (every rule of the paper).",
     ),
 ]
-ShotsOption = Annotated[str, typer.Option(help="LMs: numbers of few-shot demonstrations, e.g. 0,1,4,8.")]
+ShotsOption = Annotated[
+    str | None,
+    typer.Option(help="LMs: numbers of few-shot demonstrations, e.g. 0,1,4,8. Default: 0; on MERA's files MERA's."),
+]
 EpisodesOption = Annotated[int, typer.Option(min=1, help="LMs: demonstration sets per k > 0 (TAPE uses 5).")]
 ScoringOption = Annotated[
     ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
@@ -246,6 +249,15 @@ LogSamplesOption = Annotated[
         "(lm-eval's name and shape).",
     ),
 ]
+PredictOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--predict-only",
+        "--predict_only",
+        help="Predict and write the predictions without scoring them (lm-eval's flag); by default test. "
+        "A split without answers is always predicted, not scored.",
+    ),
+]
 TapeSetOption = Annotated[
     TapeSetName,
     typer.Option(help="TAPE: score its episodes test sets (the paper's tables) or every raw record."),
@@ -279,7 +291,9 @@ ResumeOption = Annotated[
 RunDirsArgument = Annotated[list[Path], typer.Argument(help="Run directories (each with a results.json).")]
 
 
-def parse_shots(text: str) -> list[int]:
+def parse_shots(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
     try:
         shots = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:

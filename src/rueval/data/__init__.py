@@ -51,6 +51,7 @@ __all__ = [
     "check_written_ids",
     "in_split_order",
     "eval_split",
+    "is_mera_folder",
     "load_task_data",
     "load_train",
     "open_data",

@@ -24,27 +24,33 @@ class TaskData:
         return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
-def load_task_data(source: DataSource, dataset: Dataset, split: str | None, limit: int | None) -> TaskData:
-    return TaskData(eval_split(source, dataset, split, limit), load_train(source, dataset))
+def load_task_data(
+    source: DataSource, dataset: Dataset, split: str | None, limit: int | None, predict_only: bool = False
+) -> TaskData:
+    return TaskData(eval_split(source, dataset, split, limit, predict_only), load_train(source, dataset))
 
 
-def eval_split(source: DataSource, dataset: Dataset, split: str | None, limit: int | None) -> Split:
-    """The requested split, or by default test when it is labelled, else val."""
+def eval_split(
+    source: DataSource, dataset: Dataset, split: str | None, limit: int | None, predict_only: bool = False
+) -> Split:
+    """The requested split, or by default test when it is labelled, else val; test without answers
+    when there is no val (MERA's tasks with train and test only), to be predicted, not scored.
+    ``predict_only`` (lm-eval's --predict_only): the requested split, else test, else val, answers or not."""
     if split is not None:
         chosen = source.load(dataset, split, limit)
-        if not chosen.labelled:
+        if not chosen.labelled and not predict_only:
             raise RuevalError(
                 f"{chosen.file}: the {split} split of {dataset.name} has no gold labels, so it cannot be "
-                "scored; score val, or predict it with `rueval submit`"
+                "scored; score val, or predict it with --predict-only or `rueval submit`"
             )
         return chosen
     test = source.load(dataset, "test", limit) if source.has_split(dataset, "test") else None
-    if test is not None and test.labelled:
+    if test is not None and (test.labelled or predict_only):
         return test
     if "val" not in dataset.split_files or not source.has_split(dataset, "val"):
         if test is None:
             raise source.missing(dataset, "test")
-        raise RuevalError(f"{test.file}: {dataset.name} has no gold labels in test and no val split to score instead")
+        return test  # no answers and nothing to score instead: predicted, not scored
     return source.load(dataset, "val", limit)
 
 

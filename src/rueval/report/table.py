@@ -71,6 +71,9 @@ def results_table(summary: RunResult) -> Table:
             for metric, value in result.metrics.items()
         )
         table.add_row(shown, result.benchmark.upper(), result.split, str(result.n), "", metrics, f"{result.score:.2f}")
+    for name, result in summary.predicted.items():
+        cells = (name, result.benchmark.upper(), result.split, str(result.n), "")
+        table.add_row(*cells, "[dim]predicted, not scored[/]", "-")
     if summary.rsg_total is not None:
         table.add_section()
         table.add_row("RSG total", "RSG", "", "", "", "mean of the 9 task scores", f"{summary.rsg_total:.2f}")

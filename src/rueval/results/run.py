@@ -57,7 +57,9 @@ class PredictionRow:
 
 
 def _gold_problem(task: Task, gold: Any) -> str | None:
-    """Why a gold value cannot be the task's, or None."""
+    """Why a gold value cannot be the task's, or None (none: an example without answers, predicted)."""
+    if gold is None:
+        return None
     if task.kind == "span":
         if isinstance(gold, tuple) and gold and all(isinstance(g, str) for g in gold):
             return None
@@ -144,7 +146,7 @@ class TaskResult:
     benchmark: str
     split: str
     n: int
-    score: float
+    score: float | None  # None: predicted, not scored (no answers, or --predict-only)
     metrics: dict[str, float]
     breakdown: dict[str, dict[str, float]] = field(default_factory=dict)
     ci: dict[str, list[float]] = field(default_factory=dict)
@@ -223,7 +225,7 @@ class TaskResult:
             benchmark=check.text(data.get("benchmark", ""), f"{at}benchmark"),
             split=check.text(data.get("split", ""), f"{at}split"),
             n=int(check.number(check.required(data, "n", at), f"{at}n")),
-            score=check.number(check.required(data, "score", at), f"{at}score"),
+            score=check.number(check.required(data, "score", at), f"{at}score", optional=True),
             metrics=check.numbers(check.required(data, "metrics", at), f"{at}metrics"),
             breakdown={
                 tag: check.numbers(values, f"{at}breakdown.{tag}")
@@ -252,13 +254,21 @@ class TaskResult:
         write_json(path, self.to_json())
 
 
-def _task_result(name: str, data: Any, check: Checker) -> TaskResult:
-    """A task's result in results.json, its metrics named as the task names them today."""
-    result = TaskResult.from_json(data, check, f"tasks.{name}.")
+def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> TaskResult:
+    """A task's result in results.json: a scored task's (``tasks``) with its metrics named as the task
+    names them today; a predicted task's (``predicted``) with no score."""
+    at = f"{'tasks' if scored else 'predicted'}.{name}."
+    result = TaskResult.from_json(data, check, at)
+    if not scored:
+        if result.score is not None or result.metrics:
+            raise check.fail(f"{at}score", "a predicted task has no score nor metrics")
+        return result
+    if result.score is None:
+        raise check.fail(f"{at}score", "missing; a task predicted and not scored belongs under 'predicted'")
     expected = TASKS[name].metrics
     if set(result.metrics) != set(expected):
         raise check.fail(
-            f"tasks.{name}.metrics",
+            f"{at}metrics",
             f"has {', '.join(result.metrics) or 'none'}, but {name} is scored by {', '.join(expected)} "
             "(written by an earlier rueval, whose metric names differ? run it again)",
         )
@@ -287,7 +297,8 @@ class RunResult:
     wall_time_s: float
     rsg_total: float | None
     industrial: dict[str, Any]
-    tasks: dict[str, TaskResult]
+    tasks: dict[str, TaskResult]  # the tasks scored
+    predicted: dict[str, TaskResult] = field(default_factory=dict)  # those predicted, not scored (score None)
     reused: list[str] = field(default_factory=list)  # tasks whose stored result this run took as it was
     notes: list[str] = field(default_factory=list)  # what the run did that its user should know
 
@@ -317,6 +328,7 @@ class RunResult:
             "rsg_total": self.rsg_total,
             "industrial": self.industrial,
             "tasks": {name: result.to_json() for name, result in self.tasks.items()},
+            "predicted": {name: result.to_json() for name, result in self.predicted.items()},
         }
 
     @classmethod
@@ -324,11 +336,13 @@ class RunResult:
         data = check.obj(data, "")
         check.text(check.required(data, "model", ""), "model")
         tasks = check.obj(check.required(data, "tasks", ""), "tasks")
-        if not tasks:
+        predicted = check.obj(data.get("predicted", {}), "predicted")
+        if not tasks and not predicted:
             raise check.fail("tasks", "is empty; the run scored no task")
-        for name in tasks:
-            if name not in TASKS:
-                raise check.fail(f"tasks.{name}", f"unknown task; expected one of: {', '.join(TASKS)}")
+        for where, names in (("tasks", tasks), ("predicted", predicted)):
+            for name in names:
+                if name not in TASKS:
+                    raise check.fail(f"{where}.{name}", f"unknown task; expected one of: {', '.join(TASKS)}")
         summary_keys = {
             "created",
             "wall_time_s",
@@ -339,6 +353,7 @@ class RunResult:
             "rsg_total",
             "industrial",
             "tasks",
+            "predicted",
         }
         return cls(
             settings={key: value for key, value in data.items() if key not in summary_keys},
@@ -347,6 +362,7 @@ class RunResult:
             rsg_total=check.number(data.get("rsg_total"), "rsg_total", optional=True),
             industrial=_industrial(data.get("industrial", {}), check, "industrial"),
             tasks={name: _task_result(name, result, check) for name, result in tasks.items()},
+            predicted={name: _task_result(name, result, check, scored=False) for name, result in predicted.items()},
             reused=list(data.get("reused", [])),
             notes=list(data.get("notes", [])),
         )

@@ -17,7 +17,7 @@ SEED_MAX = 2**32 - 1  # numpy's legacy generator and most libraries take seeds b
 # Each episode asks every request of its k again: a thousand is far beyond any paper's protocol (TAPE: 5)
 # and keeps a mistyped number from planning billions of requests.
 EPISODES_MAX = 1000
-TYPED_ELSEWHERE = ("options", "robustness")  # typed objects, checked by their own classes
+TYPED_ELSEWHERE = ("options", "robustness", "mera")  # typed objects, checked by their own classes
 
 
 def flag(name: str) -> str:

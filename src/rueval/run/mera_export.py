@@ -1,13 +1,16 @@
-"""`rueval export --format mera RUN_DIR`: MERA's submission zip, one `<Task>.json` per task the run scored
-on MERA's data, each `{"data": {"test": [{"outputs": ..., "meta": {"id": ...}}]}}` as MERA's official
-sample submission writes them: RCB "1"/"2"/"3", PARus "1"/"2", RWSD "Да"/"Нет", ruWorldTree and
-ruOpenBookQA a letter, CheGeKa the answer text, MultiQ one answer span of the main text
-(`{"label": "passage", "length", "offset", "segment"}`, offset -1 when the text does not hold it) with
-the record's `bridge_answers` in its meta.
+"""`rueval export --format mera RUN_DIR`: MERA's submission zip, one `<Task>.json` per task the run
+scored or predicted on MERA's data, each `{"data": {"test": [{"outputs": ..., "meta": {"id": ...}}]}}`
+as MERA writes them (MERA-Evaluation/MERA scripts/log_to_submission.py; ai-forever/MERA's sample
+submission): RCB "1"/"2"/"3", PARus "1"/"2", RWSD "Да"/"Нет", ruWorldTree and ruOpenBookQA a letter,
+CheGeKa the answer text; MultiQ in the shape of the test records' own outputs: the answer text
+(MERA-evaluation/MERA's files), or one answer span of the main text (`{"label": "passage", "length",
+"offset", "segment"}`, offset -1 when the text does not hold it) with the record's `bridge_answers`
+in its meta (ai-forever/MERA's task files).
 
-The test predictions are the run's own when it scored MERA's test split; otherwise (MERA's test
-answers are hidden) the run's solver, made again from its saved spec (OUT/run.json), predicts the
-test split with the run's settings (seed, solver options, the first k of its shots, episode 0).
+The test predictions are the run's own when it predicted MERA's test split (scored, or predict-only);
+otherwise (a run that scored validation) the run's solver, made again from its saved spec
+(OUT/run.json), predicts the test split with the run's settings (seed, solver options, its first
+setting of demonstrations). Every test id is written once, checked before the zip is.
 """
 
 from __future__ import annotations
@@ -18,34 +21,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rueval.data import TaskData, check_written_ids, in_split_order, load_train, submission_ids
-from rueval.data.mera import ANSWERS, MERA_TASKS, MeraSource
+from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train, submission_ids
+from rueval.data.mera import MeraSource
+from rueval.data.mera_tasks import ANSWERS, MERA_TASKS
 from rueval.errors import RuevalError
 from rueval.files import atomic_path
-from rueval.results import RunResult
+from rueval.results import PredictionRow, RunResult, TaskResult
 from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
+from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
-from rueval.solvers import Setting
 from rueval.tasks import Example, Task, get_task
 
 
 def mera_entries(task: Task, examples: Sequence[Example], predictions: Sequence[Any]) -> list[dict[str, Any]]:
     """The `data.test` list of the task's submission file."""
-    entries = []
-    for example, prediction in zip(examples, predictions, strict=True):
-        meta: dict[str, Any] = {"id": example.idx}
-        if task.name == "multiq":
-            segment = str(prediction)
-            offset = example.fields["main_text"].find(segment) if segment else -1
-            outputs: Any = [{"label": "passage", "length": len(segment), "offset": offset, "segment": segment}]
-            meta["bridge_answers"] = example.fields.get("bridge_answers", [])
-        elif task.name in ANSWERS:
-            outputs = ANSWERS[task.name][prediction]
-        else:
-            outputs = str(prediction)
-        entries.append({"outputs": outputs, "meta": meta})
-    return entries
+    return [_entry(task, example, prediction) for example, prediction in zip(examples, predictions, strict=True)]
+
+
+def _entry(task: Task, example: Example, prediction: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"id": example.idx}
+    if task.name in ANSWERS:
+        return {"outputs": ANSWERS[task.name][prediction], "meta": meta}
+    if task.name != "multiq" or not isinstance((example.fields.get("mera") or {}).get("outputs"), list):
+        return {"outputs": str(prediction), "meta": meta}
+    segment = str(prediction)
+    offset = example.fields["main_text"].find(segment) if segment else -1
+    meta["bridge_answers"] = example.fields.get("bridge_answers", [])
+    return {
+        "outputs": [{"label": "passage", "length": len(segment), "offset": offset, "segment": segment}],
+        "meta": meta,
+    }
 
 
 def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
@@ -53,34 +59,29 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
     run = RunResult.read(run_dir)
     if run.partial:
         raise RuevalError(f"{run_dir}: a --limit run scored part of each split; MERA needs every test example")
-    scored = {name: result for name, result in run.tasks.items() if name in MERA_TASKS}
-    if not scored:
+    done = {name: result for name, result in {**run.tasks, **run.predicted}.items() if name in MERA_TASKS}
+    if not done:
         raise RuevalError(f"{run_dir}: scored none of the MERA tasks rueval shares ({', '.join(MERA_TASKS)})")
-    roots = {_mera_root(run_dir, name, result.data.get("file")) for name, result in scored.items()}
-    if len(roots) > 1:
-        raise RuevalError(f"{run_dir}: its MERA tasks come from several folders: {', '.join(map(str, roots))}")
-    source = MeraSource(roots.pop())
-    tests = {name: source.load(get_task(name), "test") for name in scored}
-    stored = {
-        name: read_predictions(get_task(name), run_dir / "predictions" / f"{name}.jsonl")
-        for name, result in scored.items()
-        if result.split == "test"
-    }
+    spec = RunStore(run_dir).load_spec()
+    if spec.data is None or not is_mera_folder(Path(spec.data)):
+        raise RuevalError(f"{run_dir}: was not run on MERA's task files (--data MERA_FOLDER), or they moved")
+    source = MeraSource(Path(spec.data))
+    tests = {name: source.load(get_task(name), "test") for name in done}
     predictions = {
         name: in_split_order(tests[name], [row.idx for row in rows], [row.prediction for row in rows])
-        for name, rows in stored.items()
+        for name, rows in _stored(run_dir, done).items()
     }
-    to_predict = [(get_task(name), TaskData(tests[name], load_train(source, get_task(name)))) for name in scored]
-    to_predict = [(task, data) for task, data in to_predict if task.name not in predictions]
-    if to_predict:
-        predictions |= _predict(run_dir, to_predict)
+    pending = [(get_task(name), TaskData(tests[name], load_train(source, get_task(name)))) for name in done]
+    pending = [(task, data) for task, data in pending if task.name not in predictions]
+    if pending:
+        predictions |= _predict(run_dir, spec, pending)
     files = {
         f"{MERA_TASKS[name]}.json": {
             "data": {"test": mera_entries(get_task(name), tests[name].examples, predictions[name])}
         }
-        for name in scored
+        for name in done
     }
-    for name in scored:
+    for name in done:
         check_written_ids(tests[name], submission_ids(files[f"{MERA_TASKS[name]}.json"]["data"]["test"]))
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in files.items():
@@ -88,15 +89,15 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
     return {name: len(document["data"]["test"]) for name, document in files.items()}
 
 
-def _mera_root(run_dir: Path, task: str, file: str | None) -> Path:
-    """The MERA folder a task's data came from: its file is <root>/<Task>/task.json#data.<split>."""
-    path = Path(file.split("#", 1)[0]) if file and "#data." in file else None
-    if path is None or not path.is_file():
-        raise RuevalError(f"{run_dir}: {task} was not read from MERA's task files (--data MERA_FOLDER), or they moved")
-    return path.parent.parent
+def _stored(run_dir: Path, done: dict[str, TaskResult]) -> dict[str, list[PredictionRow]]:
+    """The run's own predictions of the test split, for the tasks it ran on test."""
+    return {
+        name: read_predictions(get_task(name), run_dir / "predictions" / f"{name}.jsonl")
+        for name, result in done.items()
+        if result.split == "test"
+    }
 
 
-def _predict(run_dir: Path, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:
-    spec = RunStore(run_dir).load_spec()
+def _predict(run_dir: Path, spec: RunSpec, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:
     solver = spec.solver(run_dir.resolve() / "finetune")  # a fine-tuned run's models are reused
-    return {p.task.name: p.headline for p in predict_tasks(solver, pending, [Setting(spec.shots[0])])}
+    return {p.task.name: p.headline for p in predict_tasks(solver, pending, lambda task: spec.settings(task)[:1])}

@@ -18,13 +18,13 @@ import numpy as np
 
 from rueval import __version__
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
-from rueval.fewshot import episode_demos
+from rueval.fewshot import demonstrations
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
 from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import lm_eval_results
-from rueval.run.diagnostics import diagnose, run_industrial
-from rueval.run.predict import Predicted, predict_tasks, settings_of
+from rueval.run.diagnostics import diagnose, industrial_figures, run_industrial
+from rueval.run.predict import Predicted, predict_tasks
 from rueval.run.robustness import Robustness
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
@@ -57,7 +57,7 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
     kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides
     reused = list(results)
     pending = [(task, data) for task, data in prepared.loaded if task.name not in results]
-    for predicted in predict_tasks(prepared.solver, pending, settings_of(spec.shots, spec.episodes), spec.log_samples):
+    for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples):
         results[predicted.task.name] = score_and_record(prepared, predicted)
     return summarise(prepared, kept, results, reused, started)
 
@@ -70,10 +70,11 @@ def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = solver or spec.solver(out.resolve() / "finetune")
     robustness = Robustness.build(spec.robustness, spec.seed) if spec.robustness else None
-    loaded = [(task, limited_data(source, task, spec.split, spec.limit)) for task in spec.task_list]
+    loaded = [(task, limited_data(source, task, spec.split, spec.limit, spec.predict_only)) for task in spec.task_list]
     for task, task_data in loaded:
-        for k in spec.shots:  # a k the train split cannot give fails now, before anything is written
-            episode_demos(task_data.train.examples if task_data.train else [], k, 0, spec.seed, task.name)
+        train_examples = task_data.train.examples if task_data.train else []
+        for setting in spec.settings(task):  # a k the train split cannot give fails now, before anything is written
+            demonstrations(train_examples, setting.k, 0, setting.per_item_seed, 0, spec.seed, task.name)
         train = f", {len(task_data.train.examples)} train" if task_data.train else ""
         detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
     identity = getattr(solver, "identity", spec.model)  # an LM's exact weights: a changed model recomputes
@@ -99,11 +100,15 @@ def score_and_record(prepared: Prepared, predicted: Predicted) -> TaskResult:
     """The task's scores, intervals, slices and attacks, written with its predictions (and sample log)."""
     spec, task, examples = prepared.spec, predicted.task, predicted.data.eval.examples
     started = time.perf_counter()
-    result = score(predicted)
-    diagnose(result, task, examples, predicted.headline, predicted.seconds, prepared.solver, spec.slices, spec.seed)
-    if prepared.robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
-        read = records_read(predicted.data, spec.limit)
-        result.perturbations = prepared.robustness.evaluate(prepared.source, task, predicted, read)
+    if spec.predict_only or not predicted.data.eval.labelled:
+        result = unscored(predicted)
+        result.industrial = industrial_figures(len(examples), predicted.seconds, prepared.solver)
+    else:
+        result = score(predicted)
+        diagnose(result, task, examples, predicted.headline, predicted.seconds, prepared.solver, spec.slices, spec.seed)
+        if prepared.robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
+            read = records_read(predicted.data, spec.limit)
+            result.perturbations = prepared.robustness.evaluate(prepared.source, task, predicted, read)
     result.fingerprint = task_fingerprint(prepared, task, predicted.data)
     result.wall_time_s = predicted.seconds + time.perf_counter() - started
     samples = predicted.samples if spec.log_samples else None
@@ -124,7 +129,12 @@ def summarise(
     if (launch := world()) is not None:
         prepared.store.notes.append(launch.note())
     ordered = {task.name: results[task.name] for task, _ in prepared.loaded}
+    for name, result in ordered.items():
+        if result.score is None:
+            why = "--predict-only" if prepared.spec.predict_only else f"the {result.split} split has no answers"
+            prepared.store.notes.append(f"{name}: {result.n} {result.split} examples predicted, not scored ({why})")
     everything = {**kept, **ordered}
+    scored_tasks = {name: r for name, r in everything.items() if r.score is not None}
     # the run's settings, naming where the data came from (the bundled samples too); its tasks are below
     settings = {key: value for key, value in prepared.settings.items() if key != "tasks"}
     if settings["limit"] is not None and not kept and all(data.eval.complete for _, data in prepared.loaded):
@@ -134,10 +144,11 @@ def summarise(
         settings={**settings, "data": prepared.source.description},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
-        rsg_total=rsg_total({name: r.score for name, r in everything.items()}),
+        rsg_total=rsg_total({name: r.score for name, r in scored_tasks.items()}),
         # timings of this run's own work: a reused task's figures are the earlier run's
         industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, prepared.solver),
-        tasks=everything,
+        tasks=scored_tasks,
+        predicted={name: r for name, r in everything.items() if r.score is None},
         reused=reused,
         notes=prepared.store.notes,
     )
@@ -155,12 +166,14 @@ def task_fingerprint(prepared: Prepared, task: Task, task_data: TaskData) -> str
     return fingerprint(run_key, task, task_data)
 
 
-def limited_data(source: DataSource, task: Task, split: str | None, limit: float | None) -> TaskData:
+def limited_data(
+    source: DataSource, task: Task, split: str | None, limit: float | None, predict_only: bool = False
+) -> TaskData:
     """The task's data, its eval split cut to the first ``limit`` records or, below 1, to that share
     of its records rounded up, as lm-eval does (a copy made by a perturbation is no record of its own)."""
     if limit is None or limit >= 1:
-        return load_task_data(source, task, split, None if limit is None else int(limit))
-    data = load_task_data(source, task, split, None)
+        return load_task_data(source, task, split, None if limit is None else int(limit), predict_only)
+    data = load_task_data(source, task, split, None, predict_only)
     records = list(dict.fromkeys(_record(example) for example in data.eval.examples))
     kept = set(records[: math.ceil(limit * len(records))])
     examples = [example for example in data.eval.examples if _record(example) in kept]
@@ -184,26 +197,32 @@ def score(predicted: Predicted) -> TaskResult:
     standard deviation over its episodes (numpy's, ddof 0), as TAPE reports them."""
     task, examples = predicted.task, predicted.data.eval.examples
     scores = score_task(task, examples, predicted.headline)
-    result = TaskResult(
+    result = unscored(predicted)
+    result.score, result.metrics, result.breakdown = scores.score, scores.metrics, scores.breakdown
+    if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
+        result.shots = few_shot_scores(task, examples, predicted)
+    return result
+
+
+def unscored(predicted: Predicted) -> TaskResult:
+    """A task's result without scores: what it predicted, on which data, how (a predict-only task's)."""
+    task, data = predicted.task, predicted.data
+    return TaskResult(
         benchmark=task.benchmark,
-        split=predicted.data.eval.name,
-        n=len(examples),
-        score=scores.score,
-        metrics=scores.metrics,
-        breakdown=scores.breakdown,
+        split=data.eval.name,
+        n=len(data.eval.examples),
+        score=None,
+        metrics={},
         data={
-            "file": predicted.data.eval.file,
-            "train_file": predicted.data.train.file if predicted.data.train else None,
-            "sha256": predicted.data.sha256,
-            **({"tape_set": tape_set_of(predicted.data.eval.file)} if task.benchmark == "tape" else {}),
+            "file": data.eval.file,
+            "train_file": data.train.file if data.train else None,
+            "sha256": data.sha256,
+            **({"tape_set": tape_set_of(data.eval.file)} if task.benchmark == "tape" else {}),
         },
         requests_computed=predicted.requests_computed,
         protocol=predicted.protocol,
         unmatched_answers=predicted.unmatched_answers,
     )
-    if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
-        result.shots = few_shot_scores(task, examples, predicted)
-    return result
 
 
 def few_shot_scores(task: Task, examples: Sequence[Any], predicted: Predicted) -> dict[int, ShotResult]:

@@ -37,8 +37,11 @@ from rueval.tasks import Example, Task
 Predictor = Callable[[Sequence[tuple[Sequence[Example], Setting]]], list[list[Any]]]
 
 
-def settings_of(shots: Sequence[int], episodes: int) -> list[Setting]:
-    """Every (k, episode) of a run, in order; zero-shot has one episode (nothing to draw)."""
+def settings_of(shots: Sequence[int], episodes: int, per_item_seed: int | None = None) -> list[Setting]:
+    """Every (k, episode) of a run, in order; zero-shot has one episode (nothing to draw). With
+    ``per_item_seed`` each item's demonstrations are drawn in turn (MERA's), one episode."""
+    if per_item_seed is not None:
+        return [Setting(k, 0, per_item_seed) for k in shots]
     return [Setting(k, episode) for k in shots for episode in range(episodes if k else 1)]
 
 
@@ -64,8 +67,13 @@ class Predicted:
 
 
 def predict_tasks(
-    solver: Solver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool = False
+    solver: Solver,
+    pending: Sequence[tuple[Task, TaskData]],
+    settings: Callable[[Task], Sequence[Setting]],
+    log_samples: bool = False,
 ) -> Iterator[Predicted]:
+    """Each pending task's predictions in each of its ``settings`` (a language model's; a classical
+    solver predicts once), handed on task by task in order."""
     if (pooled := solver.pooled) is not None:
         yield from _pooled(pooled, pending, settings, log_samples)
         return
@@ -93,9 +101,14 @@ def predict_tasks(
 
 
 def _pooled(
-    solver: PooledSolver, pending: Sequence[tuple[Task, TaskData]], settings: Sequence[Setting], log_samples: bool
+    solver: PooledSolver,
+    pending: Sequence[tuple[Task, TaskData]],
+    settings: Callable[[Task], Sequence[Setting]],
+    log_samples: bool,
 ) -> Iterator[Predicted]:
-    plans = {task.name: solver.plan_task(task, _train(data), data.eval.examples, settings) for task, data in pending}
+    plans = {
+        task.name: solver.plan_task(task, _train(data), data.eval.examples, settings(task)) for task, data in pending
+    }
     # each distinct request belongs to the first task that asks for it, for the per-task counts
     owner: dict[Request, str] = {}
     for name, plan in plans.items():
@@ -172,9 +185,11 @@ def exchange_samples(task: Task, examples: Sequence[Example], answers: TaskAnswe
 def sample_line(
     task: Task, doc_id: int, example: Example, prediction: Any, setting: Setting, logged: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """One line of a sample log: lm-eval's fields, the example's own metrics, and rueval's."""
+    """One line of a sample log: lm-eval's fields, the example's own metrics (none without a gold
+    answer), and rueval's."""
     doc, target = dict(example.fields), str(example.label)
-    metrics = example_metrics(task, example.label, prediction)
+    unscored = example.label is None
+    metrics = {} if unscored else example_metrics(task, example.label, prediction)
     arguments = logged.get("arguments", {})
     first_prompt = next(iter(arguments.values()), {}).get("arg_0", "")
     return {
@@ -192,7 +207,7 @@ def sample_line(
         "episode": setting.episode,
         "idx": example.idx,
         "prediction": prediction,
-        "correct": is_correct(task, example.label, prediction),
+        "correct": None if unscored else is_correct(task, example.label, prediction),
     }
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits
+from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, is_mera_folder
 from rueval.errors import RuevalError
 from rueval.results.checks import Checker, read_json_file
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
@@ -20,11 +20,14 @@ from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslat
 from rueval.robustness.semantic_filter import CHAR_NGRAM_NOTE, CharNgramSimilarity, choose_similarity
 from rueval.robustness.targets import not_applied_notes
 from rueval.run.checks import check_limit, check_ranges, check_types, flag
+from rueval.run.mera_settings import MeraSettings, with_mera
+from rueval.run.predict import settings_of
 from rueval.slices import check_slice_names, resolve_slices
 from rueval.solvers import (
     FAMILIES,
     LANGUAGE_MODEL,
     Family,
+    Setting,
     Solver,
     SolverOptions,
     family_of,
@@ -38,7 +41,9 @@ from rueval.tasks.include import include
 # data reading): a task result saved under another protocol is never reused.
 # 2: RCB F1 as jiant computes it on subsets, CheGeKa's empty alternative a gold answer, openai: sends token ids,
 #    hf: generates one prompt at a time
-PROTOCOL_VERSION = 2
+# 3: MERA's files asked as the current MERA asks (MERA-Evaluation/MERA): zero-shot without "\nОтвет:" after
+#    the RSG instructions, MERA's demonstrations and shot counts, greedy generation with its stop and token limit
+PROTOCOL_VERSION = 3
 # What a run records that no number depends on: which tasks it scores (each task's own fingerprint
 # names it, and runs of the same settings share a directory), sample logs, the read limits, where
 # YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say
@@ -163,6 +168,8 @@ class RunSpec:
     seed: int = 0
     log_samples: bool = False
     include_path: tuple[str, ...] = ()  # folders of YAML task declarations (lm-eval's --include-path)
+    predict_only: bool = False  # lm-eval's --predict_only: predictions, no scores
+    mera: MeraSettings | None = None  # a language model on MERA's files: MERA's settings (rueval.run.mera_settings)
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -180,6 +187,10 @@ class RunSpec:
         check_ranges(self.seed, self.shots, self.episodes)
         if set(self.shots) != {0} and not isinstance(self.options, LMOptions):
             raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
+        if self.mera is not None and (self.episodes != 1 or not isinstance(self.options, LMOptions)):
+            raise RuevalError(
+                "MERA's settings are a language model's, and draw each item's demonstrations once: --episodes 1"
+            )
         _ = self.read_limits  # each limit checked by ReadLimits
         check_limit(self.limit)
         check_slice_names(self.slices)
@@ -195,13 +206,14 @@ class RunSpec:
         data: str | Path | None = None,
         limit: float | None = None,
         slices: str | Sequence[str] = (),
-        shots: int | Sequence[int] = (0,),
+        shots: int | Sequence[int] | None = None,
         include_path: str | Path | Sequence[str | Path] = (),
         **values: Any,
     ) -> RunSpec:
         """A spec from a user's values: task and slice names resolved ("all", "rsg", ...), the model's
         options read from the options ``given`` by name (``spell`` writes a name as the user wrote it),
-        the data's path made absolute (the run resumes from anywhere), the limit checked. Other
+        the data's path made absolute (the run resumes from anywhere), the limit checked; a language
+        model on MERA's files takes MERA's settings (``shots`` not given: MERA's numbers too). Other
         ``values`` are fields as they are (``options=`` instead of ``given`` for options made already)."""
         if not isinstance(model, str):
             raise RuevalError(f"--model: expected a model's name or spec, got {model!r:.40}")
@@ -211,8 +223,12 @@ class RunSpec:
             values["options"] = solver_options(model, given or {}, values.get("seed", 0), spell)
         folders = tuple(_absolute_folders(_names(include_path, "include_path", str | Path)))
         include(*folders)  # before the task names are resolved: they may name YAML tasks
+        names = tuple(task.name for task in resolve_tasks(",".join(_names(tasks, "tasks"))))
+        if data is not None and "mera" not in values and is_mera_folder(Path(data).expanduser()):
+            values["mera"], values["options"] = with_mera(names, values["options"], own_shots=shots is None)
+        shots = (0,) if shots is None else shots
         return cls(
-            tasks=tuple(task.name for task in resolve_tasks(",".join(_names(tasks, "tasks")))),
+            tasks=names,
             model=model,
             data=_absolute(data),
             limit=check_limit(limit),
@@ -239,6 +255,14 @@ class RunSpec:
     def task_list(self) -> list[Task]:
         return [get_task(name) for name in self.tasks]
 
+    def settings(self, task: Task) -> list[Setting]:
+        """The few-shot settings the task is run in, in order: each k of --shots and each of its
+        episodes; under MERA's settings, MERA's k for its tasks, each item's demonstrations drawn in turn.
+        Zero-shot has one episode (nothing to draw)."""
+        if self.mera is None:
+            return settings_of(self.shots, self.episodes)
+        return settings_of(self.mera.shots_of(task.name) or self.shots, 1, self.mera.fewshot_seed)
+
     def solver(self, work_dir: Path | None = None) -> Solver:
         """The run's solver, made from the spec; ``work_dir`` keeps what it saves between runs (checkpoints)."""
         return self.family.make(self.model, self.options, self.seed, work_dir)
@@ -264,6 +288,8 @@ class RunSpec:
             "seed": self.seed,
             "log_samples": self.log_samples,
             "include_path": list(self.include_path),
+            "predict_only": self.predict_only,
+            "mera": None if self.mera is None else self.mera.to_json(),
             "protocol_version": PROTOCOL_VERSION,
         }
 
@@ -288,7 +314,10 @@ class RunSpec:
         robustness = data.pop("robustness", None)
         if robustness is not None:
             robustness = RobustnessOptions.from_json(robustness, check, "robustness.")
-        return check.fields(cls, data, "", {"options": options, "robustness": robustness})
+        mera = data.pop("mera", None)
+        if mera is not None:
+            mera = MeraSettings.from_json(mera, check, "mera.")
+        return check.fields(cls, data, "", {"options": options, "robustness": robustness, "mera": mera})
 
 
 def read_spec(path: Path, resolved: Sequence[str] = ()) -> RunSpec:

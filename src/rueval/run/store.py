@@ -92,7 +92,8 @@ class RunStore:
         if earlier is None or not (self.out / "results.json").is_file():
             return {}
         previous = RunResult.read(self.out)
-        kept = {name: result for name, result in previous.tasks.items() if name not in tasks}
+        earlier_tasks = {**previous.tasks, **previous.predicted}
+        kept = {name: result for name, result in earlier_tasks.items() if name not in tasks}
         if kept:
             self.notes.append(f"kept {len(kept)} task(s) of the earlier run with the same settings: {', '.join(kept)}")
         return kept

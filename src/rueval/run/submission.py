@@ -20,7 +20,6 @@ from rueval.data import DataSource, Split, TaskData, check_written_ids, load_tra
 from rueval.files import atomic_path
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
-from rueval.solvers import Setting
 from rueval.tasks import Example, Task
 
 
@@ -59,7 +58,7 @@ def write_submission(spec: RunSpec, out: Path) -> dict[str, int]:
     solver = spec.solver()
     pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in spec.task_list]
     files: dict[str, str] = {}
-    for predicted in predict_tasks(solver, pending, [Setting(spec.shots[0])]):
+    for predicted in predict_tasks(solver, pending, lambda task: spec.settings(task)[:1]):
         task, test = predicted.task, predicted.data.eval
         lines = submission_lines(task, test.examples, predicted.headline)
         check_written_ids(test, submission_ids(lines))

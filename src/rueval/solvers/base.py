@@ -26,10 +26,13 @@ class ModelSize:
 
 @dataclass(frozen=True, order=True)
 class Setting:
-    """A few-shot setting (TAPE, Section 4.1): k demonstrations, drawn as episode ``episode``."""
+    """A few-shot setting: k demonstrations, drawn as episode ``episode`` (TAPE, Section 4.1: one set
+    before every item), or with ``per_item_seed`` for each item in turn by one generator of that seed
+    (MERA's, as lm-eval's few-shot sampler draws them)."""
 
     k: int = 0
     episode: int = 0
+    per_item_seed: int | None = None
 
 
 class Solver(ABC):

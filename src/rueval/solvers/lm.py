@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from rueval.errors import RuevalError
-from rueval.fewshot import episode_demos
+from rueval.fewshot import demonstrations
 from rueval.metrics import normalize_answer
 from rueval.models.base import Capabilities, Generation, Loglikelihood, Message, Prompt, Request
 from rueval.models.engine import Engine
@@ -232,13 +232,18 @@ class LMSolver(Solver, PooledSolver):
         """The requests that answer ``examples`` with the setting's demonstrations drawn from ``train``,
         asked with ``prompt`` (default: the task's; tasks.prompts.prompt_variants has the others)."""
         prompt = prompt or get_prompt(task)
-        demos = episode_demos(train, setting.k, setting.episode, self.seed, task.name)
-        demo_questions = [prompt.questions(demo) for demo in demos]
+        k, episode, per_item_seed = setting.k, setting.episode, setting.per_item_seed
+        drawn = demonstrations(train, k, episode, per_item_seed, len(examples), self.seed, task.name)
         budget = prompt.max_new_tokens[0 if setting.k == 0 else 1]
+        shown_by_set: dict[int, list[list[Question]]] = {}
         asked = []
-        for example in examples:
+        for example, demos in zip(examples, drawn, strict=True):
+            if id(demos) not in shown_by_set:
+                shown_by_set[id(demos)] = [prompt.demonstration(demo, n) for n, demo in enumerate(demos)]
+            demo_questions = shown_by_set[id(demos)]
             per_example = []
-            for i, question in enumerate(prompt.questions(example)):
+            questions = prompt.after_demonstrations(example) if demos else prompt.questions(example)
+            for i, question in enumerate(questions):
                 shown = [(d[i].context, d[i].target) for d in demo_questions if d[i].target is not None]
                 context = self._render(shown, question.context)
                 per_example.append(Asked(question, context, self._requests(question, context, budget, prompt.stop)))
@@ -358,7 +363,7 @@ class LMSolver(Solver, PooledSolver):
 
     def _answer_one(self, asked: Asked, results: Mapping[Request, Any], normalize: bool) -> Any:
         if not asked.question.choices:
-            return results[asked.requests[0]].strip()
+            return results[asked.requests[0]]  # as generated: the prompt's prediction cleans it
         if self._generates_choices:
             return self._matched(asked, results[asked.requests[0]])
         return self._best(asked, [results[r] for r in asked.requests], normalize)

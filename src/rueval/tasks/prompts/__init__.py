@@ -2,7 +2,7 @@
 
 A task names its prompt (``Task.prompt``): a TaskPrompt in a module, by default
 ``rueval.tasks.prompts.<task>:PROMPT``, or a Template (a YAML task's). Examples read from MERA's
-task files are asked with MERA's own instructions.
+files are asked as MERA asks them (rueval.tasks.prompts.mera).
 
 Where the task's paper ran several prompts (TAPE's Appendix C: Winograd, Ethics), the module also
 declares them, the default first, as ``<NAME>_VARIANTS`` beside ``<NAME>``: ``prompt_variants``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from rueval.data.mera import MERA
+from rueval.data.mera_tasks import MERA
 from rueval.errors import RuevalError
 from rueval.tasks import PerTask, Task, Template, get_task
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt

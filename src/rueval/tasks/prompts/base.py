@@ -41,6 +41,14 @@ class TaskPrompt(ABC):
     @abstractmethod
     def questions(self, example: Example) -> list[Question]: ...
 
+    def demonstration(self, example: Example, position: int) -> list[Question]:
+        """How ``example`` reads as the demonstration at ``position`` (0: the first); as a question by default."""
+        return self.questions(example)
+
+    def after_demonstrations(self, example: Example) -> list[Question]:
+        """How ``example`` reads after demonstrations; as without them by default."""
+        return self.questions(example)
+
     def prediction(self, example: Example, answers: list[Any]) -> Any:
         """The task-level prediction from each question's answer (a choice label or generated text)."""
         return answers[0]

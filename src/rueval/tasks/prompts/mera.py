@@ -1,26 +1,34 @@
-"""MERA's prompts, for examples read from MERA's task files: each record's own instruction filled with its
-inputs, then the answer as MERA's lm-eval tasks score it (ai-forever/MERA, lm-evaluation-harness/lm_eval/
-tasks/rsg.py and tape.py): RCB " 1"/" 2"/" 3", PARus " 1"/" 2", RWSD " Да"/" Нет" after "\\nОтвет:";
-ruWorldTree and ruOpenBookQA " A".." D" after the instruction (which ends in "Ответ:"); MultiQ and
-CheGeKa generated after it (each task's answers and cue are declared in ``rueval.data.mera.MERA``).
+"""MERA's prompts, for examples read from MERA's files, built as MERA's lm-eval tasks build them
+(MERA-Evaluation/MERA: benchmark_tasks/custom_loglikelihood_task.yaml, each task's file, and
+custom_samplers.py; the settings not in the data are declared in rueval.data.mera_tasks):
+
+- without demonstrations: the record's own instruction filled with its inputs, stripped;
+- the first demonstration: the instruction filled (for the RSG tasks followed by "\\nОтвет:", for the
+  TAPE tasks stripped); each further demonstration, and the question after demonstrations: the
+  task's form without the instruction (``MeraTask.demo``); a demonstration's answer follows " ";
+- answers " " + MERA's answer text: RCB " 1"/" 2"/" 3", PARus " 1"/" 2", RWSD " Да"/" Нет",
+  ruWorldTree and ruOpenBookQA the letter of one of the item's own options (MERA's files list A-D;
+  an item with more options is asked with all of them, in the same form); MultiQ and CheGeKa are
+  generated, the answer's leading spaces stripped (the generation tasks' remove_whitespace filter).
+
 Examples from other data keep the task's own prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from rueval.data.mera import MeraTask
+from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, MeraTask
 from rueval.errors import RuevalError
 from rueval.tasks.base import Example
+from rueval.tasks.options import split_options
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
 
-ANSWER_CUE = "\nОтвет:"  # MERA's RSG tasks append it to the instruction
-
 
 class MeraInstructionPrompt(TaskPrompt):
-    """The task's prompt, except for examples that carry MERA's instruction (field "mera")."""
+    """The task's prompt, except for examples that carry MERA's record (field "mera")."""
 
     def __init__(self, mera: MeraTask, own: TaskPrompt):
         self.mera, self.own = mera, own
@@ -28,28 +36,74 @@ class MeraInstructionPrompt(TaskPrompt):
         self.max_new_tokens, self.stop = own.max_new_tokens, own.stop
 
     def questions(self, example: Example) -> list[Question]:
-        mera = example.fields.get("mera")
-        if not mera:
+        record = example.fields.get("mera")
+        if not record:
             return self.own.questions(example)
-        context = _instruction(example, mera) + (ANSWER_CUE if self.mera.cued else "")
-        if not self.answers:
-            target = None if example.label is None else " " + example.label[0]
-            return [Question(context, (), target)]
-        return [Question(context, self.answers, gold_continuation(self.answers, example.label, example))]
+        return [self._question(example, _filled(example, record["instruction"], record).strip())]
+
+    def demonstration(self, example: Example, position: int) -> list[Question]:
+        record = example.fields.get("mera")
+        if not record:
+            return self.own.demonstration(example, position)
+        if position > 0:
+            return self.after_demonstrations(example)
+        instruction = _filled(example, record["instruction"], record)
+        return [self._question(example, instruction + ANSWER_CUE if self.mera.cued else instruction.strip())]
+
+    def after_demonstrations(self, example: Example) -> list[Question]:
+        record = example.fields.get("mera")
+        if not record:
+            return self.own.after_demonstrations(example)
+        return [self._question(example, _filled(example, self.mera.demo, record, self._option_lines(example)))]
 
     def prediction(self, example: Example, answers: list[Any]) -> Any:
+        if example.fields.get("mera") and self.mera.generated:
+            return str(answers[0]).lstrip()
         return self.own.prediction(example, answers)
+
+    def _question(self, example: Example, context: str) -> Question:
+        if self.mera.generated:
+            target = None if example.label is None else " " + _answer_text(example.fields["mera"].get("outputs"))
+            return Question(context, (), target)
+        choices = self._choices(example)
+        return Question(context, choices, gold_continuation(choices, example.label, example))
+
+    def _choices(self, example: Example) -> tuple[Choice, ...]:
+        if not self.mera.letters:
+            return self.answers
+        return tuple(Choice(f" {letter}", letter) for letter in self._options(example))
+
+    def _options(self, example: Example) -> dict[str, str]:
+        return split_options(example.fields["question"], f"{self.mera.name} example {example.key}: question")[1]
+
+    def _option_lines(self, example: Example) -> str:
+        """A multiple-choice record's options, one a line, as MERA's demonstrations list them."""
+        if not self.mera.letters:
+            return ""
+        inputs = example.fields["mera"]["inputs"]
+        return "\n".join(
+            OPTION_LINE.format(letter=letter, text=inputs.get(f"option_{letter.lower()}", text))
+            for letter, text in self._options(example).items()
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.own, name)  # the task's own prompt's settings (templates, options)
 
 
-def _instruction(example: Example, mera: dict[str, Any]) -> str:
-    instruction, inputs = mera.get("instruction"), mera.get("inputs")
-    if not isinstance(instruction, str) or not isinstance(inputs, dict):
+def _answer_text(outputs: Any) -> str:
+    """A record's answer as MERA's demonstrations show it: its outputs' text (the first span's, for spans)."""
+    if isinstance(outputs, list):
+        return str(outputs[0].get("segment", "")) if outputs and isinstance(outputs[0], Mapping) else ""
+    return str(outputs)
+
+
+def _filled(example: Example, template: Any, record: Mapping[str, Any], options: str = "") -> str:
+    """``template`` (a record's instruction, or a task's form) filled with the record's inputs."""
+    inputs = record.get("inputs")
+    if not isinstance(template, str) or not isinstance(inputs, dict):
         raise RuevalError(f"example {example.key}: MERA's record needs an instruction text and an inputs object")
     try:
-        return instruction.format(**inputs).strip()
+        return template.format(**{**inputs, **({"options": options} if options else {})})
     except KeyError as e:
         raise RuevalError(
             f"example {example.key}: the MERA instruction names {{{e.args[0]}}}, not in its inputs"
