@@ -4,6 +4,7 @@ import json
 import zipfile
 
 import pytest
+from mera_files import QA_INSTRUCTION, rcb
 
 import rueval
 from rueval.data import open_data
@@ -12,15 +13,6 @@ from rueval.errors import DataError
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
-
-RCB_INSTRUCTION = 'Ситуация: "{premise}"\nГипотеза: "{hypothesis}"\nОтветь 1, 2 или 3.'
-QA_INSTRUCTION = "{question}\nA. {option_a}\nB. {option_b}\nC. {option_c}\nD. {option_d}\nОтвет:"
-
-
-def rcb(id_, outputs, premise="Маша знала, что идёт дождь."):
-    inputs = {"premise": premise, "hypothesis": "Идёт дождь."}
-    meta = {"id": id_, "verb": "знать", "negation": "no_negation", "genre": "kp"}
-    return {"instruction": RCB_INSTRUCTION, "inputs": inputs, "outputs": outputs, "meta": meta}
 
 
 def parus(id_, outputs, task="cause"):
