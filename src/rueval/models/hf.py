@@ -17,6 +17,7 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    check_generation_budget,
     cut_at_stop,
     encode_pair,
 )
@@ -82,6 +83,7 @@ class HFCausalLM(LanguageModel):
             generation=True,
             tokenizer=self.tokenizer,
             parameters=sum(p.numel() for p in self.model.parameters()),
+            max_length=self.max_length,
         )
 
     @classmethod
@@ -251,11 +253,7 @@ class HFCausalLM(LanguageModel):
 
         from rueval.models.sampling import RowSampler
 
-        if request.max_new_tokens >= self.max_length:
-            raise RuevalError(
-                f"{request.max_new_tokens} new tokens do not fit the model's window of {self.max_length} tokens "
-                "beside a prompt: give --gen_kwargs max_gen_toks a smaller number"
-            )
+        check_generation_budget(request.max_new_tokens, self.max_length)
         prompt = [self.start_token, *self._tokens(request.prompt)][-(self.max_length - request.max_new_tokens) :]
         input_ids = torch.tensor([prompt], device=self.device)
         sample = request.temperature > 0 or request.top_p < 1
@@ -345,13 +343,17 @@ def _max_length(config, tokenizer) -> int:
 
 
 def model_revision(path: str, config=None, revision: str | None = None) -> str:
-    """The hub commit, else the asked revision, else for a local directory a hash of its files' contents."""
+    """For a local directory a hash of its files' contents (a revision names none of them: it would
+    name the cached results of other weights), else the hub commit, else the asked revision."""
+    if Path(path).is_dir():
+        if revision is not None:
+            raise RuevalError(f"--revision {revision}: {path} is a local folder; its content is its revision")
+        return _content_hash(Path(path))
     commit = getattr(config, "_commit_hash", None)
     if commit or revision:
         return commit or revision
-    if not Path(path).is_dir():  # so that a cached result is never served for another revision
-        raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
-    return _content_hash(Path(path))
+    # so that a cached result is never served for another revision
+    raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
 
 
 def _content_hash(folder: Path) -> str:
@@ -363,6 +365,8 @@ def _content_hash(folder: Path) -> str:
         memo = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         memo = {}
+    if not isinstance(memo, dict):  # damaged: every file is hashed again, and the memo written anew
+        memo = {}
     digest, changed = hashlib.sha256(), False
     for file in sorted(folder.iterdir()):
         if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
@@ -370,7 +374,8 @@ def _content_hash(folder: Path) -> str:
         stat = file.stat()
         stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
         key = str(file.resolve())
-        if not isinstance(memo.get(key), dict) or memo[key].get("stamp") != stamp:
+        known = memo.get(key)
+        if not isinstance(known, dict) or known.get("stamp") != stamp or not isinstance(known.get("sha256"), str):
             with file.open("rb") as f:
                 memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
             changed = True
