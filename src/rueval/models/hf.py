@@ -71,7 +71,8 @@ class HFCausalLM(LanguageModel):
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.auto_batch = batch_size == "auto"
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
-        self.identity = f"hf:{path}@{model_revision(path, self.model.config, revision)}"
+        # weights given in memory may differ from those they were loaded from: no revision names them
+        self.identity = f"hf:{path}@" + ("in-memory" if loaded else model_revision(path, self.model.config, revision))
         self.identity += f" peft={peft}@{_content_hash(Path(peft))}" if peft else ""
         self.identity += f" load_in={load_in}" if load_in else ""
         self.stats = TreeStats()
@@ -92,11 +93,7 @@ class HFCausalLM(LanguageModel):
         may differ from those it was loaded from, so its identity says "in-memory" and callers must not
         give it a request cache."""
         path = getattr(model.config, "name_or_path", "") or "model"
-        loaded = cls(
-            path, device=str(model.device), batch_size=batch_size, revision="in-memory", loaded=(model, tokenizer)
-        )
-        loaded.identity = f"hf:{path}@in-memory"
-        return loaded
+        return cls(path, device=str(model.device), batch_size=batch_size, loaded=(model, tokenizer))
 
     @property
     def capabilities(self) -> Capabilities:
