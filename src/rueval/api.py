@@ -81,6 +81,8 @@ def evaluate(
     spec, solver = _spec(
         model, tokenizer, tasks, given, {**values, "log_samples": log_samples, "predict_only": predict_only}
     )
+    if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
+        raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)
         summary = run(spec, run_dir, force, solver)

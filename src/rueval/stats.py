@@ -17,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from rueval.errors import RuevalError
 from rueval.scoring import Scores, task_statistics, units_of
 from rueval.tasks import Example, Task
 
 DEFAULT_RESAMPLES = 1000
+MAX_RESAMPLES = 100_000  # far beyond the usual 1,000-10,000: keeps a mistyped number from running for days
+SEED_MAX = 2**32 - 1  # the seed of every random choice: numpy's legacy generator and most libraries take below 2^32
 DEFAULT_CONFIDENCE = 0.95
 _BLOCK = 200  # resamples drawn at once, at most: bounds memory to 200 x units counts
 _BLOCK_DRAWS = 2**19  # and to this many draws (4 MB a block), so a large split's resamples stay small
@@ -93,6 +96,18 @@ def paired_bootstrap(
         a, b = point_a[name], point_b[name]
         result[name] = Difference(a, b, a - b, (low, high), p_value)
     return result
+
+
+def check_seed(seed: object) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise RuevalError(f"--seed {seed}: expected a whole number from 0 to {SEED_MAX}")
+
+
+def check_bootstrap(resamples: object, seed: object) -> None:
+    """A bootstrap's resamples and seed as a user gives them (`rueval compare`), checked before any work."""
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or not 1 <= resamples <= MAX_RESAMPLES:
+        raise RuevalError(f"--resamples {resamples}: expected a whole number from 1 to {MAX_RESAMPLES:,}")
+    check_seed(seed)
 
 
 def _point(metrics: dict[str, float]) -> dict[str, float]:

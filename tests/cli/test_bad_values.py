@@ -59,6 +59,16 @@ def test_every_option_with_bad_values_ends_in_a_result_or_one_line_and_nothing_w
             pytest.fail(f"rueval {command} {option} {value!r}: exit {result.exit_code}\n{result.output}")
 
 
+def test_a_fine_tuning_option_out_of_range_is_one_line_before_any_training(cli, tmp_path):
+    """The sweep above gives them to majority, which refuses them by name: here to the model they belong to."""
+    for option, value in (("--ft-seed", "-1"), ("--ft-epochs", "inf"), ("--ft-lr", "inf"), ("--ft-lr", "nan")):
+        result = cli("run", "-m", "finetune:some/encoder", "-t", "parus", option, value, "-o", tmp_path / "out")
+        assert result.exit_code == 2, (option, value, result.output)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+        assert "fine-tuning option" in result.stderr or option in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_unknown_option_or_a_word_for_a_number_is_one_line_not_a_usage_box(cli, tmp_path):
     for args, said in (
         (("--sed", "1"), "error: No such option: --sed"),
@@ -102,6 +112,17 @@ API_BAD = [
     ({"model": "hf:some/model", "gen_kwargs": 5}, "--gen_kwargs: expected key=value,... or a mapping of them, got 5"),
     ({"model": "hf:some/model", "gen_kwargs": "temperature=nan"}, "--gen_kwargs temperature=nan: expected 0 or more"),
     ({"model": 5}, "model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, got int"),
+    ({"model": "hf:some/model", "system_instruction": 5}, "--system-instruction: expected str or null, got 5"),
+    (
+        {"model": "hf:some/model", "apply_chat_template": "yes"},
+        "--apply-chat-template: expected true or false, got 'yes'",
+    ),
+    ({"model": "hf:some/model", "revision": 5}, "--revision: expected str or null, got 5"),
+    ({"model": "hf:some/model", "concurrency": 0}, "--concurrency 0: expected a whole number from 1"),
+    ({"log_samples": True, "out": None}, "log_samples: the sample logs are written to OUT/samples/; give out="),
+    ({"model": "finetune:some/encoder", "ft_seed": -1}, "fine-tuning option seed=-1 is out of range: expected a whole"),
+    ({"model": "finetune:some/encoder", "ft_epochs": math.inf}, "fine-tuning option epochs=inf is out of range"),
+    ({"model": "finetune:some/encoder", "ft_lr": "abc"}, "fine-tuning option lr='abc' is out of range"),
 ]
 
 
@@ -128,3 +149,25 @@ def test_evaluate_refuses_what_the_command_line_refuses(cli, tmp_path):
         assert result.exit_code == 2
         if "Invalid value" not in result.stderr:  # click refuses some values before any spec: its own words
             assert result.stderr == f"error: {caught.value}\n"
+
+
+def test_every_command_that_reads_a_run_folder_refuses_an_unusable_name_in_one_line(cli, tmp_path):
+    too_long = tmp_path / ("a" * 300)
+    for command in (
+        ("compare", too_long, too_long),
+        ("report", too_long),
+        ("leaderboard", too_long),
+        ("export", too_long),
+    ):
+        result = cli(*command, "-o", tmp_path / "out")
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+        assert "File name too long" in result.stderr or "not a directory" in result.stderr
+
+
+def test_an_empty_data_option_is_refused_by_every_command_that_reads_data(cli, tmp_path):
+    """Read as the current folder, it would look for the tasks there."""
+    for command in (("run", "-t", "parus"), ("audit", "-t", "parus"), ("heuristics", "-t", "parus"), ("submit",)):
+        result = cli(*command, "--data", "", *(("-o", tmp_path / "out") if command[0] != "heuristics" else ()))
+        assert result.exit_code == 2 and result.stderr == "error: --data '': expected a folder, a zip file, or hf\n"
+    assert not (tmp_path / "out").exists()

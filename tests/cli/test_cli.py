@@ -185,6 +185,9 @@ def test_make_tiny_model_on_a_file_is_an_error_and_leaves_the_file(cli, tmp_path
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path / 'notes.txt'}: a file is in the way; a model is saved as a folder\n"
     assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine"
+    too_long = tmp_path / ("a" * 300)
+    result = cli("make-tiny-model", too_long)
+    assert result.exit_code == 2 and result.stderr == f"error: {too_long}: cannot be written (File name too long)\n"
 
 
 def test_quiet_hides_the_weight_loading_bar_of_transformers(cli, tmp_path, tiny_gpt2_dir, monkeypatch):

@@ -91,6 +91,35 @@ def test_a_zip_of_gigabytes_of_newlines_is_refused_in_a_moment(tmp_path):
     assert time.monotonic() - started < 10
 
 
+def _zip_with_header_changed(archive, change) -> None:
+    """PARus/val.jsonl in a zip, ``change(data, local_header, central_header)`` applied to its bytes."""
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("PARus/val.jsonl", json.dumps({**RECORD, "idx": 0}, ensure_ascii=False) + "\n")
+    data = bytearray(archive.read_bytes())
+    change(data, data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02"))
+    archive.write_bytes(bytes(data))
+
+
+def _encrypt(data, local, central):  # the encryption flag, as a zip made with a password has it
+    data[local + 6] |= 1
+    data[central + 8] |= 1
+
+
+def _method_99(data, local, central):  # a compression method Python's zipfile has no decoder for (AES: 99)
+    data[local + 8 : local + 10] = data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [(_encrypt, "encrypted in the zip: not read"), (_method_99, "cannot be unzipped (That compression method")],
+)
+def test_a_zip_member_that_cannot_be_read_is_an_error_naming_it_not_a_traceback(tmp_path, change, said):
+    _zip_with_header_changed(tmp_path / "rsg.zip", change)
+    with pytest.raises(DataError) as caught:
+        open_data(str(tmp_path / "rsg.zip")).load(get_task("parus"), "val")
+    assert str(caught.value).startswith(f"{tmp_path / 'rsg.zip'}/PARus/val.jsonl: {said}")
+
+
 def test_limits_must_be_positive_whole_numbers():
     for bad in (0, -1, 2.5, True):
         with pytest.raises(RuevalError, match="read limit lines: expected a positive whole number"):

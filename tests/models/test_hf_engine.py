@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM
 from rueval.models.base import Generation, Loglikelihood, cut_at_stop
 from rueval.models.cache import RequestCache, request_key
 from rueval.models.engine import Engine
-from rueval.models.hf import HFCausalLM
+from rueval.models.hf import HFCausalLM, model_revision
 from rueval.models.prefix_tree import PACK_TOKENS
 
 DEMOS = "Вопрос: Где живёт белый медведь? Ответ: в Арктике\n\nВопрос: Сколько ног у паука? Ответ: восемь\n\n"
@@ -349,3 +349,17 @@ def test_weights_changed_in_the_middle_change_the_identity_and_are_recomputed(wi
     monkeypatch.setattr(hashlib, "file_digest", lambda *a: pytest.fail("an unchanged file was hashed again"))
     again = HFCausalLM(str(folder))
     assert again.identity == after.identity and Engine(again, RequestCache(cache)).loglikelihood(REQUESTS) == new
+
+
+@pytest.mark.parametrize("memo", ["[1, 2]", '{"KEY": {"stamp": "STAMP"}}', '{"KEY": 5}', "not json"])
+def test_a_damaged_memo_of_file_hashes_is_hashed_anew_not_a_traceback(tiny_gpt2_dir, tmp_path, monkeypatch, memo):
+    """The memo (a cache) keeps each weights file's hash by its stamp; a row that cannot be read is computed."""
+    monkeypatch.setenv("RUEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    expected = model_revision(str(tiny_gpt2_dir))
+    weights = (tiny_gpt2_dir / "model.safetensors").resolve()
+    stat = weights.stat()
+    stamp = json.dumps([stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino])
+    memo_file = tmp_path / "cache" / "model-files" / "sha256.json"
+    memo_file.write_text(memo.replace("KEY", str(weights)).replace('"STAMP"', stamp), encoding="utf-8")
+    assert model_revision(str(tiny_gpt2_dir)) == expected
+    assert isinstance(json.loads(memo_file.read_text(encoding="utf-8"))[str(weights)]["sha256"], str)

@@ -99,6 +99,20 @@ def test_missing_pieces_give_clear_errors(tiny_gpt2_dir, tmp_path):
         open_engine(f"hf:{tiny_gpt2_dir}", ModelOptions(device_map="everywhere"))
     with pytest.raises(RuevalError, match="--load-in 2bit: expected one of 8bit, 4bit"):
         open_engine(f"hf:{tiny_gpt2_dir}", ModelOptions(load_in="2bit"))
+    with pytest.raises(RuevalError, match="--revision ' ': expected a hub branch, tag or commit"):
+        open_engine(f"hf:{tiny_gpt2_dir}", ModelOptions(revision=" "))
+
+
+def test_a_revision_of_a_local_folder_is_refused_not_taken_for_its_identity(cli, tiny_gpt2_dir, tmp_path):
+    """The identity names the cached results: a revision in place of the folder's content hash would serve
+    the results of the weights the folder held before."""
+    result = cli("run", "-m", f"hf:{tiny_gpt2_dir}", "-t", "parus", "--revision", "main", "-o", tmp_path / "out")
+    assert result.exit_code == 2
+    assert (
+        result.stderr.splitlines()[-1]
+        == f"error: --revision main: {tiny_gpt2_dir} is a local folder; its content is its revision"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_cli_takes_the_large_model_options(cli, tiny_gpt2_dir, adapter_dir, tmp_path):

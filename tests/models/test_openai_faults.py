@@ -20,6 +20,7 @@ from rueval.models.base import Generation, Loglikelihood
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
 from rueval.models.openai import OpenAICompletionsModel
+from rueval.models.serving import Waiting
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +225,21 @@ def test_a_server_that_never_answers_is_reported_while_waiting_and_given_up_afte
     assert len(lines) >= 3
     assert lines[0].startswith(f"waiting for the server at {server.url}: 1 requests unanswered, the oldest for")
     assert lines[0].endswith("s (given up after 1 s: --timeout)")
+
+
+def test_the_first_waiting_line_comes_log_every_seconds_after_the_silence_began(monkeypatch):
+    """Not at the next tick of a clock an earlier, answered request started: that came up to twice as late."""
+    monkeypatch.setattr("rueval.models.serving.LOG_EVERY", 1.0)
+    said: list[float] = []
+    monkeypatch.setattr("rueval.models.serving.info", lambda line: said.append(time.monotonic()))
+    waiting = Waiting(timeout=10)
+    with waiting.on("http://a/v1"):  # answered at once: the timer starts here
+        pass
+    time.sleep(0.6)
+    with waiting.on("http://a/v1"):  # silent from here
+        started = time.monotonic()
+        time.sleep(1.6)
+    assert said and 1.0 <= said[0] - started < 1.3
 
 
 def test_retries_stop_when_the_timeout_is_used_up(server):

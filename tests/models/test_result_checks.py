@@ -74,6 +74,35 @@ def test_a_generation_that_is_no_text_is_refused():
         Engine(FaultyBackend(text=None)).generate([Generation("Кошка", 3)])
 
 
+class MiscountingBackend(FaultyBackend):
+    """A backend answering ``answers(requests)`` as its list of results, or reporting ``reported`` as done."""
+
+    def __init__(self, answers, reported=None):
+        super().__init__(LoglikelihoodResult(-1.0, 1, False))
+        self.answers, self.reported = answers, reported
+
+    def loglikelihood(self, requests, on_done=None):
+        if self.reported is not None:
+            on_done(self.reported)
+        return self.answers([self.result for _ in requests])
+
+
+@pytest.mark.parametrize(
+    ("backend", "said"),
+    [
+        (MiscountingBackend(lambda results: results[:-1]), "faulty:model answered 1 results for 2 requests"),
+        (MiscountingBackend(lambda results: results * 2), "faulty:model answered 4 results for 2 requests"),
+        (MiscountingBackend(lambda results: None), "faulty:model answered None for 2 requests"),
+        (MiscountingBackend(list, reported=[(5, None)]), "faulty:model reported a result for request 5 of 2"),
+    ],
+)
+def test_a_backend_answering_another_number_of_results_than_requests_is_refused(tmp_path, backend, said):
+    engine = Engine(backend, RequestCache(tmp_path / "cache.sqlite"))
+    with pytest.raises(ImpossibleAnswer, match=said):
+        engine.loglikelihood([PAIR, Loglikelihood("Кошка сидит на", " полу")])
+    assert rows(tmp_path / "cache.sqlite") == 0
+
+
 @pytest.mark.parametrize(
     "row",
     [

@@ -7,6 +7,7 @@ test_vllm_served.py."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sqlite3
 import threading
@@ -152,6 +153,14 @@ def test_base_urls_from_a_list_or_a_file(tmp_path):
         parse_base_urls(f"@{tmp_path / 'missing.txt'}")
     with pytest.raises(RuevalError, match="'a:1/v1' is not an http"):
         parse_base_urls("a:1/v1")
+
+
+def test_a_file_of_urls_that_is_a_pipe_or_a_folder_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "pipe")  # opening it to read would block until something writes it
+    with pytest.raises(RuevalError, match=r"cannot read the file of server URLs \(.*pipe: a named pipe \(FIFO\)"):
+        parse_base_urls(f"@{tmp_path / 'pipe'}")
+    with pytest.raises(RuevalError, match="a folder where a file is expected"):
+        parse_base_urls(f"@{tmp_path}")
 
 
 class Counting(LanguageModel):

@@ -63,6 +63,17 @@ def test_compare_marks_significant_differences_only(cli, two_runs, tmp_path):
     assert same.exit_code == 0 and not SIGNIFICANT_ROW.search(same.stdout)
 
 
+def test_a_seed_or_a_number_of_resamples_out_of_range_is_one_line_before_any_work(cli, two_runs, tmp_path):
+    for flags, said in (
+        (("--seed", "-5"), "error: --seed -5: expected a whole number from 0 to 4294967295"),
+        (("--seed", str(2**70)), f"error: --seed {2**70}: expected a whole number from 0 to 4294967295"),
+        (("--resamples", "99999999999"), "error: --resamples 99999999999: expected a whole number from 1 to 100,000"),
+    ):
+        result = cli("compare", *two_runs, *flags, "-o", tmp_path / "c.json")
+        assert result.exit_code == 2 and result.stderr == said + "\n", result.output
+    assert not (tmp_path / "c.json").exists()
+
+
 def test_compare_needs_run_directories(cli, two_runs, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

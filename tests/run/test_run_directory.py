@@ -176,6 +176,27 @@ def test_a_damaged_run_json_is_an_error_for_every_command_that_reads_it(cli, run
     assert replaced.exit_code == 0 and recorded(run_dir)["tasks"] == ["rcb", "parus"]
 
 
+@pytest.mark.parametrize("replace", ["deleted", "a pipe", "a folder"])
+def test_a_run_json_missing_or_not_a_file_beside_results_json_is_an_error_not_another_run(cli, run_dir, replace):
+    """Nothing else records the run's settings and files: never a made-up difference ("data 'bundled
+    samples' -> None"), never a read that blocks on a pipe."""
+    spec = run_dir / "run.json"
+    spec.unlink()
+    if replace == "a pipe":
+        os.mkfifo(spec)
+    elif replace == "a folder":
+        spec.mkdir()
+    said = {"deleted": "missing beside results.json", "a pipe": "a named pipe", "a folder": "a folder where"}[replace]
+    for args in (("--resume",), ("-m", "majority", "-t", "rcb,parus")):
+        result = cli("run", *args, "-o", run_dir)
+        expected = "not found" if args == ("--resume",) and replace == "deleted" else said
+        assert result.exit_code == 2 and result.stderr.startswith(f"error: {spec}: {expected}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1
+    if replace != "a folder":  # --force replaces the run (a folder of run.json's name is the user's to remove)
+        assert cli("run", "-m", "majority", "-t", "rcb,parus", "-o", run_dir, "--force").exit_code == 0
+        assert recorded(run_dir)["tasks"] == ["rcb", "parus"]
+
+
 def test_the_output_folder_option_takes_any_path_or_says_why_not(cli, tmp_path):
     too_long = tmp_path / ("a" * 300)
     result = cli("run", "-m", "majority", "-t", "parus", "-o", too_long)

@@ -2,6 +2,8 @@
 a submission and a job written together, a job is claimed once under a lease, and a lease that
 runs out (a worker that died) gives the job to the next worker."""
 
+import math
+import socket
 import time
 
 import pytest
@@ -35,6 +37,41 @@ def test_database_urls_default_to_sqlite_in_the_store_and_run_postgresql_on_psyc
 def test_an_unreachable_database_is_one_clear_line(tmp_path):
     with pytest.raises(RuevalError, match="database postgresql"):
         Database("postgresql+psycopg://nobody@127.0.0.1:1/none")
+
+
+def test_a_store_that_is_a_file_is_one_clear_line(tmp_path):
+    (tmp_path / "board").write_text("mine", encoding="utf-8")
+    with pytest.raises(RuevalError, match=r"board: cannot hold the board's database \(a file, not a folder\)"):
+        Database(database_url(None, tmp_path / "board"))
+    assert (tmp_path / "board").read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.parametrize("lease", [math.inf, math.nan, 0.5, "30"])
+def test_a_lease_that_never_runs_out_or_is_no_number_is_refused(lease):
+    with pytest.raises(RuevalError, match=f"--lease {lease}: expected a finite number of seconds, at least 1"):
+        queue.check_lease(lease)
+
+
+def test_the_commands_refuse_an_endless_lease_or_a_file_as_store_before_anything_starts(cli, gold_dir, tmp_path):
+    (tmp_path / "file").write_text("mine", encoding="utf-8")
+    for command in ("serve", "serve-worker"):
+        for flags, said in (
+            (("--lease", "inf", "--store", tmp_path / "board"), "error: --lease inf: expected a finite number"),
+            (("--store", tmp_path / "file"), f"error: {tmp_path / 'file'}: cannot hold the board's database"),
+        ):
+            result = cli(command, "--gold", gold_dir, *flags)
+            assert result.exit_code == 2 and result.stderr.startswith(said), result.output
+    assert not (tmp_path / "board").exists()
+
+
+def test_serve_on_an_address_it_cannot_listen_on_is_one_line_before_anything_starts(cli, gold_dir, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        for host, said in (("999.1.1.1", "Name or service not known"), ("127.0.0.1", "Address already in use")):
+            result = cli("serve", "--gold", gold_dir, "--store", tmp_path / "board", "--host", host, "--port", port)
+            assert result.exit_code == 2, result.output
+            assert result.stderr.startswith(f"error: --host {host} --port {port}: cannot listen there ({said}")
+    assert not (tmp_path / "board").exists()
 
 
 def queued(db: Database, count: int) -> list[int]:

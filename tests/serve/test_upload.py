@@ -7,6 +7,7 @@ import zipfile
 import pytest
 from board_support import members_of, write_gold, zip_of
 
+from rueval.data.reading import ReadLimits
 from rueval.errors import RuevalError
 from rueval.serve.gold import Gold
 from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
@@ -69,9 +70,16 @@ def test_too_many_members_and_too_large_an_upload_are_refused(gold, submission_z
 
 
 def test_a_line_longer_than_the_limit_is_refused_naming_it(gold):
-    assert "PARus.jsonl:1: line longer than 1,000 bytes" in refused(
-        zip_of({"PARus.jsonl": "x" * 5000}), gold, UploadLimits(line_bytes=1000)
+    assert "PARus.jsonl:1: line longer than 1000 bytes: not read" in refused(
+        zip_of({"PARus.jsonl": "x" * 5000}), gold, UploadLimits(read=ReadLimits(line_bytes=1000, hints=False))
     )
+
+
+def test_a_member_is_read_as_data_files_are_without_naming_command_line_options(gold):
+    """The data layer's reading (rueval.data.reading.JsonLines) within the upload's limits: an uploader has
+    no --max-blank-lines to raise."""
+    message = refused(zip_of({"PARus.jsonl": "\n" * 200_000}), gold)
+    assert message.endswith("PARus.jsonl:100001: more than 100000 blank lines: not read") and "(raise" not in message
 
 
 def parus_lines(gold: Gold) -> list[dict]:
@@ -84,8 +92,11 @@ def parus_lines(gold: Gold) -> list[dict]:
         (lambda lines: lines[:-1], "PARus.jsonl: no prediction for 1 of 20 test items: idx 19"),
         (lambda lines: [*lines, {"idx": 999, "label": 0}], "PARus.jsonl:21: field 'idx': 999 is not an id of"),
         (lambda lines: [*lines, lines[0]], "PARus.jsonl:21: field 'idx': 0 again (first on line 1)"),
-        (lambda lines: [{"idx": "0", "label": 0}, *lines[1:]], "PARus.jsonl:1: field 'idx': expected an integer id"),
-        (lambda lines: [{"idx": True, "label": 0}, *lines[1:]], "expected an integer id, got true"),
+        (
+            lambda lines: [{"idx": "0", "label": 0}, *lines[1:]],
+            "PARus.jsonl:1: field 'idx': expected an integer as the id",
+        ),
+        (lambda lines: [{"idx": True, "label": 0}, *lines[1:]], "expected an integer as the id, got boolean True"),
         (lambda lines: [{"label": 0}, *lines[1:]], "PARus.jsonl:1: field 'idx': missing"),
         (lambda lines: [{"idx": 0}, *lines[1:]], "PARus.jsonl:1: field 'label': missing"),
         (lambda lines: [{"idx": 0, "label": "1"}, *lines[1:]], "field 'label': \"1\" is not a label of PARus"),

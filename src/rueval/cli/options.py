@@ -367,14 +367,15 @@ def read_limits(limits: GroupValues) -> dict[str, int]:
     """The read-limit options as RunSpec's fields."""
     given = limits.values
     return {
-        "max_line_bytes": _bytes(given["max_line_mb"], "--max-line-mb"),
-        "max_file_bytes": _bytes(given["max_file_mb"], "--max-file-mb"),
+        "max_line_bytes": megabytes(given["max_line_mb"], "--max-line-mb"),
+        "max_file_bytes": megabytes(given["max_file_mb"], "--max-file-mb"),
         "max_lines": given["max_lines"],
         "max_blank_lines": given["max_blank_lines"],
     }
 
 
-def _bytes(megabytes: float, option: str) -> int:
-    if not math.isfinite(megabytes):
-        raise RuevalError(f"{option} {megabytes}: expected a number of megabytes")
-    return int(megabytes * 2**20)
+def megabytes(value: float, option: str) -> int:
+    """An option's megabytes (MiB) in bytes; an infinite number is one line naming the option."""
+    if not math.isfinite(value):
+        raise RuevalError(f"{option} {value}: expected a number of megabytes")
+    return int(value * 2**20)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rueval.cli.app import app
-from rueval.cli.options import console, user_errors
+from rueval.cli.options import console, megabytes, user_errors
 from rueval.errors import RuevalError
 
 if TYPE_CHECKING:
@@ -63,9 +63,9 @@ def serve(
     from rueval.serve.db import database_url
     from rueval.serve.server import run_server
     from rueval.serve.service import ServeConfig
-    from rueval.serve.upload import MB, UploadLimits
+    from rueval.serve.upload import UploadLimits
 
-    limits = UploadLimits(upload_bytes=int(max_upload_mb * MB))
+    limits = UploadLimits(upload_bytes=megabytes(max_upload_mb, "--max-upload-mb"))
     config = ServeConfig(gold, store, database_url(db, store), daily_limit, limits, secure_cookies)
     run_server(config, host, port, workers, lease)
 

@@ -17,6 +17,13 @@ from rueval.data.mera import MeraSource, is_mera_folder
 from rueval.data.reading import DEFAULT_LIMITS, MAX_LINE_BYTES, ReadLimits
 from rueval.data.records import Dataset, Example, Record
 from rueval.data.splits import TaskData, eval_split, load_task_data, load_train
+from rueval.errors import RuevalError
+
+
+def check_data_spec(spec: object) -> None:
+    """--data as a user gives it: a path (a folder or a zip) or "hf"; never empty (it would read the current folder)."""
+    if not isinstance(spec, str | Path) or not str(spec).strip():
+        raise RuevalError(f"--data {spec!r:.40}: expected a folder, a zip file, or hf")
 
 
 def open_data(spec: str | None, limits: ReadLimits = DEFAULT_LIMITS, tape_set: str = "episodes") -> DataSource:
@@ -27,6 +34,7 @@ def open_data(spec: str | None, limits: ReadLimits = DEFAULT_LIMITS, tape_set: s
     sets, or "raw")."""
     if spec is None:
         return bundled_samples()
+    check_data_spec(spec)
     if spec == "hf":
         from rueval.data.hub import HubSource  # huggingface_hub is imported only when asked for
 
@@ -37,6 +45,7 @@ def open_data(spec: str | None, limits: ReadLimits = DEFAULT_LIMITS, tape_set: s
 
 
 __all__ = [
+    "check_data_spec",
     "TAPE_SETS",
     "tape_set_of",
     "DEFAULT_LIMITS",

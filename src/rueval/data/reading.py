@@ -34,12 +34,17 @@ class ReadLimits:
     file_bytes: int = 2**30  # --max-file-mb: the file's size, decompressed
     lines: int = 1_000_000  # --max-lines
     blank_lines: int = 100_000  # --max-blank-lines
+    hints: bool = True  # errors name the command-line option that raises the limit (a service's uploads have none)
 
     def __post_init__(self) -> None:
         for limit in fields(self):
             value = getattr(self, limit.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if limit.name != "hints" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise RuevalError(f"read limit {limit.name}: expected a positive whole number, got {value!r}")
+
+    def raise_hint(self, option: str) -> str:
+        """`` (raise --OPTION)`` for an error, where the limits come from the command line."""
+        return f" (raise {option})" if self.hints else ""
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -58,6 +63,8 @@ def reading(file: str) -> Iterator[None]:
         raise DataError(file, "no such file (removed while reading?)") from None
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:
         raise DataError(file, f"corrupt zip data ({e or type(e).__name__})") from None
+    except NotImplementedError as e:  # zipfile: a compression method it has no decoder for
+        raise DataError(file, f"cannot be unzipped ({e}): zip it again with deflate") from None
     except OSError as e:
         raise DataError(file, f"cannot read: {e.strerror or e}") from None
 
@@ -77,7 +84,8 @@ def _not_regular(mode: int) -> str | None:
 
 def _check_size(file: str, size: int, limits: ReadLimits) -> None:
     if size > limits.file_bytes:
-        raise DataError(file, f"larger than {_megabytes(limits.file_bytes)} MB: not read (raise --max-file-mb)")
+        hint = limits.raise_hint("--max-file-mb")
+        raise DataError(file, f"larger than {_megabytes(limits.file_bytes)} MB: not read{hint}")
 
 
 def _megabytes(size: int) -> str:
@@ -92,6 +100,8 @@ def open_data_file(node: Node, limits: ReadLimits = DEFAULT_LIMITS) -> BinaryIO:
         if isinstance(node, zipfile.Path):
             if node.is_dir():
                 raise DataError(file, _not_regular(stat.S_IFDIR))
+            if node.root.getinfo(node.at).flag_bits & 0x1:
+                raise DataError(file, "encrypted in the zip: not read (unpack it, or zip it without a password)")
             _check_size(file, node.root.getinfo(node.at).file_size, limits)  # inflating stops at this size
             return node.open("rb")
         status = node.stat()
@@ -136,14 +146,16 @@ class JsonLines:
                 return
             line_no += 1
             if line_no > limits.lines:
-                raise DataError(self.file, f"more than {limits.lines} lines: not read (raise --max-lines)", line_no)
+                hint = limits.raise_hint("--max-lines")
+                raise DataError(self.file, f"more than {limits.lines} lines: not read{hint}", line_no)
             raw = raw.rstrip(b"\r\n")
             if len(raw) > limits.line_bytes:
                 raise DataError(self.file, f"line longer than {limits.line_bytes} bytes: not read", line_no)
             if not raw.strip():
                 blank += 1
                 if blank > limits.blank_lines:
-                    message = f"more than {limits.blank_lines} blank lines: not read (raise --max-blank-lines)"
+                    hint = limits.raise_hint("--max-blank-lines")
+                    message = f"more than {limits.blank_lines} blank lines: not read{hint}"
                     raise DataError(self.file, message, line_no)
                 continue
             yield line_no, raw

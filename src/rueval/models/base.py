@@ -114,6 +114,15 @@ def result_problem(request: Request, result: Any) -> str | None:
     return logprob_problem(result.logprob)
 
 
+def check_generation_budget(new_tokens: int, max_length: int | None) -> None:
+    """A generation budget that leaves no room for a prompt in the model's window is refused."""
+    if max_length is not None and new_tokens >= max_length:
+        raise RuevalError(
+            f"{new_tokens} new tokens do not fit the model's window of {max_length} tokens beside a prompt: "
+            "give --gen_kwargs max_gen_toks a smaller number"
+        )
+
+
 def checked_logprob(value: Any, source: str, request: Request) -> float:
     """A log-probability read from a backend's answer (one token's); an ImpossibleAnswer naming
     ``source`` (a server) and the request unless it is a finite number <= 0."""
@@ -159,6 +168,7 @@ class Capabilities:
     chat_logprobs: bool | None = False
     tokenizer: Any = None  # the model's own tokenizer, if the backend has one (its chat template renders prompts)
     parameters: int | None = None  # the model's size, if known
+    max_length: int | None = None  # the most tokens it takes, prompt and generated together, if known
 
 
 class LanguageModel(ABC):

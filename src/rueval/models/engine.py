@@ -14,6 +14,7 @@ and the HF backend forwards each shared prefix once per chunk.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -91,6 +92,10 @@ class Engine:
                         """Commit a finished batch: into the results, this process's memory and the cache."""
                         encoded = {}
                         for i, result in finished:
+                            if not isinstance(i, int) or not 0 <= i < len(part):
+                                raise ImpossibleAnswer(
+                                    f"{self._shown} reported a result for request {i!r:.20} of {len(part)}"
+                                )
                             if part[i] in done:
                                 continue
                             self._check(part[i], result)
@@ -108,6 +113,9 @@ class Engine:
                         counter.advance(len(encoded))
 
                     results = getattr(self.model, method)(part, record)
+                    if not isinstance(results, Sequence) or len(results) != len(part):
+                        given = f"{len(results)} results" if isinstance(results, Sequence) else f"{results!r:.40}"
+                        raise ImpossibleAnswer(f"{self._shown} answered {given} for {len(part)} requests; not cached")
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
 
@@ -132,8 +140,12 @@ class Engine:
     def _check(self, request: Request, result: Any) -> None:
         problem = result_problem(request, result)
         if problem:
-            model = self.model.identity.split(" ", 1)[0]
-            raise ImpossibleAnswer(f"{model} answered {problem} for {describe(request)}; not cached")
+            raise ImpossibleAnswer(f"{self._shown} answered {problem} for {describe(request)}; not cached")
+
+    @property
+    def _shown(self) -> str:
+        """The model as messages name it: its identity before the first `` key=value`` (a server's card)."""
+        return re.split(r" \w+=", self.model.identity, maxsplit=1)[0]
 
     @staticmethod
     def _decode(request: Request, value: Any) -> Any:

@@ -139,6 +139,10 @@ class ModelOptions:
         timeout = self.timeout
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
             raise RuevalError(f"--timeout {timeout}: expected a positive number of seconds")
+        if self.revision is not None and not self.revision.strip():
+            raise RuevalError(f"--revision {self.revision!r}: expected a hub branch, tag or commit")
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise RuevalError(f"--concurrency {self.concurrency}: expected a whole number from 1")
 
 
 def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -> Engine:

@@ -17,6 +17,7 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    check_generation_budget,
     cut_at_stop,
     encode_pair,
 )
@@ -70,7 +71,8 @@ class HFCausalLM(LanguageModel):
         self.max_rows = 64 if batch_size == "auto" else int(batch_size)
         self.auto_batch = batch_size == "auto"
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
-        self.identity = f"hf:{path}@{model_revision(path, self.model.config, revision)}"
+        # weights given in memory may differ from those they were loaded from: no revision names them
+        self.identity = f"hf:{path}@" + ("in-memory" if loaded else model_revision(path, self.model.config, revision))
         self.identity += f" peft={peft}@{_content_hash(Path(peft))}" if peft else ""
         self.identity += f" load_in={load_in}" if load_in else ""
         self.stats = TreeStats()
@@ -82,6 +84,7 @@ class HFCausalLM(LanguageModel):
             generation=True,
             tokenizer=self.tokenizer,
             parameters=sum(p.numel() for p in self.model.parameters()),
+            max_length=self.max_length,
         )
 
     @classmethod
@@ -90,11 +93,7 @@ class HFCausalLM(LanguageModel):
         may differ from those it was loaded from, so its identity says "in-memory" and callers must not
         give it a request cache."""
         path = getattr(model.config, "name_or_path", "") or "model"
-        loaded = cls(
-            path, device=str(model.device), batch_size=batch_size, revision="in-memory", loaded=(model, tokenizer)
-        )
-        loaded.identity = f"hf:{path}@in-memory"
-        return loaded
+        return cls(path, device=str(model.device), batch_size=batch_size, loaded=(model, tokenizer))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -251,11 +250,7 @@ class HFCausalLM(LanguageModel):
 
         from rueval.models.sampling import RowSampler
 
-        if request.max_new_tokens >= self.max_length:
-            raise RuevalError(
-                f"{request.max_new_tokens} new tokens do not fit the model's window of {self.max_length} tokens "
-                "beside a prompt: give --gen_kwargs max_gen_toks a smaller number"
-            )
+        check_generation_budget(request.max_new_tokens, self.max_length)
         prompt = [self.start_token, *self._tokens(request.prompt)][-(self.max_length - request.max_new_tokens) :]
         input_ids = torch.tensor([prompt], device=self.device)
         sample = request.temperature > 0 or request.top_p < 1
@@ -345,13 +340,17 @@ def _max_length(config, tokenizer) -> int:
 
 
 def model_revision(path: str, config=None, revision: str | None = None) -> str:
-    """The hub commit, else the asked revision, else for a local directory a hash of its files' contents."""
+    """For a local directory a hash of its files' contents (a revision names none of them: it would
+    name the cached results of other weights), else the hub commit, else the asked revision."""
+    if Path(path).is_dir():
+        if revision is not None:
+            raise RuevalError(f"--revision {revision}: {path} is a local folder; its content is its revision")
+        return _content_hash(Path(path))
     commit = getattr(config, "_commit_hash", None)
     if commit or revision:
         return commit or revision
-    if not Path(path).is_dir():  # so that a cached result is never served for another revision
-        raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
-    return _content_hash(Path(path))
+    # so that a cached result is never served for another revision
+    raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
 
 
 def _content_hash(folder: Path) -> str:
@@ -363,6 +362,8 @@ def _content_hash(folder: Path) -> str:
         memo = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         memo = {}
+    if not isinstance(memo, dict):  # damaged: every file is hashed again, and the memo written anew
+        memo = {}
     digest, changed = hashlib.sha256(), False
     for file in sorted(folder.iterdir()):
         if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
@@ -370,7 +371,8 @@ def _content_hash(folder: Path) -> str:
         stat = file.stat()
         stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
         key = str(file.resolve())
-        if not isinstance(memo.get(key), dict) or memo[key].get("stamp") != stamp:
+        known = memo.get(key)
+        if not isinstance(known, dict) or known.get("stamp") != stamp or not isinstance(known.get("sha256"), str):
             with file.open("rb") as f:
                 memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
             changed = True

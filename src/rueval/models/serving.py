@@ -28,13 +28,15 @@ from typing import Any
 
 import httpx
 
-from rueval.errors import RuevalError
+from rueval.data.reading import ReadLimits, read_whole
+from rueval.errors import DataError, RuevalError
 from rueval.progress import LOG_EVERY, info
 
 ROUTE_CHARS = 256  # characters of a prompt that choose its server: an episode's demonstrations are longer
 OWN_TIME = 5  # seconds: a `created` this close to the answer's time is the answer's own clock (vLLM), not the model's
 RETRIED_STATUS = {408, 429, 500, 502, 503, 504}  # busy or restarting servers: worth another try
 MAX_BACKOFF = 30.0  # seconds
+URL_FILE_LIMITS = ReadLimits(file_bytes=2**20)  # --base-url @FILE: a list of URLs
 log = logging.getLogger(__name__)
 
 
@@ -45,10 +47,9 @@ class ServerDown(RuevalError):
 def parse_base_urls(text: str) -> list[str]:
     """``URL[,URL...]`` or ``@FILE`` (one URL a line; blank lines and ``#`` comments skipped)."""
     if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as e:
+        try:  # read as data files are: a regular file (a pipe would block), within a size
+            lines = read_whole(Path(text[1:]), URL_FILE_LIMITS).decode("utf-8").splitlines()
+        except (DataError, UnicodeDecodeError) as e:
             raise RuevalError(f"--base-url {text}: cannot read the file of server URLs ({e})") from None
         urls = [line.split("#", 1)[0].strip() for line in lines]
     else:
@@ -230,8 +231,8 @@ class Waiting:
                 del self._started[number]
                 self._answered = time.monotonic()
 
-    def _arm(self) -> None:
-        self._timer = threading.Timer(LOG_EVERY, self._report)
+    def _arm(self, delay: float | None = None) -> None:
+        self._timer = threading.Timer(LOG_EVERY if delay is None else delay, self._report)
         self._timer.daemon = True
         self._timer.start()
 
@@ -245,9 +246,14 @@ class Waiting:
             for server, sent in self._started.values():
                 first, n = oldest.get(server, (now, 0))
                 oldest[server] = (min(first, sent), n + 1)
-            silent = now - self._answered >= LOG_EVERY
+            # the first line is due LOG_EVERY after silence began (the last answer, or the oldest request
+            # if sent after it), not at the next tick of a clock started by an earlier request
+            due = max(self._answered, min(sent for sent, _ in oldest.values())) + LOG_EVERY
+            if now < due:
+                self._arm(due - now)
+                return
             self._arm()
-        for server, (sent, n) in oldest.items() if silent else ():
+        for server, (sent, n) in oldest.items():
             if now - sent >= LOG_EVERY:
                 info(
                     f"waiting for the server at {server}: {n} requests unanswered, the oldest for "

@@ -37,11 +37,11 @@ def model_folder(out_dir: Path) -> Path:
     """The folder a model is saved to, made now: transformers' save_pretrained only logs a path that is
     a file, and saves nothing."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise RuevalError(f"{out_dir}: a file is in the way; a model is saved as a folder")
     try:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise RuevalError(f"{out_dir}: a file is in the way; a model is saved as a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
+    except OSError as e:  # a name too long, no permission, a read-only disk
         raise RuevalError(f"{out_dir}: cannot be written ({e.strerror or e})") from None
     return out_dir
 

@@ -15,7 +15,7 @@ from typing import Any
 from rueval.errors import DataError, RuevalError
 from rueval.progress import progress
 from rueval.results import RunResult, read_predictions
-from rueval.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, paired_bootstrap
+from rueval.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, check_bootstrap, paired_bootstrap
 from rueval.tasks import TASKS, Example, Task
 
 SIGNIFICANCE_LEVEL = 0.05
@@ -29,6 +29,7 @@ def compare_runs(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Paired-bootstrap differences, A minus B, of every metric of every task both runs scored."""
+    check_bootstrap(resamples, seed)
     summary_a, summary_b = RunResult.read(run_a), RunResult.read(run_b)
     common = [name for name in summary_a.tasks if name in summary_b.tasks]
     if not common:

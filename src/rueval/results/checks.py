@@ -12,21 +12,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rueval.data.reading import read_whole
 from rueval.errors import DataError, RuevalError
 
 T = TypeVar("T")
 
 
 def read_json_file(path: Path) -> Any:
-    """A JSON file's content; a DataError naming the file (and line) if it is missing, not UTF-8 or not JSON."""
+    """A JSON file's content; a DataError naming the file (and line) if it is missing, not a regular
+    file (a pipe would block), larger than data files may be, not UTF-8 or not JSON."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_whole(path).decode("utf-8"))
     except json.JSONDecodeError as e:
         raise DataError(str(path), f"not valid JSON: {e.msg}", line=e.lineno) from None
     except UnicodeDecodeError:
         raise DataError(str(path), "not UTF-8 text") from None
-    except OSError as e:
-        raise DataError(str(path), f"cannot be read ({e.strerror or e})") from None
 
 
 class Checker:

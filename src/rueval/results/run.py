@@ -371,7 +371,11 @@ class RunResult:
     def read(cls, run_dir: Path) -> RunResult:
         """A run directory's results.json, checked; a user error names the file and field at fault."""
         path = run_dir / "results.json"
-        if not run_dir.is_dir():
+        try:
+            found = run_dir.is_dir()
+        except OSError as e:  # a name too long, a folder that cannot be searched
+            raise RuevalError(f"{run_dir}: cannot be used ({e.strerror or e})") from None
+        if not found:
             raise RuevalError(f"{run_dir}: not a directory; give the output directory of `rueval run`")
         if not path.is_file():
             raise RuevalError(f"{run_dir}: no results.json; is this the output directory of `rueval run`?")

@@ -12,8 +12,8 @@ from typing import Any
 
 from rueval.errors import DataError, RuevalError
 from rueval.results.checks import Checker
+from rueval.stats import check_seed
 
-SEED_MAX = 2**32 - 1  # numpy's legacy generator and most libraries take seeds below 2^32
 # Each episode asks every request of its k again: a thousand is far beyond any paper's protocol (TAPE: 5)
 # and keeps a mistyped number from planning billions of requests.
 EPISODES_MAX = 1000
@@ -39,8 +39,7 @@ def check_types(spec: Any) -> None:
 
 
 def check_ranges(seed: int, shots: tuple[int, ...], episodes: int) -> None:
-    if not 0 <= seed <= SEED_MAX:
-        raise RuevalError(f"--seed {seed}: expected a whole number from 0 to {SEED_MAX}")
+    check_seed(seed)
     if not shots or any(k < 0 for k in shots):
         raise RuevalError(f"--shots {','.join(map(str, shots))}: expected one or more non-negative numbers")
     if not 1 <= episodes <= EPISODES_MAX:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, is_mera_folder
+from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
 from rueval.errors import RuevalError
 from rueval.results.checks import Checker, read_json_file
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
@@ -217,8 +217,8 @@ class RunSpec:
         ``values`` are fields as they are (``options=`` instead of ``given`` for options made already)."""
         if not isinstance(model, str):
             raise RuevalError(f"--model: expected a model's name or spec, got {model!r:.40}")
-        if data is not None and (not isinstance(data, str | Path) or not str(data).strip()):
-            raise RuevalError(f"--data {data!r:.40}: expected a folder, a zip file, or hf")
+        if data is not None:
+            check_data_spec(data)
         if "options" not in values:
             values["options"] = solver_options(model, given or {}, values.get("seed", 0), spell)
         folders = tuple(_absolute_folders(_names(include_path, "include_path", str | Path)))

@@ -58,7 +58,7 @@ class RunStore:
     def load_spec(self) -> RunSpec:
         """The spec of the run in this directory; a user error if there is none or it is damaged."""
         path = self.out / SPEC_FILE
-        if not path.is_file():
+        if not (path.exists() or path.is_symlink()):  # anything else of its name is refused as it is read
             raise RuevalError(f"{path}: not found; --resume continues a run started with rueval run -o {self.out}")
         return read_spec(path, RESOLVED)
 
@@ -112,11 +112,12 @@ class RunStore:
             )
 
     def _earlier_settings(self) -> dict[str, Any] | None:
-        """The settings of the run in the directory: its run.json (checked as --resume reads it), else
-        its results.json. A damaged one is an error naming it."""
+        """The settings of the run in the directory: its run.json, checked as --resume reads it (whatever
+        has its name: a folder or a pipe is no run.json). A damaged one, or none beside a results.json
+        (nothing then records the settings or the files), is an error naming it."""
         results, spec = self.out / "results.json", self.out / SPEC_FILE
         try:
-            if spec.is_file():
+            if spec.exists() or spec.is_symlink():
                 read_spec(spec, RESOLVED)
                 earlier = dict(Checker(str(spec)).obj(read_json_file(spec), ""))
                 files = Checker(str(spec)).obj(earlier.get(FILES) or {}, FILES)
@@ -124,8 +125,8 @@ class RunStore:
                     **earlier,
                     FILES: {task: dict(Checker(str(spec)).obj(v, f"{FILES}.{task}")) for task, v in files.items()},
                 }
-            if results.is_file():
-                return RunResult.read(self.out).settings
+            if results.exists():
+                raise RuevalError(f"{spec}: missing beside {results.name} (it records the run's settings and files)")
         except RuevalError as e:
             raise RuevalError(f"{e}; give a new -o, or --force to replace the run in {self.out}") from None
         return None

@@ -148,7 +148,12 @@ def open_engine(url: str) -> Engine:
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
     path = make_url(url).database
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(path).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file in the way (--store FILE), no permission, a name too long
+            why = "a file, not a folder" if folder.is_file() else e.strerror or str(e)
+            raise RuevalError(f"{folder}: cannot hold the board's database ({why})") from None
     engine = create_engine(
         url, connect_args={"timeout": SQLITE_WAIT_S, "isolation_level": None, "check_same_thread": False}
     )

@@ -12,6 +12,7 @@ every worker down in turn.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,11 +20,18 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from rueval.errors import RuevalError
 from rueval.serve.db import Database, Job, Submission, Team
 
 LEASE_S = 30.0  # a claimed job is the worker's for this long, renewed every third of it
 MAX_ATTEMPTS = 3
 DAY_S = 24 * 3600
+
+
+def check_lease(lease_s: float) -> None:
+    """A lease runs out: an endless one would keep a dead worker's job from every other worker."""
+    if isinstance(lease_s, bool) or not isinstance(lease_s, int | float) or not 1 <= lease_s < math.inf:
+        raise RuevalError(f"--lease {lease_s}: expected a finite number of seconds, at least 1")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 
+from rueval.errors import RuevalError
 from rueval.serve.app import create_app
+from rueval.serve.queue import check_lease
 from rueval.serve.service import ServeConfig, Service
 
 log = logging.getLogger("rueval.serve")
@@ -24,6 +27,8 @@ def worker_command(config: ServeConfig, lease_s: float, parent: int | None = Non
 def run_server(config: ServeConfig, host: str, port: int, workers: int, lease_s: float) -> None:
     import uvicorn
 
+    check_lease(lease_s)  # before anything starts: the workers would refuse it one by one
+    _check_address(host, port)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     service = Service.open(config)
     started = [subprocess.Popen(worker_command(config, lease_s, os.getpid())) for _ in range(workers)]
@@ -39,3 +44,12 @@ def run_server(config: ServeConfig, host: str, port: int, workers: int, lease_s:
             except subprocess.TimeoutExpired:
                 worker.kill()
         service.db.close()
+
+
+def _check_address(host: str, port: int) -> None:
+    """The address can be listened on (uvicorn would exit with its own log lines and code 3)."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as e:  # an address that is no host's, a port in use or reserved
+        raise RuevalError(f"--host {host} --port {port}: cannot listen there ({e.strerror or e})") from None

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rueval.data.local import parse_json_line
-from rueval.data.records import Record
+from rueval.data.reading import JsonLines, ReadLimits, decode_line
+from rueval.data.records import Record, id_rule
 from rueval.errors import DataError, RuevalError
 from rueval.serve.gold import Gold, GoldTask
 from rueval.tasks import BENCHMARKS, Task
@@ -29,14 +30,18 @@ MB = 2**20
 RSG_FOLDERS = {name: task for task in BENCHMARKS["rsg"] for name in task.names}
 
 
+RSG_IDS = id_rule("rsg")  # a submission's ids are the test set's: RSG's rule
+
+
 @dataclass(frozen=True)
 class UploadLimits:
-    """What an upload may be: the zip's own size, its members, and what they inflate to."""
+    """What an upload may be: the zip's own size, its members, and what they inflate to; each member
+    is read as data files are (rueval.data.reading), within ``read``."""
 
     upload_bytes: int = 20 * MB
     members: int = 32
-    inflated_bytes: int = 200 * MB  # all members together, as the zip declares them (and as read)
-    line_bytes: int = 1 * MB
+    inflated_bytes: int = 200 * MB  # all members together, as the zip declares them
+    read: ReadLimits = ReadLimits(line_bytes=1 * MB, file_bytes=200 * MB, hints=False)
 
 
 DEFAULT_LIMITS = UploadLimits()
@@ -61,6 +66,7 @@ def check_submission(data: bytes, gold: Gold, limits: UploadLimits = DEFAULT_LIM
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, EOFError):
         raise RuevalError("upload: not a zip archive; expected the zip `rueval submit` writes") from None
+    archive.filename = ""  # its members are named as the uploader named them: "PARus.jsonl:3: ..."
     with archive:
         members, ignored = _members(archive, gold, limits)
         predictions = {}
@@ -116,18 +122,10 @@ def _task_of(filename: str) -> Task:
 
 
 def _lines(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: UploadLimits) -> Iterator[tuple[int, str]]:
-    """A member's lines (number, text), each at most ``limits.line_bytes`` long, read as a stream."""
-    try:
-        with archive.open(info) as stream:
-            for number, raw in enumerate(iter(lambda: stream.readline(limits.line_bytes + 1), b""), 1):
-                if len(raw.rstrip(b"\r\n")) > limits.line_bytes:
-                    raise DataError(info.filename, f"line longer than {limits.line_bytes:,} bytes", number)
-                try:
-                    yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
-                except UnicodeDecodeError as e:
-                    raise DataError(info.filename, f"not UTF-8 text (byte {e.start} of the line)", number) from None
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
-        raise DataError(info.filename, f"corrupt zip data ({e or type(e).__name__})") from None
+    """A member's lines that are not blank (number, text), read as a stream within ``limits.read``."""
+    with JsonLines(zipfile.Path(archive, info.filename), limits.read) as lines:
+        for number, raw in lines:
+            yield number, decode_line(raw, info.filename, number)
 
 
 def _read_task(archive: zipfile.ZipFile, info: zipfile.ZipInfo, gold: GoldTask, limits: UploadLimits) -> list[Any]:
@@ -136,10 +134,8 @@ def _read_task(archive: zipfile.ZipFile, info: zipfile.ZipInfo, gold: GoldTask, 
     predictions: list[Any] = [None] * len(gold.examples)
     seen: dict[Any, int] = {}
     for number, line in _lines(archive, info, limits):
-        if not line.strip():
-            continue
-        record = Record(parse_json_line(line, info.filename, number), info.filename, number, len(seen))
-        pairs = _muserc_answers(record) if gold.nested else [(record, (_idx(record, "idx"),))]
+        record = Record(parse_json_line(line, info.filename, number), info.filename, number, len(seen), ids=RSG_IDS)
+        pairs = _muserc_answers(record) if gold.nested else [(record, (record.id(),))]
         for answer, path in pairs:
             key = path if gold.nested else path[0]
             if key not in gold.ids:
@@ -157,21 +153,11 @@ def _read_task(archive: zipfile.ZipFile, info: zipfile.ZipInfo, gold: GoldTask, 
 
 def _muserc_answers(record: Record) -> list[tuple[Record, tuple[int, int, int]]]:
     """A MuSeRC line's answers, each with its (passage, question, answer) path."""
-    passage = _idx(record, "idx")
     answers = []
     for question in record.items("passage.questions"):
-        question_idx = _idx(question, "idx")
         for answer in question.items("answers"):
-            answers.append((answer, (passage, question_idx, _idx(answer, "idx"))))
+            answers.append((answer, (record.id(), question.id(), answer.id())))
     return answers
-
-
-def _idx(record: Record, field: str) -> int:
-    """An RSG id: an integer, as the official files have it."""
-    value = record.get(field)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise record.error(field, f"expected an integer id, got {_shown(value)}")
-    return value
 
 
 def label_forms(task: Task) -> dict[tuple[type, Any], Any]:

@@ -106,6 +106,7 @@ class Worker:
 def run_worker(db_url: str, gold_dir: Path, store: Path, lease_s: float, parent: int | None = None) -> None:
     """`rueval serve-worker`: one worker until interrupted or terminated (it finishes the submission
     it is scoring first)."""
+    queue.check_lease(lease_s)  # before the database is opened (and made)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

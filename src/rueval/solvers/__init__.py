@@ -62,8 +62,11 @@ def _language_model(model: str, options: LMOptions, seed: int, work_dir: Path | 
 
 def lm_solver(engine: Any, name: str, options: LMOptions, seed: int) -> Solver:
     """The one place a language model's solver is made: a spec's, or an in-memory model's (rueval.evaluate)."""
+    from rueval.models.base import check_generation_budget
     from rueval.solvers.lm import LMSolver
 
+    if options.generation.max_gen_toks is not None:  # refused before any work, not when the first text begins
+        check_generation_budget(options.generation.max_gen_toks, engine.model.capabilities.max_length)
     return LMSolver(engine, name, options.scoring, seed, options.chat, options.generation)
 
 

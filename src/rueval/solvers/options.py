@@ -5,11 +5,12 @@ Every value is JSON (run.json, results.json's ``solver_options``, the run's fing
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from rueval.errors import RuevalError
+from rueval.errors import DataError, RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.results.checks import Checker
 from rueval.solvers.heuristics import RULE_CHOICES
@@ -128,6 +129,7 @@ class LMOptions:
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int, in_memory: bool = False) -> LMOptions:
         """The options given by name; a model given in memory takes no ModelOptions (it is loaded already)."""
+        _check_types(given)
         engine_options = {name: value for name, value in given.items() if name in MODEL_NAMES}
         if in_memory and engine_options:
             raise RuevalError(
@@ -174,6 +176,22 @@ class _FlatLM:
     fewshot_as_multiturn: bool = False
     gen_kwargs: dict = field(default_factory=dict)
     in_memory: bool = False
+
+
+# read by their own parsers: lm-eval's key=value text or a mapping, a number or "auto", a path, none for the default
+OWN_PARSERS = ("gen_kwargs", "batch_size", "peft", "device")
+
+
+def _check_types(given: Mapping[str, Any]) -> None:
+    """Each option given of its field's type (`rueval.evaluate` takes any value): one line naming it."""
+    hints = typing.get_type_hints(_FlatLM) | typing.get_type_hints(ModelOptions)
+    check = Checker("")
+    for name, value in given.items():
+        if name in hints and name not in OWN_PARSERS:
+            try:
+                check.typed(hints[name], value, name)
+            except DataError as e:
+                raise RuevalError(f"--{name.replace('_', '-')}: {e.message}") from None
 
 
 def _pick(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rueval.errors import RuevalError
+from rueval.stats import SEED_MAX
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 
@@ -26,17 +28,35 @@ class FinetuneOptions:
     checkpoint_steps: int | None = None  # checkpoint (and select) every this many steps; None: every epoch
 
     def __post_init__(self) -> None:
-        checks = {
-            "epochs": self.epochs > 0,
-            "lr": self.lr > 0,
-            "batch_size": self.batch_size >= 1,
-            "max_length": self.max_length >= 8,
-            "gradient_accumulation": self.gradient_accumulation >= 1,
-            "heldout": 0 <= self.heldout < 1,
-            "checkpoint_steps": self.checkpoint_steps is None or self.checkpoint_steps >= 1,
+        number, whole = _finite_number, _whole_number
+        checks = {  # each field: whether it is valid, and what it must be
+            "epochs": (number(self.epochs) and self.epochs > 0, "a finite number above 0"),
+            "lr": (number(self.lr) and self.lr > 0, "a finite number above 0"),
+            "batch_size": (whole(self.batch_size) and self.batch_size >= 1, "a whole number from 1"),
+            "max_length": (whole(self.max_length) and self.max_length >= 8, "a whole number from 8"),
+            "seed": (whole(self.seed) and 0 <= self.seed <= SEED_MAX, f"a whole number from 0 to {SEED_MAX}"),
+            "gradient_accumulation": (
+                whole(self.gradient_accumulation) and self.gradient_accumulation >= 1,
+                "a whole number from 1",
+            ),
+            "heldout": (number(self.heldout) and 0 <= self.heldout < 1, "a number from 0 to below 1"),
+            "checkpoint_steps": (
+                self.checkpoint_steps is None or whole(self.checkpoint_steps) and self.checkpoint_steps >= 1,
+                "a whole number from 1, or none",
+            ),
         }
-        for name, valid in checks.items():
+        for name, (valid, expected) in checks.items():
             if not valid:
-                raise RuevalError(f"fine-tuning option {name}={getattr(self, name)!r} is out of range")
+                raise RuevalError(
+                    f"fine-tuning option {name}={getattr(self, name)!r:.40} is out of range: expected {expected}"
+                )
         if self.precision not in PRECISIONS:
             raise RuevalError(f"fine-tuning precision {self.precision!r}; expected one of: {', '.join(PRECISIONS)}")
+
+
+def _finite_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
