@@ -1,14 +1,20 @@
 """Loading an `hf:` model: its libraries and device, where its weights go and what is loaded with
-them (accelerate's device map, bitsandbytes quantization, a PEFT adapter). Each is refused with a
-clear error when a library or a GPU it needs is missing."""
+them (accelerate's device map, bitsandbytes quantization, a PEFT adapter), and which weights they
+are (the revision in the model's identity). Each is refused with a clear error when a library or a
+GPU it needs is missing."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from rueval.errors import RuevalError
+from rueval.paths import cache_dir
 
 TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 
@@ -104,3 +110,58 @@ def check_device(device: str):
     if parsed.index is not None and parsed.index >= count:
         raise RuevalError(f"--device {device}: this machine has {count} {parsed.type} device(s), numbered from 0")
     return parsed
+
+
+def hash_while_loading(path: str, revision: str | None) -> Future[str] | None:
+    """For a local folder loaded without a named revision, its content hash (model_revision's),
+    started now in a thread: hashlib lets go of the interpreter over large reads, so the weights are
+    hashed while torch and transformers import and read them, and the page cache serves the second read."""
+    if revision is not None or not Path(path).is_dir():
+        return None
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rueval-hash")
+    try:
+        return pool.submit(content_hash, Path(path))
+    finally:
+        pool.shutdown(wait=False)
+
+
+def model_revision(path: str, config=None, revision: str | None = None, folder_hash: Future[str] | None = None) -> str:
+    """The hub commit, else the asked revision, else for a local directory a hash of its files' contents
+    (``folder_hash``'s, when hash_while_loading started it)."""
+    commit = getattr(config, "_commit_hash", None)
+    if commit or revision:
+        return commit or revision
+    if not Path(path).is_dir():  # so that a cached result is never served for another revision
+        raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
+    return folder_hash.result() if folder_hash is not None else content_hash(Path(path))
+
+
+def content_hash(folder: Path) -> str:
+    """A hash of the name and full content of every file in the folder (weights, config, tokenizer;
+    not hidden files or READMEs). Each file's hash is remembered by its path, size, mtime, ctime and
+    inode, so a rerun on an unchanged folder reads no weights."""
+    memo_path = cache_dir("model-files") / "sha256.json"
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    digest, changed = hashlib.sha256(), False
+    for file in sorted(folder.iterdir()):
+        if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
+            continue
+        stat = file.stat()
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        key = str(file.resolve())
+        if not isinstance(memo.get(key), dict) or memo[key].get("stamp") != stamp:
+            with file.open("rb") as f:
+                memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+            changed = True
+        digest.update(f"{file.name}\0{memo[key]['sha256']}\n".encode())
+    if changed:  # written whole and renamed: concurrent runs at worst hash a file again
+        temporary = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(memo), encoding="utf-8")
+            temporary.replace(memo_path)
+        except OSError:  # a cache that cannot be written (read-only, full): the next run hashes again
+            temporary.unlink(missing_ok=True)
+    return digest.hexdigest()[:16]
