@@ -51,11 +51,11 @@ def answers(logprobs: list[float]) -> list[int]:
     return [int(logprobs[i + 1] > logprobs[i]) for i in range(0, len(logprobs), 2)]
 
 
-@pytest.mark.parametrize(("pack_tokens", "rows"), [(PACK_TOKENS, 64), (64, 64), (20, 2)])
+@pytest.mark.parametrize(("pack_tokens", "rows"), [(1024, 64), (PACK_TOKENS, 64), (64, 64), (20, 2)])
 def test_few_shot_scores_equal_the_plain_per_sequence_forward_to_1e_5(tiny_gpt2_dir, plain, pack_tokens, rows):
-    # Everything in one row (PACK_TOKENS); each episode's demonstrations forwarded once, then its items
-    # side by side in rows on that cache (64); an item per row, in batches of two rows of different
-    # pasts (20): all are the definition.
+    # Everything in one row (1024); each episode's demonstrations forwarded once, then its items side
+    # by side in rows on that cache (PACK_TOKENS, 64); an item per row, in batches of two rows of
+    # different pasts (20): all are the definition.
     model = HFCausalLM(str(tiny_gpt2_dir))
     model.pack_tokens, model.max_rows = pack_tokens, rows
     results = model.loglikelihood(FEW_SHOT)
@@ -63,7 +63,7 @@ def test_few_shot_scores_equal_the_plain_per_sequence_forward_to_1e_5(tiny_gpt2_
     for result, (logprob, greedy) in zip(results, expected, strict=True):
         assert result.logprob == pytest.approx(logprob, abs=1e-5) and result.greedy == greedy
     assert answers([r.logprob for r in results]) == answers([logprob for logprob, _ in expected])
-    if pack_tokens == PACK_TOKENS:  # the whole trie fits one row: one pass
+    if pack_tokens == 1024:  # the whole trie fits one row: one pass
         assert model.stats.forward_calls == 1
     assert model.stats.forwarded_tokens < 0.3 * sum(len(model.encode(r)[0]) for r in FEW_SHOT)
 
@@ -129,6 +129,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on 
 @cuda
 def test_cuda_float32_scores_equal_the_definition(tiny_gpt2_dir):
     model = HFCausalLM(str(tiny_gpt2_dir), device="cuda", dtype="float32")
+    model.pack_tokens = 1024
     reference = AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir, dtype=torch.float32).to("cuda").eval()
     results = model.loglikelihood(FEW_SHOT)
     expected = [definition(reference, *model.encode(r)) for r in FEW_SHOT]

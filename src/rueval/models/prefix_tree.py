@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-PACK_TOKENS = 512  # the longest row of packed subtrees (attention over a row grows with its square)
+PACK_TOKENS = 256  # the longest row of packed subtrees (attention over a row grows with its square)
 WINDOW_BATCHES = 4  # how many batches' worth of pending rows are sorted by length at a time
 MIN_FILL = 0.8  # a batch's shortest row must fill this share of its longest
 
@@ -147,18 +147,20 @@ def _count_sizes(root: _TrieNode) -> None:
 
 def _rows_below(node: _TrieNode, parent: _Row | None, past_len: int, pack_tokens: int) -> list[_Row]:
     """The rows that forward what follows ``node``: the unbranched head of each child subtree too large to
-    pack, and the small ones packed side by side, several to a row of at most ``pack_tokens`` (rows of
-    one length: little padding, and one copy of the past per row rather than per item)."""
+    pack, and the small ones packed side by side, several to a row of at most ``pack_tokens``, largest
+    first into the first row with room (rows of nearly one length: little padding, and one copy of the
+    past per row rather than per item)."""
     heads, packed = [], []
-    for token, child in node.children.items():
-        if not child.size:
-            continue
+    children = [(token, child) for token, child in node.children.items() if child.size]
+    for token, child in sorted(children, key=lambda pair: -pair[1].size):
         if child.size > pack_tokens:
             heads.append(_head(token, child, parent, past_len))
             continue
-        if not packed or len(packed[-1].tokens) + child.size > pack_tokens:
-            packed.append(_Row([], [], [], [], parent, past_len))
-        _pack(packed[-1], token, child)
+        row = next((r for r in packed if len(r.tokens) + child.size <= pack_tokens), None)
+        if row is None:
+            row = _Row([], [], [], [], parent, past_len)
+            packed.append(row)
+        _pack(row, token, child)
     for row in packed:
         row.branched = any(a != i - 1 for i, a in enumerate(row.ancestors))
     return heads + packed
