@@ -1,7 +1,7 @@
 """The whole process as a user times it: `time lm_eval ...` against `time rueval run ...` (issue 28).
 
     python benchmarks/bench_whole.py [--items 349] [--lm-eval /work/lmeval-venv/bin/lm_eval]
-        [--device cpu] [--only limit1,0shot,4shot] [--name bench_whole] [--keep DIR]
+        [--device cpu] [--threads N] [--only limit1,0shot,4shot] [--name bench_whole] [--keep DIR]
 
 Not part of the test suite. lm-evaluation-harness 0.4.13 lives in its own virtualenv (see
 bench_engine.py's docstring); ``--lm-eval`` names its ``lm_eval`` command. One run, each command once,
@@ -25,6 +25,11 @@ command a user types):
    the rest of the run (options, data, prompts, scoring, results) and the process's end;
 4. writes benchmarks/results/<name>.json and .md with the machine's 1-minute load average before and
    after each command: figures measured with other work on the machine are marked so.
+
+``--threads N`` gives both tools N torch threads (OMP_NUM_THREADS, MKL_NUM_THREADS; default torch's
+choice, one per core). On a machine that other work keeps busy, threads that wait for each other at
+every operation slow small ones most (lm-eval's more than rueval's), so ``--threads 1`` compares the
+tools more fairly there.
 """
 
 from __future__ import annotations
@@ -123,10 +128,11 @@ def parts_of(marks: dict[str, float], started: float, ended: float) -> dict[str,
 
 # -- the commands -------------------------------------------------------------------------------
 class Bench:
-    def __init__(self, work: Path, items: int, lm_eval: str, device: str):
+    def __init__(self, work: Path, items: int, lm_eval: str, device: str, threads: int | None):
         from rueval.models.tiny import build_tiny_gpt2
 
         self.work, self.items, self.lm_eval, self.device = work, items, lm_eval, device
+        self.threads = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {}
         self.model_dir = build_tiny_gpt2(work / "model", **MODEL)
         self.data_dir = work / "data"
         write_data(generate_items(items, seed=0), self.data_dir)
@@ -154,7 +160,7 @@ class Bench:
         for i, command in enumerate(commands):
             env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
             env |= {"RUEVAL_CACHE_DIR": str(self.work / f"cache-{name}-{i}")}
-            env |= {"HF_DATASETS_CACHE": str(self.work / f"datasets-{name}-{i}")}
+            env |= {"HF_DATASETS_CACHE": str(self.work / f"datasets-{name}-{i}")} | self.threads
             log = self.work / f"{name}-{i}.log"
             loads.append(round(os.getloadavg()[0], 2))
             started = time.time()
@@ -204,11 +210,11 @@ TITLES = {
 }
 
 
-def markdown(rows: list[dict[str, Any]], items: int) -> str:
+def markdown(rows: list[dict[str, Any]], items: int, threads: int | None) -> str:
     loads = [x for r in rows for tool in ("lm_eval", "rueval") for x in r[tool]["load_average"]]
     lines = [
         f"# bench_whole: the whole process, {items} PARus items, random GPT-2 (6 x 512), "
-        f"lm-eval --model hf --batch_size {LM_EVAL_BATCH_SIZE}",
+        f"lm-eval --model hf --batch_size {LM_EVAL_BATCH_SIZE}, torch threads: {threads or 'one per core'}",
         "",
         "| setting | lm-eval | rueval | ratio | accuracy lm-eval / rueval | load average |",
         "|---|---|---|---|---|---|",
@@ -238,6 +244,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=349)
     parser.add_argument("--lm-eval", default="/work/lmeval-venv/bin/lm_eval", help="lm-eval's command")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads for both tools")
     parser.add_argument("--only", default="limit1,0shot,4shot", help="settings, comma-separated")
     parser.add_argument("--name", default="bench_whole", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
@@ -249,12 +256,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        bench = Bench(work, args.items, args.lm_eval, args.device)
+        bench = Bench(work, args.items, args.lm_eval, args.device, args.threads)
         rows = [bench.setting(key) for key in args.only.split(",")]
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    text = markdown(rows, args.items)
+    text = markdown(rows, args.items, args.threads)
     print(text)
     (HERE / "results" / f"{args.name}.md").write_text(text, encoding="utf-8")
     write_results(
@@ -263,6 +270,7 @@ def main() -> None:
         items=args.items,
         model=MODEL,
         device=args.device,
+        threads=args.threads,
         lm_eval_batch_size=LM_EVAL_BATCH_SIZE,
         total_s=time.perf_counter() - started,
     )

@@ -11,8 +11,9 @@ from rueval.cli.app import app
 
 # Collections of the youngest objects, per this many more allocations than frees; older generations
 # after this many of the younger one's. Python's defaults (700, 10, 10) make a process that imports
-# torch and transformers walk their half-million long-lived objects again and again (over a second).
-GC_THRESHOLDS = (100_000, 50, 100)
+# torch and transformers walk their half-million long-lived objects again and again (over a second);
+# these leave a full collection for every ten million objects that outlive their creation.
+GC_THRESHOLDS = (50_000, 20, 10)
 
 
 def main() -> None:

@@ -128,7 +128,8 @@ class HFCausalLM(LanguageModel):
 
         for request in requests:
             encode_pair(request, collect, self.start_token)
-        ids = dict(zip(texts, self.tokenizer(list(texts), add_special_tokens=False)["input_ids"], strict=True))
+        tokenized = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+        ids = dict(zip(texts, tokenized, strict=True))
         return [fit_window(*encode_pair(r, ids.__getitem__, self.start_token), self.max_length) for r in requests]
 
     def loglikelihood(

@@ -9,7 +9,8 @@ import hashlib
 import importlib.util
 import json
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +116,20 @@ def check_device(device: str):
 def hash_while_loading(path: str, revision: str | None) -> Future[str] | None:
     """For a local folder loaded without a named revision, its content hash (model_revision's),
     started now in a thread: hashlib lets go of the interpreter over large reads, so the weights are
-    hashed while torch and transformers import and read them, and the page cache serves the second read."""
+    hashed while torch and transformers import and read them, and the page cache serves the second read.
+    The thread is a daemon: a load that fails does not wait for it."""
     if revision is not None or not Path(path).is_dir():
         return None
-    pool = ThreadPoolExecutor(1, thread_name_prefix="rueval-hash")
-    try:
-        return pool.submit(content_hash, Path(path))
-    finally:
-        pool.shutdown(wait=False)
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(content_hash(Path(path)))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever asks for the result
+            future.set_exception(e)
+
+    threading.Thread(target=run, name="rueval-hash", daemon=True).start()
+    return future
 
 
 def model_revision(path: str, config=None, revision: str | None = None, folder_hash: Future[str] | None = None) -> str:
