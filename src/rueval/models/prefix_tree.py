@@ -150,17 +150,21 @@ def _rows_below(node: _TrieNode, parent: _Row | None, past_len: int, pack_tokens
     pack, and the small ones packed side by side, several to a row of at most ``pack_tokens``, largest
     first into the first row with room (rows of nearly one length: little padding, and one copy of the
     past per row rather than per item)."""
-    heads, packed = [], []
-    children = [(token, child) for token, child in node.children.items() if child.size]
-    for token, child in sorted(children, key=lambda pair: -pair[1].size):
+    heads, packed, open_rows = [], [], []  # open rows: those with room for the smallest subtree
+    children = sorted(((t, c) for t, c in node.children.items() if c.size), key=lambda pair: -pair[1].size)
+    smallest = children[-1][1].size if children else 0
+    for token, child in children:
         if child.size > pack_tokens:
             heads.append(_head(token, child, parent, past_len))
             continue
-        row = next((r for r in packed if len(r.tokens) + child.size <= pack_tokens), None)
+        row = next((r for r in open_rows if len(r.tokens) + child.size <= pack_tokens), None)
         if row is None:
             row = _Row([], [], [], [], parent, past_len)
             packed.append(row)
+            open_rows.append(row)
         _pack(row, token, child)
+        if len(row.tokens) + smallest > pack_tokens:
+            open_rows.remove(row)
     for row in packed:
         row.branched = any(a != i - 1 for i, a in enumerate(row.ancestors))
     return heads + packed
