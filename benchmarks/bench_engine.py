@@ -1,9 +1,13 @@
 """rueval's language-model engine against lm-evaluation-harness, on the same model and prompts.
 
     python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N] [--threads N]
-        [--repeats 3] [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
+        [--repeats 3] [--device cpu|cuda] [--dtype float32|bfloat16]
+        [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
 
-Not part of the test suite; CPU only. lm-evaluation-harness 0.4.x lives in its own virtualenv
+Not part of the test suite. ``--device cuda`` runs both tools on the GPU (a CUDA build of torch in both
+virtualenvs), ``--dtype bfloat16`` both in bfloat16 (rueval's tree mask then goes through the GPU's
+SDPA kernels; log-likelihoods differ from float32 in their third digit, answers rarely).
+lm-evaluation-harness 0.4.x lives in its own virtualenv
 (it pins other packages than rueval's):
 
     python3 -m venv /tmp/venv-bench && /tmp/venv-bench/bin/pip install torch==2.13.0 \
@@ -57,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import namedtuple
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +70,7 @@ if TYPE_CHECKING:
     from rueval.tasks import Example, Task
 
 RESULTS = Path(__file__).parent / "results"
+Device = namedtuple("Device", "name dtype")  # where and in what precision both tools run
 MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
 LM_EVAL_BATCH_SIZE = 32
 SHOTS = 4
@@ -173,6 +179,45 @@ def build_prompts(data_dir: Path, shots: int, episodes: int, n: int) -> list[dic
     return rows
 
 
+# -- an lm-eval task of rueval's prompts (bench_serving, bench_whole) ---------------------------------
+def write_lm_eval_task(data_dir: Path, tasks_dir: Path) -> str:
+    """A local lm-eval task whose docs are rueval's PARus prompts (context, continuations) for the
+    train and val splits, joined as rueval joins demonstrations."""
+    from rueval.tasks.prompts.base import DEMO_SEPARATOR
+    from rueval.tasks.prompts.parus import PROMPT
+
+    _, train, examples = load_split(data_dir, 10**9)
+    tasks_dir.mkdir(parents=True)
+    files = {}
+    for split, split_examples in (("train", train), ("val", examples)):
+        rows = []
+        for example in split_examples:
+            (question,) = PROMPT.questions(example)
+            labels = [c.label for c in question.choices]
+            choices = [c.continuation for c in question.choices]
+            rows.append({"context": question.context, "choices": choices, "label": labels.index(example.label)})
+        files[split] = tasks_dir / f"{split}.jsonl"
+        files[split].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    name = "rueval_bench_parus"
+    config = {  # JSON is YAML
+        "task": name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {split: str(path) for split, path in files.items()}},
+        "training_split": "train",
+        "fewshot_split": "train",
+        "test_split": "val",
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{context}}",
+        "doc_to_choice": "{{choices}}",
+        "doc_to_target": "{{label}}",
+        "target_delimiter": "",  # the continuations start with their space
+        "fewshot_delimiter": DEMO_SEPARATOR,
+        "metric_list": [{"metric": "acc"}],
+    }
+    (tasks_dir / f"{name}.yaml").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    return name
+
+
 # -- rueval, in its own process ------------------------------------------------------------------
 def rueval_worker(spec_file: Path, out_file: Path) -> None:
     """Score one setting with LMSolver + Engine + HFCausalLM, timing the engine's calls."""
@@ -201,7 +246,7 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
 
     task, train, examples = load_split(Path(spec["data_dir"]), spec["items"])
     started = time.perf_counter()
-    model = HFCausalLM(spec["model_dir"], device="cpu", dtype="float32", batch_size="auto")
+    model = HFCausalLM(spec["model_dir"], device=spec["device"], dtype=spec["dtype"], batch_size="auto")
     load_s = time.perf_counter() - started
     engine = TimedEngine(model, cache=None)
     solver = LMSolver(engine, "bench")
@@ -292,7 +337,13 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
 
 
 def run_lm_eval(
-    python: str, rows: list[dict[str, Any]], name: str, model_dir: Path, work: Path, env: dict[str, str]
+    python: str,
+    rows: list[dict[str, Any]],
+    name: str,
+    model_dir: Path,
+    work: Path,
+    env: dict[str, str],
+    device: Device,
 ) -> dict[str, Any]:
     """lm_eval --model hf over a local multiple-choice task of the exported prompts."""
     tasks = work / f"tasks-{name}"
@@ -318,8 +369,8 @@ def run_lm_eval(
     probe_file = work / f"lm-eval-{name}-probe.json"
     argv = [
         "--model", "hf",
-        "--model_args", f"pretrained={model_dir},add_bos_token=True,dtype=float32",
-        "--device", "cpu",
+        "--model_args", f"pretrained={model_dir},add_bos_token=True,dtype={device.dtype}",
+        "--device", device.name,
         "--batch_size", str(LM_EVAL_BATCH_SIZE),
         "--include_path", str(tasks),
         "--tasks", task_name,
@@ -423,6 +474,8 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads for both tools (default: torch's choice)"
     )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda, for both tools")
+    parser.add_argument("--dtype", default="float32", help="float32 or bfloat16, for both tools")
     parser.add_argument("--lm-eval-python", default="/tmp/venv-bench/bin/python")
     parser.add_argument("--name", default="bench_engine", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
@@ -477,6 +530,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 {
                     "data_dir": str(work / "data"),
                     "model_dir": str(model_dir),
+                    "device": args.device,
+                    "dtype": args.dtype,
                     **{k: setting[k] for k in ("shots", "episodes", "items")},
                 }
             )
@@ -493,7 +548,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             rueval.update(wall_s=wall, process_peak_rss_mb=rss)
             ruevals.append(rueval)
             print(f"  rueval {rueval['score_s']:.1f} s scoring, {wall:.1f} s in all; lm-eval ...", flush=True)
-            lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], run_name, model_dir, work, env)
+            device = Device(args.device, args.dtype)
+            lm_eval = run_lm_eval(args.lm_eval_python, setting["rows"], run_name, model_dir, work, env, device)
             lm_evals.append(lm_eval)
             print(
                 f"  lm-eval {lm_eval['probe']['score_s']:.1f} s scoring, {lm_eval['wall_s']:.1f} s in all", flush=True
@@ -517,6 +573,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "items": args.items,
         "seed": args.seed,
         "threads": args.threads,
+        "device": args.device,
+        "dtype": args.dtype,
         "repeats": args.repeats,
         "settings": [{k: s[k] for k in ("title", "shots", "episodes", "items")} | s["result"] for s in settings],
     }
@@ -614,7 +672,8 @@ def write_report(report: dict[str, Any], name: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="rueval vs lm-evaluation-harness: PARus, random GPT-2 (6 x 512), CPU")
+    device = f"{report['device']} {report['dtype']}"
+    table = Table(title=f"rueval vs lm-evaluation-harness: PARus, random GPT-2 (6 x 512), {device}")
     header = ("setting", "items", "rueval items/s", "lm-eval items/s", "speedup (CPU time)", "rueval fwd/unique",
               "lm-eval fwd/unique", "rueval RSS MB", "lm-eval RSS MB", "agreement", "max |Δ logprob|")  # fmt: skip
     for column in header:
@@ -641,7 +700,8 @@ def write_report(report: dict[str, Any], name: str) -> None:
     notes = [
         (
             f"Model: random GPT-2, {model['n_layer']} layers, {model['n_embd']} wide, {model['n_head']} heads, "
-            f"vocab {model['vocab_size']}, seed {model['seed']}, float32, CPU ({env['cpus']} cores, "
+            f"vocab {model['vocab_size']}, seed {model['seed']}, {report['dtype']}, {report['device']} "
+            f"({env['cpus']} cores, "
             f"torch {env['torch']}, transformers {env['transformers']}, lm-eval {env['lm_eval']}); torch threads: "
             f"{', '.join(map(str, sorted(threads)))}; the machine's 1-minute load average around the timed processes: "
             f"{min(loads):.1f}-{max(loads):.1f}."

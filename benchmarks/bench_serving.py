@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_engine import generate_items, load_split, write_data
+from bench_engine import generate_items, write_data, write_lm_eval_task
 from results_file import write_results
 
 HERE = Path(__file__).parent
@@ -68,45 +68,6 @@ COUNTERS = {  # /metrics counter -> the row's field
     "vllm:prefix_cache_hits_total": "prefix_cache_hits",
 }
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-
-
-# -- data --------------------------------------------------------------------------------------
-def write_lm_eval_task(data_dir: Path, tasks_dir: Path) -> str:
-    """A local lm-eval task whose docs are rueval's PARus prompts (context, continuations) for the
-    train and val splits, joined as rueval joins demonstrations."""
-    from rueval.tasks.prompts.base import DEMO_SEPARATOR
-    from rueval.tasks.prompts.parus import PROMPT
-
-    _, train, examples = load_split(data_dir, 10**9)
-    tasks_dir.mkdir(parents=True)
-    files = {}
-    for split, split_examples in (("train", train), ("val", examples)):
-        rows = []
-        for example in split_examples:
-            (question,) = PROMPT.questions(example)
-            labels = [c.label for c in question.choices]
-            choices = [c.continuation for c in question.choices]
-            rows.append({"context": question.context, "choices": choices, "label": labels.index(example.label)})
-        files[split] = tasks_dir / f"{split}.jsonl"
-        files[split].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    name = "bench_serving_parus"
-    config = {  # JSON is YAML
-        "task": name,
-        "dataset_path": "json",
-        "dataset_kwargs": {"data_files": {split: str(path) for split, path in files.items()}},
-        "training_split": "train",
-        "fewshot_split": "train",
-        "test_split": "val",
-        "output_type": "multiple_choice",
-        "doc_to_text": "{{context}}",
-        "doc_to_choice": "{{choices}}",
-        "doc_to_target": "{{label}}",
-        "target_delimiter": "",  # the continuations start with their space
-        "fewshot_delimiter": DEMO_SEPARATOR,
-        "metric_list": [{"metric": "acc"}],
-    }
-    (tasks_dir / f"{name}.yaml").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
-    return name
 
 
 # -- running -----------------------------------------------------------------------------------

@@ -11,10 +11,12 @@ require_modules("torch", "transformers", extra="lm")
 import torch
 from transformers import AutoModelForCausalLM
 
+from rueval.models import hf
 from rueval.models.base import Generation, Loglikelihood, cut_at_stop
 from rueval.models.cache import RequestCache, request_key
 from rueval.models.engine import Engine
-from rueval.models.hf import HFCausalLM, model_revision
+from rueval.models.hf import HFCausalLM
+from rueval.models.placement import model_revision
 from rueval.models.prefix_tree import PACK_TOKENS
 
 DEMOS = "Вопрос: Где живёт белый медведь? Ответ: в Арктике\n\nВопрос: Сколько ног у паука? Ответ: восемь\n\n"
@@ -123,6 +125,7 @@ def test_a_model_that_ignores_or_refuses_tree_masks_is_scored_without_packing(
     tiny_gpt2_dir, reference, monkeypatch, wrap
 ):
     monkeypatch.setattr(HFCausalLM, "_forward", wrap(HFCausalLM._forward))
+    monkeypatch.setattr(hf, "KNOWN_ARCHITECTURES", frozenset())  # GPT-2's attention is known: probe it as unknown
     fallback = HFCausalLM(str(tiny_gpt2_dir))
     assert fallback.pack_tokens == 0
     assert_plain_scores(fallback, reference, REQUESTS)

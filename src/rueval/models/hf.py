@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +20,23 @@ from rueval.models.base import (
 )
 from rueval.models.distributed import world
 from rueval.models.factory import ModelOptions, ModelSpec
-from rueval.models.placement import check_device, load_weights, merged_adapter, require_libraries, weights_placement
+from rueval.models.placement import (
+    check_device,
+    content_hash,
+    hash_while_loading,
+    load_weights,
+    merged_adapter,
+    model_revision,
+    require_libraries,
+    weights_placement,
+)
 from rueval.models.token_ids import fit_window, start_token_of
-from rueval.paths import cache_dir
 from rueval.progress import step
+
+# Architectures whose logits are the output embeddings of the base model's last states and whose
+# attention takes a 4D mask as it is given (tests/models checks both on a tiny model of each): loaded
+# from transformers' own code, they are scored split and packed without a probe.
+KNOWN_ARCHITECTURES = frozenset({"gpt2", "llama", "mistral", "qwen2"})
 
 # torch and transformers are imported inside the methods: without them, `-m hf:` says what to install.
 
@@ -52,6 +62,7 @@ class HFCausalLM(LanguageModel):
         load_in: str | None = None,
         loaded: tuple[Any, Any] | None = None,
     ):
+        folder_hash = None if loaded else hash_while_loading(path, revision)
         require_libraries(path)
         from rueval.models.prefix_tree import PACK_TOKENS, TreeStats
 
@@ -72,12 +83,14 @@ class HFCausalLM(LanguageModel):
         self.auto_batch = batch_size == "auto"
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 16384)
         # weights given in memory may differ from those they were loaded from: no revision names them
-        self.identity = f"hf:{path}@" + ("in-memory" if loaded else model_revision(path, self.model.config, revision))
-        self.identity += f" peft={peft}@{_content_hash(Path(peft))}" if peft else ""
+        revision_name = "in-memory" if loaded else model_revision(path, self.model.config, revision, folder_hash)
+        self.identity = f"hf:{path}@{revision_name}"
+        self.identity += f" peft={peft}@{content_hash(Path(peft))}" if peft else ""
         self.identity += f" load_in={load_in}" if load_in else ""
         self.stats = TreeStats()
-        self._split_head = self._head_matches_full_forward()
-        self.pack_tokens = PACK_TOKENS if self._packing_matches_plain() else 0
+        known = _known_architecture(self.model)
+        self._split_head = known or self._head_matches_full_forward()
+        self.pack_tokens = PACK_TOKENS if known or self._packing_matches_plain() else 0
         self.window = _sliding_window(self.model.config)
         self._capabilities = Capabilities(
             loglikelihood=True,
@@ -105,6 +118,20 @@ class HFCausalLM(LanguageModel):
         (``encode_pair``), the oldest context tokens dropped if the model's window is exceeded."""
         return fit_window(*encode_pair(request, self._tokens, self.start_token), self.max_length)
 
+    def _encode_all(self, requests: Sequence[Loglikelihood]) -> list[tuple[list[int], int]]:
+        """encode() of every request, their distinct texts tokenized in one call (the fast tokenizer's batch)."""
+        texts: dict[str, None] = {}
+
+        def collect(text: str) -> list[int]:
+            texts[text] = None
+            return []
+
+        for request in requests:
+            encode_pair(request, collect, self.start_token)
+        tokenized = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+        ids = dict(zip(texts, tokenized, strict=True))
+        return [fit_window(*encode_pair(r, ids.__getitem__, self.start_token), self.max_length) for r in requests]
+
     def loglikelihood(
         self, requests: Sequence[Loglikelihood], on_done: OnDone | None = None
     ) -> list[LoglikelihoodResult]:
@@ -112,7 +139,7 @@ class HFCausalLM(LanguageModel):
 
         from rueval.models.prefix_tree import score_sequences
 
-        encoded = [self.encode(r) for r in requests]
+        encoded = self._encode_all(requests)
 
         def result(i: int, score: tuple[float, bool]) -> LoglikelihoodResult:
             ids, first = encoded[i]
@@ -139,26 +166,28 @@ class HFCausalLM(LanguageModel):
         return [result(i, score) for i, score in enumerate(scores)]
 
     def _fitting(self, compute):
-        """``compute(rows, tokens)``; with batch_size "auto" the token budget (and rows with it) is
-        halved on out-of-memory until it fits (accelerate's find_executable_batch_size), and kept."""
+        """``compute(rows, tokens)``; with batch_size "auto" the token budget (and rows with it) shrinks by a
+        tenth on out-of-memory until it fits (as accelerate's find_executable_batch_size), and is kept. The
+        device's cache is cleared only after a failure: a collection before every call costs a run on a CPU
+        a fifth of a second each time."""
         if not self.auto_batch:
             return compute(self.max_rows, self.max_batch_tokens)
         try:
-            from accelerate.utils import find_executable_batch_size
+            from accelerate.utils.memory import clear_device_cache, should_reduce_batch_size
         except ImportError:
             raise RuevalError("--batch-size auto needs accelerate: pip install 'rueval[lm]'") from None
         rows, tokens = self.max_rows, self.max_batch_tokens
-
-        def attempt(budget: int):
+        while True:
+            try:
+                return compute(self.max_rows, self.max_batch_tokens)
+            except RuntimeError as e:
+                if not should_reduce_batch_size(e):
+                    raise
+            clear_device_cache(garbage_collection=True)
+            budget = int(self.max_batch_tokens * 0.9)
+            if budget == 0:
+                raise RuevalError("the model runs out of memory even on one sequence at a time")
             self.max_rows, self.max_batch_tokens = max(1, rows * budget // tokens), budget
-            return compute(self.max_rows, self.max_batch_tokens)
-
-        try:
-            return find_executable_batch_size(attempt, starting_batch_size=tokens)()
-        except RuntimeError as e:
-            if "No executable batch size found" not in str(e):
-                raise
-            raise RuevalError("the model runs out of memory even on one sequence at a time") from None
 
     def _tokens(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -170,8 +199,8 @@ class HFCausalLM(LanguageModel):
         device = self.device
         cache = DynamicCache(ddp_cache_data=past, config=self.model.config) if past else None
         if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
-            dtype = self.model.dtype
-            mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
+            dtype, mask = self.model.dtype, mask.to(device)  # made additive where it is used (a GPU's is large)
+            mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, torch.finfo(dtype).min)
         kwargs = {
             "input_ids": input_ids.to(device),
             "attention_mask": mask.to(device),
@@ -318,6 +347,16 @@ def _fuse_tanh_gelu(model) -> None:
                 setattr(module, name, torch.nn.GELU(approximate="tanh"))
 
 
+def _known_architecture(model) -> bool:
+    """Whether the model is one of KNOWN_ARCHITECTURES as transformers builds it, with torch's attention."""
+    config = model.config
+    return (
+        config.model_type in KNOWN_ARCHITECTURES
+        and type(model).__module__.startswith("transformers.models.")
+        and getattr(config, "_attn_implementation", None) in ("sdpa", "eager")
+    )
+
+
 def _sliding_window(config) -> int | None:
     """The attention window of a model whose layers (some or all) see only recent tokens, else None."""
     config = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -337,51 +376,3 @@ def _max_length(config, tokenizer) -> int:
             return value
     limit = getattr(tokenizer, "model_max_length", None)
     return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
-
-
-def model_revision(path: str, config=None, revision: str | None = None) -> str:
-    """For a local directory a hash of its files' contents (a revision names none of them: it would
-    name the cached results of other weights), else the hub commit, else the asked revision."""
-    if Path(path).is_dir():
-        if revision is not None:
-            raise RuevalError(f"--revision {revision}: {path} is a local folder; its content is its revision")
-        return _content_hash(Path(path))
-    commit = getattr(config, "_commit_hash", None)
-    if commit or revision:
-        return commit or revision
-    # so that a cached result is never served for another revision
-    raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
-
-
-def _content_hash(folder: Path) -> str:
-    """A hash of the name and full content of every file in the folder (weights, config, tokenizer;
-    not hidden files or READMEs). Each file's hash is remembered by its path, size, mtime, ctime and
-    inode, so a rerun on an unchanged folder reads no weights."""
-    memo_path = cache_dir("model-files") / "sha256.json"
-    try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        memo = {}
-    if not isinstance(memo, dict):  # damaged: every file is hashed again, and the memo written anew
-        memo = {}
-    digest, changed = hashlib.sha256(), False
-    for file in sorted(folder.iterdir()):
-        if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
-            continue
-        stat = file.stat()
-        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
-        key = str(file.resolve())
-        known = memo.get(key)
-        if not isinstance(known, dict) or known.get("stamp") != stamp or not isinstance(known.get("sha256"), str):
-            with file.open("rb") as f:
-                memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
-            changed = True
-        digest.update(f"{file.name}\0{memo[key]['sha256']}\n".encode())
-    if changed:  # written whole and renamed: concurrent runs at worst hash a file again
-        temporary = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
-        try:
-            temporary.write_text(json.dumps(memo), encoding="utf-8")
-            temporary.replace(memo_path)
-        except OSError:  # a cache that cannot be written (read-only, full): the next run hashes again
-            temporary.unlink(missing_ok=True)
-    return digest.hexdigest()[:16]

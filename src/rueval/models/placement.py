@@ -1,14 +1,21 @@
 """Loading an `hf:` model: its libraries and device, where its weights go and what is loaded with
-them (accelerate's device map, bitsandbytes quantization, a PEFT adapter). Each is refused with a
-clear error when a library or a GPU it needs is missing."""
+them (accelerate's device map, bitsandbytes quantization, a PEFT adapter), and which weights they
+are (the revision in the model's identity). Each is refused with a clear error when a library or a
+GPU it needs is missing."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from rueval.errors import RuevalError
+from rueval.paths import cache_dir
 
 TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 
@@ -104,3 +111,77 @@ def check_device(device: str):
     if parsed.index is not None and parsed.index >= count:
         raise RuevalError(f"--device {device}: this machine has {count} {parsed.type} device(s), numbered from 0")
     return parsed
+
+
+def hash_while_loading(path: str, revision: str | None) -> Future[str] | None:
+    """For a local folder loaded without a named revision, its content hash (model_revision's),
+    started now in a thread: hashlib lets go of the interpreter over large reads, so the weights are
+    hashed while torch and transformers import and read them, and the page cache serves the second read.
+    The thread is a daemon: a load that fails does not wait for it."""
+    if not Path(path).is_dir():
+        return None
+    check_no_revision(path, revision)  # before the weights load
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(content_hash(Path(path)))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever asks for the result
+            future.set_exception(e)
+
+    threading.Thread(target=run, name="rueval-hash", daemon=True).start()
+    return future
+
+
+def check_no_revision(folder: str, revision: str | None) -> None:
+    """A local folder has no revisions: its content is its revision (a named one would name the cached
+    results of whatever the folder held before)."""
+    if revision is not None:
+        raise RuevalError(f"--revision {revision}: {folder} is a local folder; its content is its revision")
+
+
+def model_revision(path: str, config=None, revision: str | None = None, folder_hash: Future[str] | None = None) -> str:
+    """For a local directory a hash of its files' contents (``folder_hash``'s, when hash_while_loading
+    started it), else the hub commit, else the asked revision."""
+    if Path(path).is_dir():
+        check_no_revision(path, revision)
+        return folder_hash.result() if folder_hash is not None else content_hash(Path(path))
+    commit = getattr(config, "_commit_hash", None)
+    if commit or revision:
+        return commit or revision
+    # so that a cached result is never served for another revision
+    raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
+
+
+def content_hash(folder: Path) -> str:
+    """A hash of the name and full content of every file in the folder (weights, config, tokenizer;
+    not hidden files or READMEs). Each file's hash is remembered by its path, size, mtime, ctime and
+    inode, so a rerun on an unchanged folder reads no weights."""
+    memo_path = cache_dir("model-files") / "sha256.json"
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    if not isinstance(memo, dict):  # damaged: every file is hashed again, and the memo written anew
+        memo = {}
+    digest, changed = hashlib.sha256(), False
+    for file in sorted(folder.iterdir()):
+        if not file.is_file() or file.name.startswith(".") or file.suffix.lower() == ".md":
+            continue
+        stat = file.stat()
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        key = str(file.resolve())
+        known = memo.get(key)
+        if not isinstance(known, dict) or known.get("stamp") != stamp or not isinstance(known.get("sha256"), str):
+            with file.open("rb") as f:
+                memo[key] = {"stamp": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+            changed = True
+        digest.update(f"{file.name}\0{memo[key]['sha256']}\n".encode())
+    if changed:  # written whole and renamed: concurrent runs at worst hash a file again
+        temporary = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(memo), encoding="utf-8")
+            temporary.replace(memo_path)
+        except OSError:  # a cache that cannot be written (read-only, full): the next run hashes again
+            temporary.unlink(missing_ok=True)
+    return digest.hexdigest()[:16]

@@ -3,10 +3,10 @@
 Few-shot prompts repeat the same demonstrations before every test item, and every answer
 option repeats its item's context. The sequences are put in a token trie and forwarded in rows:
 
-- a small subtree (an item: its context and every option) is packed into one row, its tokens in
+- a small subtree (an item: its context and every option) is packed into a row, its tokens in
   depth-first order, each attending only to its own ancestors (a tree attention mask) at the
   position of its depth, so the context is forwarded once and every option reads it in the
-  same pass;
+  same pass; the small subtrees of one parent share rows, side by side, up to PACK_TOKENS each;
 - a large subtree (a few-shot block under which many items branch off) has its unbranched head
   forwarded alone; the head's key/value cache is then the past of every row below it.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-PACK_TOKENS = 512  # the largest subtree packed into one row (attention over a row grows with its square)
+PACK_TOKENS = 256  # the longest row of packed subtrees (attention over a row grows with its square)
 WINDOW_BATCHES = 4  # how many batches' worth of pending rows are sorted by length at a time
 MIN_FILL = 0.8  # a batch's shortest row must fill this share of its longest
 
@@ -146,17 +146,33 @@ def _count_sizes(root: _TrieNode) -> None:
 
 
 def _rows_below(node: _TrieNode, parent: _Row | None, past_len: int, pack_tokens: int) -> list[_Row]:
-    """The rows that forward what follows ``node``: one per child that leads anywhere."""
-    return [
-        _packed(token, child, parent, past_len) if child.size <= pack_tokens else _head(token, child, parent, past_len)
-        for token, child in node.children.items()
-        if child.size
-    ]
+    """The rows that forward what follows ``node``: the unbranched head of each child subtree too large to
+    pack, and the small ones packed side by side, several to a row of at most ``pack_tokens``, largest
+    first into the first row with room (rows of nearly one length: little padding, and one copy of the
+    past per row rather than per item)."""
+    heads, packed, open_rows = [], [], []  # open rows: those with room for the smallest subtree
+    children = sorted(((t, c) for t, c in node.children.items() if c.size), key=lambda pair: -pair[1].size)
+    smallest = children[-1][1].size if children else 0
+    for token, child in children:
+        if child.size > pack_tokens:
+            heads.append(_head(token, child, parent, past_len))
+            continue
+        row = next((r for r in open_rows if len(r.tokens) + child.size <= pack_tokens), None)
+        if row is None:
+            row = _Row([], [], [], [], parent, past_len)
+            packed.append(row)
+            open_rows.append(row)
+        _pack(row, token, child)
+        if len(row.tokens) + smallest > pack_tokens:
+            open_rows.remove(row)
+    for row in packed:
+        row.branched = any(a != i - 1 for i, a in enumerate(row.ancestors))
+    return heads + packed
 
 
-def _packed(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> _Row:
-    """The whole subtree from ``node`` in one row, depth first, leaves left out."""
-    row = _Row([], [], [], [], parent, past_len)
+def _pack(row: _Row, token: int, node: _TrieNode) -> None:
+    """Append the whole subtree from ``node`` to the row, depth first, leaves left out; its first token
+    follows the row's past."""
     stack = [(token, node, -1)]
     while stack:
         token, node, ancestor = stack.pop()
@@ -166,8 +182,6 @@ def _packed(token: int, node: _TrieNode, parent: _Row | None, past_len: int) -> 
         row.depths.append(row.depths[ancestor] + 1 if ancestor >= 0 else 0)
         here = len(row.tokens) - 1
         stack.extend((t, child, here) for t, child in reversed(node.children.items()) if child.children)
-    row.branched = any(a != i - 1 for i, a in enumerate(row.ancestors))
-    return row
 
 
 def _whole(root: _TrieNode, tokens: Sequence[int]) -> _Row:
@@ -291,17 +305,19 @@ def _padding_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tenso
 
 def _tree_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:
     """Each token attends to its row's past and to its own ancestors in the row, itself included.
-    A padding position attends to itself only, so that no softmax runs over nothing."""
+    A padding position attends to itself only, so that no softmax runs over nothing. Built a depth at
+    a time over the whole batch: a token's row of the mask is its ancestor's plus itself."""
     mask = torch.zeros(len(batch), 1, new_max, past_max + new_max, dtype=torch.bool)
     for r, row in enumerate(batch):
-        n = len(row.tokens)
-        mask[r, 0, :n, : row.past_len] = True
-        own = mask[r, 0, :, past_max:]
-        for i, ancestor in enumerate(row.ancestors):
-            if ancestor >= 0:
-                own[i] = own[ancestor]
-            own[i, i] = True
-        own[range(n, new_max), range(n, new_max)] = True
+        mask[r, 0, : len(row.tokens), : row.past_len] = True
+    own = mask[:, 0, :, past_max:]
+    own[:, range(new_max), range(new_max)] = True
+    places = [(r, i, a, d) for r, row in enumerate(batch) for i, (a, d) in enumerate(zip(row.ancestors, row.depths))]
+    rows, tokens, ancestors, depths = torch.tensor(places, dtype=torch.long).unbind(1)
+    for depth in range(1, int(depths.max()) + 1):
+        at = depths == depth
+        r, i, a = rows[at], tokens[at], ancestors[at]
+        own[r, i] |= own[r, a]
     return mask
 
 

@@ -24,13 +24,14 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from rueval.data.reading import ReadLimits, read_whole
 from rueval.errors import DataError, RuevalError
 from rueval.progress import LOG_EVERY, info
+
+if TYPE_CHECKING:
+    import httpx
 
 ROUTE_CHARS = 256  # characters of a prompt that choose its server: an episode's demonstrations are longer
 OWN_TIME = 5  # seconds: a `created` this close to the answer's time is the answer's own clock (vLLM), not the model's
@@ -282,6 +283,8 @@ class ServerClient:
         self.timeout = timeout
         self.max_retries = max(0, max_retries)
         self.retry_delay = retry_delay
+        import httpx  # only where a server is spoken to: the command line starts without it
+
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._http = httpx.Client(headers=headers, timeout=timeout, limits=limits)
@@ -296,6 +299,8 @@ class ServerClient:
         """One HTTP call (POST with a payload, else GET) with retries; the decoded JSON answer and
         the server's time of answering. A server that cannot be reached, does not answer within
         ``timeout`` or keeps failing raises ServerDown."""
+        import httpx  # loaded already, by the client
+
         url = server + path
         deadline = time.monotonic() + self.timeout
         with self._waiting.on(server):
@@ -353,6 +358,8 @@ class ServerClient:
         return True
 
     def _unanswered(self, server: str, url: str, attempt: int, error: httpx.TransportError) -> ServerDown:
+        import httpx  # loaded already, by the client
+
         tries = f" (tried {attempt + 1} times)" if attempt else ""
         if isinstance(error, httpx.TimeoutException):
             return ServerDown(

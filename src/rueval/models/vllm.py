@@ -33,8 +33,8 @@ from rueval.models.base import (
     cut_at_stop,
 )
 from rueval.models.factory import VLLM_ENGINE_KEYS, ModelOptions, ModelSpec
-from rueval.models.hf import model_revision
 from rueval.models.openai import sampling_fields
+from rueval.models.placement import model_revision
 from rueval.models.token_ids import MODES, local_tokens, spec_tokenizer
 from rueval.progress import step
 

@@ -39,10 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-import jinja2.nodes
-import yaml
-
 from rueval.errors import DataError, RuevalError
 from rueval.tasks import BENCHMARKS, Task, Template, register
 from rueval.tasks.prompts.template import compile_template, environment
@@ -139,6 +135,8 @@ def _read(file: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Entry], li
 
 def _mapping(file: Path) -> dict[str, Entry]:
     """The top-level keys of a YAML file with their lines; a DataError naming the file and line if it is bad."""
+    import yaml  # only where YAML tasks are read: the command line starts without it
+
     try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
@@ -209,6 +207,8 @@ def _benchmark(declaration: Declaration) -> str:
 
 def _template_fields(declaration: Declaration, key: str) -> tuple[str, ...]:
     """The record fields a template names, in order of appearance; a DataError if it is not a template."""
+    import jinja2.nodes  # only where YAML tasks are read: the command line starts without it
+
     source = declaration.get(key, str)
     try:
         tree = environment().parse(source)

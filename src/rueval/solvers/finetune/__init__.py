@@ -45,7 +45,7 @@ except ImportError as missing:
         "pip install torch && pip install 'rueval[finetune]'"
     ) from None
 
-from rueval.models.hf import model_revision
+from rueval.models.placement import model_revision
 from rueval.paths import cache_dir
 from rueval.solvers.base import ModelSize, Solver
 from rueval.solvers.finetune.heads import Head, head_for

@@ -6,9 +6,7 @@ choices, a choice task's option texts, or a generated answer."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from rueval.errors import RuevalError
 from rueval.tasks.base import Example, Template
@@ -17,9 +15,14 @@ from rueval.tasks.prompts.common import gold_continuation
 from rueval.tasks.shapes import Answer, Shape
 from rueval.tasks.shapes import Choice as ChoiceShape
 
+if TYPE_CHECKING:
+    import jinja2
+
 
 @cache
 def environment() -> jinja2.Environment:
+    import jinja2  # only where a template is compiled: the command line starts without it
+
     return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
@@ -37,6 +40,8 @@ class TemplatePrompt(TaskPrompt):
         self.stop = template.stop
 
     def questions(self, example: Example) -> list[Question]:
+        import jinja2  # loaded already: the template was compiled with it
+
         try:
             context = self.context.render(example.fields)
         except jinja2.TemplateError as e:
