@@ -27,8 +27,10 @@ from rueval.robustness.perturbations import (
     EdaDelete,
     EdaSwap,
     Emojify,
+    _deletions,
     emoji_dictionary,
 )
+from rueval.robustness.spans import apply_edits, token_spans
 from rueval.robustness.targets import TARGETS
 from rueval.tasks import Example, get_task
 from rueval.text import lemma, sentences, tokens, words
@@ -164,6 +166,16 @@ def test_eda_delete_deletes_a_stopword_in_a_sentence_where_chance_deleted_nothin
     first, second = sentences(perturbed)
     assert first in ("Мама папа пошли в парк.", "Мама и папа пошли парк.") and second == "Кошка спала диване."
     assert EdaDelete(0.0).perturb(text_example(text), ETHICS) is None  # no rate, no deletion
+
+
+def test_eda_delete_of_an_opening_quote_keeps_the_words_apart():
+    text = "Он сказал «привет» вчера."
+    spans = token_spans(text)
+    quote = next(i for i, (start, end) in enumerate(spans) if text[start:end] == "«")
+    after = apply_edits(text, _deletions(spans, {quote}), ())[0]
+    assert after == "Он сказал привет» вчера."
+    closing = next(i for i, (start, end) in enumerate(spans) if text[start:end] == "»")
+    assert apply_edits(text, _deletions(spans, {closing}), ())[0] == "Он сказал «привет вчера."
 
 
 def test_eda_swap_only_moves_words():

@@ -164,7 +164,8 @@ class EdaDelete(Perturbation):
 
 def _deletions(tokens: list[Span], deleted: set[int]) -> list[Edit]:
     """Edits deleting the given tokens: each run from the end of the token before it ("A B C" -> "A
-    C"), or at the start up to the next token ("A B" -> "B")."""
+    C"), or at the start up to the next token ("A B" -> "B"); a run written against the next token
+    keeps the space before it ("A «B»" -> "A B»", not "AB»")."""
     edits, i = [], 0
     while i < len(tokens):
         if i not in deleted:
@@ -173,7 +174,10 @@ def _deletions(tokens: list[Span], deleted: set[int]) -> list[Edit]:
         last = i
         while last + 1 in deleted:
             last += 1
-        if i > 0:
+        glued_to_next = last + 1 < len(tokens) and tokens[last][1] == tokens[last + 1][0]
+        if i > 0 and glued_to_next and tokens[i - 1][1] < tokens[i][0]:
+            edits.append(Edit(tokens[i][0], tokens[last][1], ""))
+        elif i > 0:
             edits.append(Edit(tokens[i - 1][1], tokens[last][1], ""))
         else:
             end = tokens[last + 1][0] if last + 1 < len(tokens) else tokens[last][1]
