@@ -43,6 +43,7 @@ def evaluate(
     limit: float | None = None,
     include_path: str | Path | Sequence[str | Path] = (),
     scoring: str = "loglik",
+    prompts: str = "default",
     force: bool = False,
     log_samples: bool = False,
     predict_only: bool = False,
@@ -58,11 +59,11 @@ def evaluate(
     transformers causal LM with its ``tokenizer``, or any ``rueval.models.base.LanguageModel``.
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
     ``shots``: numbers of demonstrations (language models); None: 0, or on MERA's files MERA's settings.
+    ``prompts``: "default", or "all" to score each task under every prompt its paper ran (as --prompts).
     ``data``: a directory or zip in the official layout, MERA's files, "hf", or None for the bundled samples.
     ``predict_only``: predict without scoring (lm-eval's --predict_only); a split without answers always is.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
-    ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl (lm-eval's per-example logs; needs
-    ``out``).
+    ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl, lm-eval's per-example logs (needs ``out``).
     ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
@@ -77,10 +78,8 @@ def evaluate(
     defaults = inspect.signature(evaluate).parameters
     given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
     values = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots, "episodes": episodes}
-    values["include_path"] = include_path
-    spec, solver = _spec(
-        model, tokenizer, tasks, given, {**values, "log_samples": log_samples, "predict_only": predict_only}
-    )
+    values |= {"include_path": include_path, "prompts": prompts, "log_samples": log_samples}
+    spec, solver = _spec(model, tokenizer, tasks, given, {**values, "predict_only": predict_only})
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:

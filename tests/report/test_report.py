@@ -34,7 +34,7 @@ def invoke(*args: object):
 
 def with_optional_sections(results: dict) -> dict:
     """A copy of a real results.json carrying every section other commands add: confidence
-    intervals, industrial figures, few-shot curves, perturbations and slices."""
+    intervals, industrial figures, few-shot curves, several prompts, perturbations and slices."""
     r = copy.deepcopy(results)
     r["model"] = HOSTILE_MODEL
     r["industrial"] = {
@@ -58,6 +58,10 @@ def with_optional_sections(results: dict) -> dict:
             }
             for k, mean in zip((0, 1, 4), means)
         }
+    winograd = r["tasks"]["winograd"]  # scored under four prompts (--prompts all): mean 55, std 5
+    winograd["prompts"] = {
+        "variants": [{"score": s, "metrics": dict.fromkeys(winograd["metrics"], s)} for s in (50, 60) * 2]
+    }
     for name in ("winograd", "chegeka"):
         task = r["tasks"][name]
         task["perturbations"] = {
@@ -138,6 +142,7 @@ def test_report_draws_every_optional_section(full_report):
         assert f'id="{section}"' in html
     assert ">37.5<" in html  # butter_fingers' attack success rate, in the robustness table
     assert "55.0&nbsp;±2.0" in html  # the k=0 Winograd mean ± std, in the TAPE board
+    assert '<span class="ci">4 prompts: 55.0&nbsp;±5.0</span>' in html  # over Winograd's prompts, per-task table
     assert '<span class="ci">[' in html  # confidence intervals in the per-task table
     assert ">12,600,000<" in html  # parameters, in the industrial table
 

@@ -59,7 +59,7 @@ def specs(folder) -> list[RunSpec]:
         RunSpec.create(["terra"], "tfidf-fields", tape_set="raw", log_samples=True),
         RunSpec.create("rcb", "finetune:some/encoder", {"ft_epochs": 2.0, "ft_save": "/tmp/models"}, seed=5),
         RunSpec.create("tape,polarity_spec", "hf:some/model", lm_options, shots=[0, 1, 4], episodes=5,
-                       include_path=[folder]),
+                       include_path=[folder], prompts="all"),
     ]  # fmt: skip
 
 
@@ -89,6 +89,7 @@ def test_defaults_are_resolved_into_the_fingerprint_and_only_unscored_values_lea
         RunSpec.create("rcb", "hf:some/model", {"device": "cuda", "dtype": "float16"}),
         RunSpec.create("rcb", "hf:some/model", {"apply_chat_template": True}),
         RunSpec.create("rcb", "hf:some/model", episodes=2, shots=[0, 1]),
+        RunSpec.create("rcb", "hf:some/model", prompts="all"),
         RunSpec.create("rcb", "hf:some/model", tape_set="raw"),
         RunSpec.create("rcb", "hf:some/model", slices="all"),
         RunSpec.create("rcb", "hf:some/model", data="hf"),
@@ -133,6 +134,8 @@ def test_the_command_line_the_api_and_resume_build_the_same_spec(cli, tmp_path):
         ("solver_options", {"fallback": 3}, "field 'solver_options.fallback'"),
         ("seeds", 3, "field 'seeds': unknown field"),
         ("tasks", ["nosuchtask"], "unknown task"),
+        ("prompts", "every", "--prompts every: expected one of default, all"),
+        ("prompts", "all", "--prompts all needs a language model"),
     ],
 )
 def test_a_damaged_run_json_is_one_line_naming_the_file_and_field(cli, tmp_path, field, value, named):

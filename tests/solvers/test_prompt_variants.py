@@ -24,7 +24,7 @@ def test_every_prompt_is_scored_and_the_default_one_as_a_plain_run_scores_it(tin
     assert len(scored.variants) == len(prompt_variants(task))
     scores = [variant.score for variant in scored.variants]
     assert scored.mean == pytest.approx(np.mean(scores)) and scored.std == pytest.approx(np.std(scores))
-    assert scored.metric_means().keys() == set(task.metrics)
+    assert scored.metrics_mean.keys() == set(task.metrics)
     plain = score_task(task, data.eval.examples, solver.predict(task, data.eval.examples))  # the default prompt
     assert scored.variants[0].metrics == plain.metrics
     demonstrated = score_prompt_variants(solver, task, data.train.examples, data.eval.examples, Setting(k=1))

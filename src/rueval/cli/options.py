@@ -22,6 +22,7 @@ from rueval.solvers import NAMED
 from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.trivial import STRATEGIES
+from rueval.tasks.prompts import PROMPT_CHOICES
 
 console = Console()
 errors = Console(stderr=True)
@@ -42,6 +43,7 @@ CacheMode = _choices("CacheMode", CACHE_MODES)
 DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
 LoadInName = _choices("LoadInName", LOAD_IN)
 ChatScoringName = _choices("ChatScoringName", CHAT_SCORINGS)
+PromptsName = _choices("PromptsName", PROMPT_CHOICES)
 
 
 def user_errors(command: Callable) -> Callable:
@@ -131,6 +133,13 @@ ShotsOption = Annotated[
     typer.Option(help="LMs: numbers of few-shot demonstrations, e.g. 0,1,4,8. Default: 0; on MERA's files MERA's."),
 ]
 EpisodesOption = Annotated[int, typer.Option(min=1, help="LMs: demonstration sets per k > 0 (TAPE uses 5).")]
+PromptsOption = Annotated[
+    PromptsName,
+    typer.Option(
+        help="LMs: ask each task with its default prompt, or with all the prompts its paper ran (TAPE: Winograd, "
+        "Ethics), reporting each prompt's score and their mean ± std; the headline stays the default prompt's."
+    ),
+]
 ScoringOption = Annotated[
     ScoringName, typer.Option(help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).")
 ]

@@ -22,7 +22,7 @@ from rueval.report.leaderboard import BENCHMARK_TITLES, Board, boards, format_sc
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
 from rueval.report.runs import Run, load_runs
-from rueval.results import INDUSTRIAL_FIELDS
+from rueval.results import INDUSTRIAL_FIELDS, PromptScores
 from rueval.tasks import TASKS
 
 CSS = """
@@ -171,11 +171,19 @@ def _metrics_table(runs: Sequence[Run]) -> str:
                     escape(result.split),
                     str(result.n),
                     metrics,
-                    format_score(result.score),
+                    format_score(result.score) + _over_prompts(result.prompts),
                 ]
             )
     header = ["task", "run", "split", "n", "metrics (95% CI when computed)", "score"]
     return _table(header, rows, text_columns={0, 1, 2, 4}, raw=True)
+
+
+def _over_prompts(prompts: PromptScores | None) -> str:
+    """A task scored under several prompts: their mean ± std, below its (the default prompt's) score."""
+    if prompts is None:
+        return ""
+    spread = f"{format_score(prompts.mean)}&nbsp;±{format_score(prompts.std)}"
+    return f'<br><span class="ci">{len(prompts.variants)} prompts: {spread}</span>'
 
 
 def _attacks_table(runs: Sequence[Run]) -> str:

@@ -42,7 +42,8 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
 
 def results_table(summary: RunResult) -> Table:
     """Every task's metrics with their 95% intervals; a few-shot run shows each k's mean ± std over its
-    episodes. A --limit run is marked partial; tasks reused from an earlier run are marked so."""
+    episodes, and a task scored under several prompts (--prompts all) their mean ± std over prompts. A
+    --limit run is marked partial; tasks reused from an earlier run are marked so."""
     limit = summary.settings.get("limit")
     first = f"{limit:.0%} of the records" if isinstance(limit, float) and limit < 1 else f"{limit} records"
     partial = f", partial: first {first} of each split" if summary.partial else ""
@@ -64,13 +65,18 @@ def results_table(summary: RunResult) -> Table:
                 episodes = f"{len(shot.episodes)} ep."
                 cells = (shown, result.benchmark.upper(), result.split, str(result.n)) if position == 0 else ("",) * 4
                 table.add_row(*cells, f"{k} ({episodes})", metrics, f"{shot.score:.2f} ± {shot.score_std:.2f}")
-            continue
-        metrics = "\n".join(
-            f"{metric} {value:.2f}"
-            + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*result.ci[metric]))}[/]" if metric in result.ci else "")
-            for metric, value in result.metrics.items()
-        )
-        table.add_row(shown, result.benchmark.upper(), result.split, str(result.n), "", metrics, f"{result.score:.2f}")
+        else:
+            metrics = "\n".join(
+                f"{metric} {value:.2f}"
+                + (f" [dim]{escape('[{:.1f}, {:.1f}]'.format(*result.ci[metric]))}[/]" if metric in result.ci else "")
+                for metric, value in result.metrics.items()
+            )
+            cells = (shown, result.benchmark.upper(), result.split, str(result.n), "")
+            table.add_row(*cells, metrics, f"{result.score:.2f}")
+        if (prompts := result.prompts) is not None:  # the headline setting, over the task's prompts
+            metrics = "\n".join(f"{m} {v:.2f} ± {prompts.metrics_std[m]:.2f}" for m, v in prompts.metrics_mean.items())
+            over = f"{len(prompts.variants)} prompts"
+            table.add_row("", "", "", "", over, metrics, f"{prompts.mean:.2f} ± {prompts.std:.2f}")
     for name, result in summary.predicted.items():
         cells = (name, result.benchmark.upper(), result.split, str(result.n), "")
         table.add_row(*cells, "[dim]predicted, not scored[/]", "-")

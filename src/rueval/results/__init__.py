@@ -10,11 +10,11 @@ from rueval.results.run import (
     INDUSTRIAL_FIELDS,
     PredictionRow,
     RunResult,
-    ShotResult,
     TaskResult,
     read_predictions,
     write_predictions,
 )
+from rueval.results.scores import PromptResult, PromptScores, ShotResult
 
 __all__ = [
     "INDUSTRIAL_FIELDS",
@@ -23,6 +23,8 @@ __all__ = [
     "Checker",
     "Coverage",
     "PredictionRow",
+    "PromptResult",
+    "PromptScores",
     "RobustnessSummary",
     "RuleCoverage",
     "RunResult",

@@ -4,7 +4,7 @@ scored example (predictions/<task>.jsonl), as typed records with to/from JSON th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from rueval.errors import DataError, RuevalError
 from rueval.files import write_json, write_jsonl
 from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
+from rueval.results.scores import PromptScores, ShotResult
 from rueval.tasks import TASKS, Task
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
@@ -107,39 +108,6 @@ def read_predictions(task: Task, path: Path) -> list[PredictionRow]:
 
 
 @dataclass
-class ShotResult:
-    """One k of a few-shot run: each metric's mean and std over its episodes (TAPE's way), and the
-    episodes themselves. ``metrics_norm``: lm-eval's acc_norm variant, for log-likelihood scoring."""
-
-    metrics: dict[str, float]
-    std: dict[str, float]
-    score: float
-    score_std: float
-    episodes: list[dict[str, Any]]
-    metrics_norm: dict[str, float] | None = None
-    metrics_norm_std: dict[str, float] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {key: value for key, value in data.items() if value is not None}
-
-    @classmethod
-    def from_json(cls, data: Any, check: Checker, at: str) -> ShotResult:
-        data = check.obj(data, at)
-        return cls(
-            metrics=check.numbers(check.required(data, "metrics", f"{at}."), f"{at}.metrics"),
-            std=check.numbers(data.get("std", {}), f"{at}.std"),
-            score=check.number(data.get("score", 0.0), f"{at}.score"),
-            score_std=check.number(data.get("score_std", 0.0), f"{at}.score_std"),
-            episodes=list(data.get("episodes", [])),
-            metrics_norm=check.numbers(data["metrics_norm"], f"{at}.metrics_norm") if "metrics_norm" in data else None,
-            metrics_norm_std=check.numbers(data["metrics_norm_std"], f"{at}.metrics_norm_std")
-            if "metrics_norm_std" in data
-            else None,
-        )
-
-
-@dataclass
 class TaskResult:
     """Everything a run records for one task (OUT/tasks/<task>.json and results.json's tasks.<task>)."""
 
@@ -153,6 +121,7 @@ class TaskResult:
     industrial: dict[str, Any] = field(default_factory=dict)
     slices: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     shots: dict[int, ShotResult] = field(default_factory=dict)
+    prompts: PromptScores | None = None  # --prompts all, a task its paper ran with several prompts
     perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     requests_computed: int | None = None
@@ -172,6 +141,8 @@ class TaskResult:
         }
         if self.shots:
             data["shots"] = {str(k): shot.to_json() for k, shot in self.shots.items()}
+        if self.prompts is not None:
+            data["prompts"] = self.prompts.to_json()
         if self.requests_computed is not None:
             data["requests_computed"] = self.requests_computed
         if self.protocol is not None:
@@ -235,6 +206,7 @@ class TaskResult:
             industrial=_industrial(data.get("industrial", {}), check, f"{at}industrial"),
             slices=slices,
             shots=shots,
+            prompts=PromptScores.from_json(data["prompts"], check, f"{at}prompts") if "prompts" in data else None,
             perturbations=perturbations,
             data=dict(check.obj(data.get("data", {}), f"{at}data")),
             requests_computed=data.get("requests_computed"),

@@ -21,8 +21,9 @@ from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_se
 from rueval.fewshot import demonstrations
 from rueval.models.distributed import on_main, world
 from rueval.progress import detail
-from rueval.results import PredictionRow, RunResult, ShotResult, TaskResult
+from rueval.results import PredictionRow, PromptResult, PromptScores, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import lm_eval_results
+from rueval.results.scores import mean_of, std_of
 from rueval.run.diagnostics import diagnose, industrial_figures, run_industrial
 from rueval.run.predict import Predicted, predict_tasks
 from rueval.run.robustness import Robustness
@@ -30,6 +31,7 @@ from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
 from rueval.scoring import rsg_total, score_task
 from rueval.solvers import Setting, Solver
+from rueval.solvers.base import TaskAnswers
 from rueval.tasks import Example, Task
 
 
@@ -57,7 +59,7 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
     kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides
     reused = list(results)
     pending = [(task, data) for task, data in prepared.loaded if task.name not in results]
-    for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples):
+    for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples, spec.prompts_of):
         results[predicted.task.name] = score_and_record(prepared, predicted)
     return summarise(prepared, kept, results, reused, started)
 
@@ -194,14 +196,26 @@ def _record(example: Example) -> Any:
 
 def score(predicted: Predicted) -> TaskResult:
     """The task's metrics on its headline predictions and, for a language model, every k's mean and
-    standard deviation over its episodes (numpy's, ddof 0), as TAPE reports them."""
+    standard deviation over its episodes (numpy's, ddof 0), and with several prompts each prompt's
+    scores with their mean and standard deviation, as TAPE reports them."""
     task, examples = predicted.task, predicted.data.eval.examples
     scores = score_task(task, examples, predicted.headline)
     result = unscored(predicted)
     result.score, result.metrics, result.breakdown = scores.score, scores.metrics, scores.breakdown
     if predicted.requests_computed is not None:  # a language model: few-shot settings are recorded
-        result.shots = few_shot_scores(task, examples, predicted)
+        result.shots = few_shot_scores(task, examples, predicted.by_setting, predicted.normalized)
+    if predicted.prompt_answers:
+        result.prompts = PromptScores(tuple(prompt_result(task, examples, one) for one in predicted.prompt_answers))
     return result
+
+
+def prompt_result(task: Task, examples: Sequence[Example], answers: TaskAnswers) -> PromptResult:
+    """The task under one prompt, as its headline and few-shot figures would be under it (each k over
+    its episodes where the run has more than one setting)."""
+    scores = score_task(task, examples, next(iter(answers.by_setting.values())))
+    several = len(answers.by_setting) > 1
+    shots = few_shot_scores(task, examples, answers.by_setting, answers.normalized) if several else {}
+    return PromptResult(scores.score, scores.metrics, shots)
 
 
 def unscored(predicted: Predicted) -> TaskResult:
@@ -225,38 +239,37 @@ def unscored(predicted: Predicted) -> TaskResult:
     )
 
 
-def few_shot_scores(task: Task, examples: Sequence[Any], predicted: Predicted) -> dict[int, ShotResult]:
+def few_shot_scores(
+    task: Task,
+    examples: Sequence[Any],
+    by_setting: dict[Setting, list[Any]],
+    normalized: dict[Setting, list[Any]],
+) -> dict[int, ShotResult]:
+    """Each k's metrics as mean and std over its episodes, from the predictions in every setting (and
+    per byte, lm-eval's acc_norm, where ``normalized`` has them)."""
     by_k: dict[int, list[Setting]] = {}
-    for setting in predicted.by_setting:
+    for setting in by_setting:
         by_k.setdefault(setting.k, []).append(setting)
     shots = {}
     for k, settings in by_k.items():
         episodes = []
         for setting in settings:
-            scores = score_task(task, examples, predicted.by_setting[setting])
+            scores = score_task(task, examples, by_setting[setting])
             episode: dict[str, Any] = {"metrics": scores.metrics, "score": scores.score}
-            if setting in predicted.normalized:
-                episode["metrics_norm"] = score_task(task, examples, predicted.normalized[setting]).metrics
+            if setting in normalized:
+                episode["metrics_norm"] = score_task(task, examples, normalized[setting]).metrics
             episodes.append(episode)
         norm = [e["metrics_norm"] for e in episodes if "metrics_norm" in e]
         shots[k] = ShotResult(
-            metrics=_mean([e["metrics"] for e in episodes]),
-            std=_std([e["metrics"] for e in episodes]),
+            metrics=mean_of([e["metrics"] for e in episodes]),
+            std=std_of([e["metrics"] for e in episodes]),
             score=float(np.mean([e["score"] for e in episodes])),
             score_std=float(np.std([e["score"] for e in episodes])),
             episodes=episodes,
-            metrics_norm=_mean(norm) if norm else None,
-            metrics_norm_std=_std(norm) if norm else None,
+            metrics_norm=mean_of(norm) if norm else None,
+            metrics_norm_std=std_of(norm) if norm else None,
         )
     return shots
-
-
-def _mean(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {m: float(np.mean([r[m] for r in runs])) for m in runs[0]}
-
-
-def _std(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {m: float(np.std([r[m] for r in runs])) for m in runs[0]}
 
 
 def prediction_rows(predicted: Predicted) -> list[PredictionRow]:

@@ -3,8 +3,9 @@
 A classical solver is fitted and applied task by task. A pooled solver's (a language model's)
 tasks are planned first (each task, k and episode: examples -> requests), then all their requests
 go to the engine in one pooled call, so identical requests and shared prefixes are computed once
-across tasks, k and episodes; a task is handed on as soon as its own requests are done (tasks are
-asked in order) with the solver's TaskAnswers.
+across tasks, k, episodes and prompts; a task is handed on as soon as its own requests are done
+(tasks are asked in order) with the solver's TaskAnswers. A task asked with several prompts (--prompts
+all) carries each prompt's answers; its headline, its predictions and its sample log are the default's.
 Under accelerate launch each process computes a share of them (rueval.models.distributed).
 
 With ``log_samples`` each task also carries its sample log: one line per example per setting, in
@@ -30,11 +31,13 @@ from rueval.models.distributed import world
 from rueval.progress import detail, progress
 from rueval.scoring import example_metrics, is_correct
 from rueval.solvers import Setting, Solver
-from rueval.solvers.base import PooledSolver, TaskAnswers
+from rueval.solvers.base import PooledSolver, TaskAnswers, TaskPlan
 from rueval.tasks import Example, Task
+from rueval.tasks.prompts import TaskPrompt
 
 # predicts lists of examples, each under a setting, in one go: what robustness asks the model
 Predictor = Callable[[Sequence[tuple[Sequence[Example], Setting]]], list[list[Any]]]
+Prompts = Callable[[Task], Sequence[TaskPrompt]]  # the prompts a task is asked with, the default first
 
 
 def settings_of(shots: Sequence[int], episodes: int, per_item_seed: int | None = None) -> list[Setting]:
@@ -59,6 +62,8 @@ class Predicted:
     protocol: str | None = None  # LMs: how the task was scored (TaskAnswers.protocol)
     unmatched_answers: int | None = None  # LMs answering choices by generating: answers that named no option
     samples: list[dict[str, Any]] = field(default_factory=list)  # the sample log, when asked for
+    # a task asked with several prompts: each prompt's answers, the default's (by_setting) first
+    prompt_answers: tuple[TaskAnswers, ...] = ()
 
     @property
     def headline(self) -> list[Any]:
@@ -71,11 +76,12 @@ def predict_tasks(
     pending: Sequence[tuple[Task, TaskData]],
     settings: Callable[[Task], Sequence[Setting]],
     log_samples: bool = False,
+    prompts: Prompts | None = None,
 ) -> Iterator[Predicted]:
-    """Each pending task's predictions in each of its ``settings`` (a language model's; a classical
-    solver predicts once), handed on task by task in order."""
+    """Each pending task's predictions in each of its ``settings`` (a language model's, asked with each of
+    its ``prompts``, by default its own; a classical solver predicts once), handed on task by task in order."""
     if (pooled := solver.pooled) is not None:
-        yield from _pooled(pooled, pending, settings, log_samples)
+        yield from _pooled(pooled, pending, settings, log_samples, prompts)
         return
     if world() is not None:
         raise RuevalError(
@@ -105,16 +111,16 @@ def _pooled(
     pending: Sequence[tuple[Task, TaskData]],
     settings: Callable[[Task], Sequence[Setting]],
     log_samples: bool,
+    prompts: Prompts | None,
 ) -> Iterator[Predicted]:
-    plans = {
-        task.name: solver.plan_task(task, _train(data), data.eval.examples, settings(task)) for task, data in pending
-    }
+    plans = {task.name: _plans(solver, task, data, settings, prompts) for task, data in pending}
+    requests = {name: [r for plan in task_plans for r in plan.requests] for name, task_plans in plans.items()}
     # each distinct request belongs to the first task that asks for it, for the per-task counts
     owner: dict[Request, str] = {}
-    for name, plan in plans.items():
-        for request in plan.requests:
+    for name, asked in requests.items():
+        for request in asked:
             owner.setdefault(request, name)
-    planned = sum(len(plan.requests) for plan in plans.values())
+    planned = sum(len(asked) for asked in requests.values())
     detail(f"{solver.name}: {planned:,} requests planned for {len(pending)} task(s), {len(owner):,} distinct")
     waiting = list(pending)
     started = time.perf_counter()
@@ -122,9 +128,10 @@ def _pooled(
     # under accelerate launch each process computes its share; the main process goes on with all results
     stream = solver.engine.stream if launch is None else partial(launch.stream, solver.engine)
     for done, computed in stream(list(owner), description):
-        while waiting and all(r in done for r in plans[waiting[0][0].name].requests):
+        while waiting and all(r in done for r in requests[waiting[0][0].name]):
             task, data = waiting.pop(0)
-            answers = solver.answer_task(plans[task.name], done)
+            every = tuple(solver.answer_task(plan, done) for plan in plans[task.name])
+            answers = every[0]  # the default prompt's
             yield Predicted(
                 task,
                 data,
@@ -136,8 +143,22 @@ def _pooled(
                 protocol=answers.protocol,
                 unmatched_answers=answers.unmatched,
                 samples=exchange_samples(task, data.eval.examples, answers) if log_samples else [],
+                prompt_answers=every if len(every) > 1 else (),
             )
             started = time.perf_counter()
+
+
+def _plans(
+    solver: PooledSolver,
+    task: Task,
+    data: TaskData,
+    settings: Callable[[Task], Sequence[Setting]],
+    prompts: Prompts | None,
+) -> list[TaskPlan]:
+    """The task's plans in every setting, one per prompt it is asked with: its own alone without
+    ``prompts``, or when its split has no answers to score the others by."""
+    asked: Sequence[TaskPrompt | None] = prompts(task) if prompts is not None and data.eval.labelled else [None]
+    return [solver.plan_task(task, _train(data), data.eval.examples, settings(task), prompt) for prompt in asked]
 
 
 def _pooled_predictor(solver: PooledSolver, task: Task, data: TaskData) -> Predictor:

@@ -36,6 +36,7 @@ from rueval.solvers import (
 from rueval.solvers.options import LMOptions, NoOptions
 from rueval.tasks import Task, get_task, resolve_tasks
 from rueval.tasks.include import include
+from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 
 # Bump with any change of a default or of how a number is computed (prompts, scoring, metrics,
 # data reading): a task result saved under another protocol is never reused.
@@ -162,6 +163,7 @@ class RunSpec:
     max_blank_lines: int = DEFAULT_LIMITS.blank_lines
     shots: tuple[int, ...] = (0,)
     episodes: int = 1
+    prompts: str = "default"  # --prompts: a language model asks with each task's default prompt, or all its paper ran
     robustness: RobustnessOptions | None = None
     slices: tuple[str, ...] = ()
     limit: int | float | None = None  # the first N records of each task, or below 1 that share of them
@@ -187,6 +189,7 @@ class RunSpec:
         check_ranges(self.seed, self.shots, self.episodes)
         if set(self.shots) != {0} and not isinstance(self.options, LMOptions):
             raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
+        self._check_prompts()
         if self.mera is not None and (self.episodes != 1 or not isinstance(self.options, LMOptions)):
             raise RuevalError(
                 "MERA's settings are a language model's, and draw each item's demonstrations once: --episodes 1"
@@ -194,6 +197,16 @@ class RunSpec:
         _ = self.read_limits  # each limit checked by ReadLimits
         check_limit(self.limit)
         check_slice_names(self.slices)
+
+    def _check_prompts(self) -> None:
+        if self.prompts not in PROMPT_CHOICES:
+            raise RuevalError(f"--prompts {self.prompts}: expected one of {', '.join(PROMPT_CHOICES)}")
+        if self.prompts == ALL and not isinstance(self.options, LMOptions):
+            raise RuevalError(
+                "--prompts all needs a language model (-m hf:... or -m openai:...): only they are prompted"
+            )
+        if self.prompts == ALL and self.predict_only:
+            raise RuevalError("--prompts all scores the tasks under every prompt; --predict-only scores none")
 
     @classmethod
     def create(
@@ -263,6 +276,10 @@ class RunSpec:
             return settings_of(self.shots, self.episodes)
         return settings_of(self.mera.shots_of(task.name) or self.shots, 1, self.mera.fewshot_seed)
 
+    def prompts_of(self, task: Task) -> tuple[TaskPrompt, ...]:
+        """The prompts the task is asked with, the default first: with --prompts all every one its paper ran."""
+        return asked_prompts(task, self.prompts)
+
     def solver(self, work_dir: Path | None = None) -> Solver:
         """The run's solver, made from the spec; ``work_dir`` keeps what it saves between runs (checkpoints)."""
         return self.family.make(self.model, self.options, self.seed, work_dir)
@@ -282,6 +299,7 @@ class RunSpec:
             "max_blank_lines": self.max_blank_lines,
             "shots": list(self.shots),
             "episodes": self.episodes,
+            "prompts": self.prompts,
             "robustness": None if self.robustness is None else self.robustness.to_json(self.seed),
             "slices": list(self.slices),
             "limit": self.limit,

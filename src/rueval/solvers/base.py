@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rueval.tasks import Example, Task
+from rueval.tasks.prompts import TaskPrompt
 
 if TYPE_CHECKING:
     from rueval.models.base import Request
@@ -100,8 +101,14 @@ class PooledSolver(ABC):
 
     @abstractmethod
     def plan_task(
-        self, task: Task, train: Sequence[Example], examples: Sequence[Example], settings: Sequence[Setting]
-    ) -> TaskPlan: ...
+        self,
+        task: Task,
+        train: Sequence[Example],
+        examples: Sequence[Example],
+        settings: Sequence[Setting],
+        prompt: TaskPrompt | None = None,
+    ) -> TaskPlan:
+        """The task's requests in every setting, asked with ``prompt`` (default: the task's own)."""
 
     @abstractmethod
     def answer_task(self, plan: TaskPlan, results: Mapping[Request, Any]) -> TaskAnswers: ...

@@ -111,11 +111,9 @@ class GenerationSettings:
 
 
 def _flag(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() not in ("true", "false"):
+    if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
         raise ValueError(value)
-    return str(value).lower() == "true"
+    return value if isinstance(value, bool) else str(value).lower() == "true"
 
 
 def _stops(value: Any) -> tuple[str, ...]:
@@ -261,9 +259,14 @@ class LMSolver(Solver, PooledSolver):
 
     # -- the PooledSolver interface: a task in every setting ---------------------------------------
     def plan_task(
-        self, task: Task, train: Sequence[Example], examples: Sequence[Example], settings: Sequence[Setting]
+        self,
+        task: Task,
+        train: Sequence[Example],
+        examples: Sequence[Example],
+        settings: Sequence[Setting],
+        prompt: TaskPrompt | None = None,
     ) -> TaskPlans:
-        plans = tuple(self.plan(task, train, examples, setting) for setting in settings)
+        plans = tuple(self.plan(task, train, examples, setting, prompt) for setting in settings)
         return TaskPlans(plans, tuple(request for plan in plans for request in plan.requests))
 
     def answer_task(self, plan: TaskPlans, results: Mapping[Request, Any]) -> TaskAnswers:
@@ -391,11 +394,8 @@ class LMSolver(Solver, PooledSolver):
 
 def _exchanges(plan: Plan, results: Mapping[Request, Any]) -> list[Exchange]:
     """Per example: every request it sent, in order, and what each returned."""
-    exchanges = []
-    for per_example in plan.asked:
-        requests = tuple(request for asked in per_example for request in asked.requests)
-        exchanges.append(Exchange(requests, tuple(results[request] for request in requests)))
-    return exchanges
+    sent = [tuple(request for asked in per_example for request in asked.requests) for per_example in plan.asked]
+    return [Exchange(requests, tuple(results[request] for request in requests)) for requests in sent]
 
 
 def match_option(choices: Sequence[Choice], generated: str) -> Choice | None:

@@ -6,6 +6,7 @@ files are asked as MERA asks them (rueval.tasks.prompts.mera).
 
 Where the task's paper ran several prompts (TAPE's Appendix C: Winograd, Ethics), the module also
 declares them, the default first, as ``<NAME>_VARIANTS`` beside ``<NAME>``: ``prompt_variants``.
+A run asks with the default prompt, or with ``--prompts all`` with every one: ``asked_prompts``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def _variants(task: Task) -> tuple[TaskPrompt, ...]:
     return (default, *(_with_mera(task, variant) for variant in declared[1:])) if declared else (default,)
 
 
+PROMPT_CHOICES = ("default", "all")  # --prompts: the task's default prompt, or every prompt its paper ran
+
+
 PROMPTS: PerTask[TaskPrompt] = PerTask(_prompt)
 VARIANTS: PerTask[tuple[TaskPrompt, ...]] = PerTask(_variants)
 
@@ -62,13 +66,20 @@ def prompt_variants(task: Task | str) -> tuple[TaskPrompt, ...]:
     return VARIANTS[task.name if isinstance(task, Task) else get_task(task).name]
 
 
+def asked_prompts(task: Task, choice: str) -> tuple[TaskPrompt, ...]:
+    """The prompts a run asks ``task`` with under ``--prompts choice`` (PROMPT_CHOICES), the default first."""
+    return prompt_variants(task) if choice == "all" else (get_prompt(task),)
+
+
 __all__ = [
     "DEMO_SEPARATOR",
     "PROMPTS",
+    "PROMPT_CHOICES",
     "VARIANTS",
     "Choice",
     "Question",
     "TaskPrompt",
+    "asked_prompts",
     "get_prompt",
     "prompt_variants",
 ]
