@@ -224,7 +224,7 @@ API_CASES = {
     "tasks=[]": "task", "tasks=''": "task", "tasks=None": "--tasks", "tasks=['parus', 5]": "--tasks",
     "limit=-1": "--limit", "limit=0": "--limit", "limit=True": "--limit", "limit=math.inf": "--limit",
     "limit=[5]": "--limit", "seed=True": "--seed", "seed=1.5": "--seed", "seed=None": "--seed", "seed=2**64": "--seed",
-    "shots=(0, '1')": "--shots", "shots=None": "--shots", "shots=[]": "--shots", "shots=math.nan": "--shots",
+    "shots=(0, '1')": "--shots", "shots=[]": "--shots", "shots=math.nan": "--shots",
     "episodes=True": "--episodes", "episodes=2.5": "--episodes", "episodes=-1": "--episodes",
     "data=5": "--data", "data=Path('/nonexistent')": "/nonexistent", "out=5": "out", "force='yes'": "force",
     "include_path=5": "--include-path", "scoring='nope'": "scoring", "split=''": "--split",
@@ -257,6 +257,7 @@ for arguments, said in {
     "shots=[99999]": "99999-shot",
     "episodes=10**6, shots=[1]": "--episodes",
     "limit=1e30": None,
+    "shots=None": None,  # the default: 0-shot, or on MERA's files MERA's shots
 }.items():
 
     @case("api", f"evaluate('hf:TINY', {arguments})", OK if said is None else ERROR, said or "")

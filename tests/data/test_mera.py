@@ -4,7 +4,7 @@ import json
 import zipfile
 
 import pytest
-from mera_files import QA_INSTRUCTION, rcb
+from mera_files import QA_INSTRUCTION, parus, rcb, rwsd
 
 import rueval
 from rueval.data import open_data
@@ -13,23 +13,6 @@ from rueval.errors import DataError
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt
-
-
-def parus(id_, outputs, task="cause"):
-    inputs = {"premise": "Девушка покраснела.", "choice1": "Она выпила воды.", "choice2": "Ей сделали комплимент."}
-    return {"instruction": "{premise} 1. {choice1} 2. {choice2}", "inputs": inputs, "outputs": outputs,
-            "meta": {"task": task, "id": id_}}  # fmt: skip
-
-
-def rwsd(id_, outputs):
-    inputs = {"text": "Женя поблагодарила Сашу за помощь, которую она оказала.", "span1_index": 2,
-              "span1_text": "Сашу", "span2_index": 6, "span2_text": "она оказала"}  # fmt: skip
-    return {
-        "instruction": "{text} {span1_text}? {span2_text}?",
-        "inputs": inputs,
-        "outputs": outputs,
-        "meta": {"id": id_},
-    }
 
 
 def science(id_, outputs):
