@@ -98,8 +98,13 @@ def paired_bootstrap(
     return result
 
 
+def is_seed(value: object) -> bool:
+    """A whole number from 0 to SEED_MAX (bool is not a number here)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= SEED_MAX
+
+
 def check_seed(seed: object) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+    if not is_seed(seed):
         raise RuevalError(f"--seed {seed}: expected a whole number from 0 to {SEED_MAX}")
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from rueval.errors import RuevalError
-from rueval.stats import SEED_MAX
+from rueval.stats import SEED_MAX, is_seed
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 
@@ -34,7 +34,7 @@ class FinetuneOptions:
             "lr": (number(self.lr) and self.lr > 0, "a finite number above 0"),
             "batch_size": (whole(self.batch_size) and self.batch_size >= 1, "a whole number from 1"),
             "max_length": (whole(self.max_length) and self.max_length >= 8, "a whole number from 8"),
-            "seed": (whole(self.seed) and 0 <= self.seed <= SEED_MAX, f"a whole number from 0 to {SEED_MAX}"),
+            "seed": (is_seed(self.seed), f"a whole number from 0 to {SEED_MAX}"),
             "gradient_accumulation": (
                 whole(self.gradient_accumulation) and self.gradient_accumulation >= 1,
                 "a whole number from 1",
