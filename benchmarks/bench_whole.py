@@ -68,46 +68,43 @@ OWN = ("cli", "setup", "run", "end")  # rueval's own share: everything but Pytho
 def rueval_parts(marks_file: Path, argv: list[str]) -> None:
     """Run ``rueval`` with ``argv`` as its command line does, marking the time (epoch seconds) after each part."""
     marks = {"python": time.time()}
-    try:
-        import gc
+    from rueval import cli
 
-        from rueval.cli import GC_THRESHOLDS, main
+    cli.set_up_process()  # as main() does, before the imports below
+    marks["cli"] = time.time()
+    import torch  # noqa: F401
 
-        gc.set_threshold(*GC_THRESHOLDS)  # as main() sets it, before the imports below
-        marks["cli"] = time.time()
-        import torch  # noqa: F401
+    marks["torch"] = time.time()
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-        marks["torch"] = time.time()
-        from transformers import AutoConfig, AutoModelForCausalLM
+    model_dir = argv[argv.index("-m") + 1].removeprefix("hf:")
+    AutoModelForCausalLM._model_mapping[type(AutoConfig.from_pretrained(model_dir))]  # the class's module
+    marks["transformers"] = time.time()
+    from rueval.models import hf
 
-        model_dir = argv[argv.index("-m") + 1].removeprefix("hf:")
-        AutoModelForCausalLM._model_mapping[type(AutoConfig.from_pretrained(model_dir))]  # the class's module
-        marks["transformers"] = time.time()
-        from rueval.models import hf
+    load, init = hf.load_weights, hf.HFCausalLM.__init__
 
-        load, init = hf.load_weights, hf.HFCausalLM.__init__
+    def timed_load(*args, **kwargs):
+        started = time.time()
+        loaded = load(*args, **kwargs)
+        marks["weights_s"] = time.time() - started
+        return loaded
 
-        def timed_load(*args, **kwargs):
-            started = time.time()
-            loaded = load(*args, **kwargs)
-            marks["weights_s"] = time.time() - started
-            return loaded
+    def timed_init(self, *args, **kwargs):
+        started = time.time()
+        init(self, *args, **kwargs)
+        marks["model_s"] = time.time() - started
 
-        def timed_init(self, *args, **kwargs):
-            started = time.time()
-            init(self, *args, **kwargs)
-            marks["model_s"] = time.time() - started
+    end = cli.end_process
 
-        hf.load_weights, hf.HFCausalLM.__init__ = timed_load, timed_init
-        sys.argv = ["rueval", *argv]
-        try:
-            main()
-        except SystemExit as stop:
-            if stop.code:
-                raise
+    def marked_end(code):
         marks["app"] = time.time()
-    finally:
         marks_file.write_text(json.dumps(marks), encoding="utf-8")
+        end(code)
+
+    hf.load_weights, hf.HFCausalLM.__init__, cli.end_process = timed_load, timed_init, marked_end
+    sys.argv = ["rueval", *argv]
+    cli.main()
 
 
 def parts_of(marks: dict[str, float], started: float, ended: float) -> dict[str, float]:

@@ -16,11 +16,10 @@ from rich.text import Text
 from rueval.cli.groups import GroupValues, OptionGroup
 from rueval.data import TAPE_SETS
 from rueval.errors import RuevalError
-from rueval.models.factory import BACKENDS, CACHE_MODES, DEVICE_MAPS, DTYPES, LOAD_IN
-from rueval.models.openai_chat import CHAT_SCORINGS
+from rueval.models.factory import BACKENDS, CACHE_MODES, CHAT_SCORINGS, DEVICE_MAPS, DTYPES, LOAD_IN
 from rueval.solvers import NAMED
-from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS
+from rueval.solvers.options import RULE_CHOICES
 from rueval.solvers.trivial import STRATEGIES
 from rueval.tasks.prompts import PROMPT_CHOICES
 

@@ -25,6 +25,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
 LOAD_IN = ("8bit", "4bit")
+CHAT_SCORINGS = ("auto", "logprobs", "generate")  # openai-chat: how options are scored
 # vllm.LLM's engine settings a vllm: spec may carry (tensor and data parallel, memory, window)
 VLLM_ENGINE_KEYS = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_model_len")
 

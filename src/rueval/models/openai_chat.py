@@ -38,11 +38,10 @@ from rueval.models.base import (
     checked_logprob,
     cut_at_stop,
 )
-from rueval.models.factory import ModelOptions, ModelSpec
+from rueval.models.factory import CHAT_SCORINGS, ModelOptions, ModelSpec
 from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields, served_at
 from rueval.models.serving import ClientError
 
-CHAT_SCORINGS = ("auto", "logprobs", "generate")
 CHAT_PATH = "/chat/completions"
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ import torch
 PACK_TOKENS = 256  # the longest row of packed subtrees (attention over a row grows with its square)
 WINDOW_BATCHES = 4  # how many batches' worth of pending rows are sorted by length at a time
 MIN_FILL = 0.8  # a batch's shortest row must fill this share of its longest
+HEAD_ROWS = 256  # the output head runs on this many positions at a time: its logits are vocabulary-wide
 
 # (input_ids, past or None, mask, position_ids) -> (hidden states, new past). The mask is 2D
 # (rows, past + new; 1 = attend) when every row is a plain sequence, else a boolean 4D tree mask
@@ -258,15 +259,9 @@ def _forward(
     wanted = [(r, i) for r, s in enumerate(batch) for i, node in enumerate(s.nodes) if node.scored]
     scored = [batch[r].nodes[i] for r, i in wanted]
     if wanted:
-        rows_index = torch.tensor([r for r, _ in wanted])
-        cols_index = torch.tensor([i for _, i in wanted])
-        logprobs = torch.log_softmax(head(hidden[rows_index, cols_index]).float(), dim=-1)
-        best = logprobs.argmax(dim=-1).tolist()
-        for k, (r, i) in enumerate(wanted):
-            node = batch[r].nodes[i]
-            next_tokens = list(node.children)
-            values = logprobs[k, next_tokens].tolist()
-            node.logprobs = {t: (v, t == best[k]) for t, v in zip(next_tokens, values, strict=True)}
+        states = hidden[torch.tensor([r for r, _ in wanted]), torch.tensor([i for _, i in wanted])]
+        for start in range(0, len(scored), HEAD_ROWS):
+            _record_logprobs(scored[start : start + HEAD_ROWS], head(states[start : start + HEAD_ROWS]).float())
 
     ready = []
     for r, row in enumerate(batch):
@@ -292,6 +287,17 @@ def _forward(
             if row.parent.waiting == 0:
                 row.parent.past = None
     return ready, scored
+
+
+def _record_logprobs(nodes: list[_TrieNode], logits: torch.Tensor) -> None:
+    """Each node's log-probability of every token that follows it, and whether that token is the argmax
+    (only those entries of the log-softmax are computed)."""
+    picks = [(k, token) for k, node in enumerate(nodes) for token in node.children]
+    at, tokens = torch.tensor(picks).unbind(1)
+    values = (logits[at, tokens] - torch.logsumexp(logits, dim=-1)[at]).tolist()
+    best = logits.argmax(dim=-1).tolist()
+    for (k, token), value in zip(picks, values, strict=True):
+        nodes[k].logprobs[token] = (value, token == best[k])
 
 
 def _padding_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,13 +26,15 @@ from rueval.results.lm_eval import lm_eval_results
 from rueval.results.scores import mean_of, std_of
 from rueval.run.diagnostics import diagnose, industrial_figures, run_industrial
 from rueval.run.predict import Predicted, predict_tasks
-from rueval.run.robustness import Robustness
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
 from rueval.scoring import rsg_total, score_task
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import TaskAnswers
 from rueval.tasks import Example, Task
+
+if TYPE_CHECKING:
+    from rueval.run.robustness import Robustness
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,11 @@ def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
     store.check_folder()  # a user's own folder is refused before a model loads
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = solver or spec.solver(out.resolve() / "finetune")
-    robustness = Robustness.build(spec.robustness, spec.seed) if spec.robustness else None
+    robustness = None
+    if spec.robustness:
+        from rueval.run.robustness import Robustness  # the perturbations load only when asked for
+
+        robustness = Robustness.build(spec.robustness, spec.seed)
     loaded = [(task, limited_data(source, task, spec.split, spec.limit, spec.predict_only)) for task in spec.task_list]
     for task, task_data in loaded:
         train_examples = task_data.train.examples if task_data.train else []

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from rueval.errors import DataError, RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.results.checks import Checker
-from rueval.solvers.heuristics import RULE_CHOICES
 from rueval.solvers.lm import SCORINGS, ChatFormat, GenerationSettings
 from rueval.solvers.trivial import STRATEGIES
 
@@ -43,6 +42,9 @@ class PlainOptions:
 @dataclass(frozen=True)
 class NoOptions(PlainOptions):
     """A family that takes no options: the trivial baselines, TF-IDF."""
+
+
+RULE_CHOICES = ("fitted", "all")  # -m heuristic: the rules fitted on train, or all of them
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from rueval.scoring import is_correct, score_task
 from rueval.solvers.base import Solver
 from rueval.solvers.heuristics import danetqa, lidirus, muserc, parus, rcb, rucos, russe, terra
 from rueval.solvers.heuristics.base import Rule, memoized_texts
+from rueval.solvers.options import RULE_CHOICES
 from rueval.solvers.trivial import STRATEGIES, TrivialSolver
 from rueval.tasks import Example, Task, get_task
 
@@ -58,9 +59,6 @@ def first_prediction(rules: Sequence[Rule], example: Example) -> Any | None:
         if prediction is not None:
             return prediction
     return None
-
-
-RULE_CHOICES = ("fitted", "all")
 
 
 class HeuristicSolver(Solver):
@@ -177,7 +175,6 @@ __all__ = [
     "FALLBACK_DRAWS",
     "NO_RULE",
     "RULES",
-    "RULE_CHOICES",
     "HeuristicSolver",
     "Rule",
     "RuleCoverage",
