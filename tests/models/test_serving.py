@@ -144,6 +144,25 @@ def test_the_dispatcher_keeps_each_servers_chunks_in_order_and_moves_a_slow_serv
     assert len(seen["slow"]) < 6 and set(range(6, 12)) - set(seen["slow"]) <= set(seen["fast"])
 
 
+def test_a_chunk_waits_for_its_home_server_while_that_server_has_room():
+    """Free threads of one server do not take the chunks another server has room for: its
+    prefix cache holds their shared starts (threads start one server after the other)."""
+    homes = [0, 0, 1, 1, 1]
+
+    def servers_used() -> dict[int, str]:
+        used: dict[int, str] = {}
+
+        def compute(url: str, chunk: int) -> list[int]:
+            used[chunk] = url
+            return [chunk]
+
+        Dispatcher(["a", "b"], concurrency=4).run(list(range(5)), homes, compute, lambda c, v: None)
+        return used
+
+    for _ in range(20):  # the threads' start order varies; each time every chunk runs at home
+        assert servers_used() == {c: "ab"[home] for c, home in enumerate(homes)}
+
+
 def test_base_urls_from_a_list_or_a_file(tmp_path):
     assert parse_base_urls("http://a:1/v1/, http://b:2/v1") == ["http://a:1/v1", "http://b:2/v1"]
     listed = tmp_path / "servers.txt"

@@ -5,7 +5,8 @@ Each HTTP request (a chunk of prompts) has a home server, chosen by a hash of it
 first ``ROUTE_CHARS`` characters, so prompts that share a prefix (an episode's demonstrations,
 an item's options) reach the same server, in the order given (the engine sorts them so shared
 prefixes sit together), and hit its prefix cache. A server whose own queue is empty takes work
-from the end of the longest other queue, so a slow server's requests move to the faster ones; a
+from the end of the other queue with the most chunks its server has no free connection for, so a
+slow server's requests move to the faster ones and none leaves a home that can take it; a
 server that fails (unreachable, timing out, or failing with 5xx after its retries) is reported
 by URL and its requests go to the others.
 """
@@ -120,7 +121,7 @@ class Dispatcher:
         queues: dict[int, deque[int]] = {i: deque() for i in live}
         for c, home in enumerate(homes):
             queues[live[home % len(live)]].append(c)
-        state = _State(queues, homes)
+        state = _State(queues, homes, self.concurrency)
         results: queue.Queue = queue.Queue()
 
         def work(server: int) -> None:
@@ -133,14 +134,14 @@ class Dispatcher:
                             self.drop(server, e)
                         except ServerDown:
                             results.put((None, e))
-                            return state.finish(c, stop=True)
+                            return state.finish(server, stop=True)
                         state.give_back(server, c, [i for i, up in enumerate(self.alive) if up])
                     return
                 except Exception as e:  # noqa: BLE001 - handed to the caller's thread, which raises it
                     results.put((None, e))
-                    return state.finish(c, stop=True)
+                    return state.finish(server, stop=True)
                 results.put((c, value))
-                state.finish(c)
+                state.finish(server)
 
         threads = [
             threading.Thread(target=work, args=(server,), daemon=True, name=f"openai-{server}")
@@ -162,32 +163,39 @@ class Dispatcher:
 
 
 class _State:
-    """The dispatcher's queues of chunk indices, one per server, and the chunks in flight."""
+    """The dispatcher's queues of chunk indices, one per server, and each server's chunks in flight."""
 
-    def __init__(self, queues: dict[int, deque[int]], homes: Sequence[int]):
+    def __init__(self, queues: dict[int, deque[int]], homes: Sequence[int], concurrency: int):
         self.queues = queues
         self.homes = homes
-        self.in_flight = 0
+        self.concurrency = concurrency
+        self.in_flight = dict.fromkeys(queues, 0)
         self.stopped = False
         self.lock = threading.Condition()
 
+    def waiting(self, server: int) -> int:
+        """Chunks in a server's queue beyond its free connections: those another server may take."""
+        return len(self.queues[server]) - (self.concurrency - self.in_flight[server])
+
     def take(self, server: int) -> int | None:
-        """The next chunk for a server: its own queue's first, else the end of the longest other
-        queue; waits while chunks in flight may still come back; None when all is done."""
+        """The next chunk for a server: its own queue's first, else the end of the queue with the
+        most chunks waiting for a connection; waits while chunks may still come its way; None
+        when all is done."""
         with self.lock:
             while not self.stopped and server in self.queues:
-                longest = max(self.queues, key=lambda s: len(self.queues[s]) if s != server else -1)
-                if self.queues[server] or self.queues[longest]:
-                    self.in_flight += 1
-                    return self.queues[server].popleft() if self.queues[server] else self.queues[longest].pop()
-                if not self.in_flight:
+                others = [s for s in self.queues if s != server]
+                busiest = max(others, key=self.waiting, default=None)
+                if self.queues[server] or (busiest is not None and self.waiting(busiest) > 0):
+                    self.in_flight[server] += 1
+                    return self.queues[server].popleft() if self.queues[server] else self.queues[busiest].pop()
+                if not any(self.queues.values()) and not any(self.in_flight.values()):
                     return None
                 self.lock.wait(timeout=1)
             return None
 
-    def finish(self, chunk: int, stop: bool = False) -> None:
+    def finish(self, server: int, stop: bool = False) -> None:
         with self.lock:
-            self.in_flight -= 1
+            self.in_flight[server] -= 1
             self.stopped = self.stopped or stop
             self.lock.notify_all()
 
@@ -195,7 +203,7 @@ class _State:
         """A failed server's chunk in flight and its queue go to the live servers (lock held)."""
         for c in reversed([chunk, *self.queues.pop(server, ())]):
             self.queues[live[self.homes[c] % len(live)]].appendleft(c)
-        self.in_flight -= 1
+        self.in_flight[server] -= 1
         self.lock.notify_all()
 
     def stop(self) -> None:
