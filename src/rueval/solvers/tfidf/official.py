@@ -21,7 +21,10 @@ them: the joined texts for classification (LiDiRus: TERRa's), the train passages
 That is the choice that reproduces the scripts run with a train-fitted vectorizer on the official RSG
 v1.1 val files: TERRa accuracy 44.30 exactly; MuSeRC F1a 61.92 / EM 28.92 where the script gives
 61.82 / 28.73, the gap being 7 questions with tied answers, ordered otherwise by the script's unstable
-sort (with the Wikipedia vectorizer the scripts give 46.58 and 58.41 / 24.95).
+sort (with the Wikipedia vectorizer the scripts give 46.58 and 58.41 / 24.95). The vocabulary is cut at
+10,000 words as scikit-learn cuts it, like the scripts: by numpy's unstable sort where the cut falls
+among words of equal frequency, so both move with the machine (TERRa over 42.0-45.6 across orders of
+its tied words; docs/benchmarks.md, benchmarks/tfidf_tie_orders.py).
 """
 
 from __future__ import annotations
