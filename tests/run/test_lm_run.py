@@ -105,20 +105,20 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
             stderr=subprocess.PIPE,
         )
 
+    def committed():  # a task is finished once run.json (replaced whole, never half-written) records its files
+        return json.loads((out / "run.json").read_text())["files"] if (out / "run.json").exists() else {}
+
     out, cache = tmp_path / "killed", tmp_path / "cache"
     process = rueval(out, cache, *args)
     deadline = time.time() + 240
-    while not (out / "tasks" / "parus.json").exists() and process.poll() is None and time.time() < deadline:
+    while "parus" not in committed() and process.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
     assert not (out / "results.json").exists()
-    # a task is finished once run.json records its files; the kill may fall between a task's file and
-    # that record (tasks are written milliseconds apart once the pooled requests are done)
-    committed = json.loads((out / "run.json").read_text())["files"]
-    finished = {f"{name}.json": (out / "tasks" / f"{name}.json").read_bytes() for name in committed}
+    # the next tasks follow within milliseconds: the kill may fall between a task's file and its record
+    finished = {f"{name}.json": (out / "tasks" / f"{name}.json").read_bytes() for name in committed()}
     unrecorded = {p.name for p in (out / "tasks").glob("*.json")} - set(finished)
-    assert "parus.json" in finished
     computed_before = rows(cache)
 
     resumed = rueval(out, cache, "run", "--resume")

@@ -77,7 +77,10 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "rueval", "serve", "--gold", str(gold_dir), "--store", str(store)]
         command += ["--port", str(self.port), *(["--db", db] if db else []), *options]
-        self.log = (store.parent / f"serve-{self.port}.log").open("wb")
+        # a restarted server may get the port of the one before: each keeps its own log
+        self.log = tempfile.NamedTemporaryFile(
+            dir=store.parent, prefix=f"serve-{self.port}-", suffix=".log", delete=False
+        )
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
 
@@ -97,10 +100,14 @@ class Server:
         self.log.flush()
         return Path(self.log.name).read_text(errors="replace")[-3000:]
 
+    def send(self, number: int) -> None:
+        """A signal to the server and its workers at once."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, number)
+
     def kill(self) -> None:
         """SIGKILL to the server and its workers at once, as a crash would."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+        self.send(signal.SIGKILL)
         self.process.wait(10)
 
     def stop(self) -> None:
