@@ -105,10 +105,11 @@ def test_killed_run_resumes_without_recomputing_or_losing_anything(tmp_path, tin
             stderr=subprocess.PIPE,
         )
 
+    out, cache = tmp_path / "killed", tmp_path / "cache"
+
     def committed():  # a task is finished once run.json (replaced whole, never half-written) records its files
         return json.loads((out / "run.json").read_text())["files"] if (out / "run.json").exists() else {}
 
-    out, cache = tmp_path / "killed", tmp_path / "cache"
     process = rueval(out, cache, *args)
     deadline = time.time() + 240
     while "parus" not in committed() and process.poll() is None and time.time() < deadline:
