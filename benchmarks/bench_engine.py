@@ -16,7 +16,7 @@ lm-evaluation-harness 0.4.x lives in its own virtualenv
 
 One run:
 1. builds one random GPT-2 (6 layers, 512 wide, 8 heads, seed 0, a byte-level BPE of 8000 tokens
-   trained on the bundled samples) with ``rueval.models.tiny.build_tiny_gpt2``;
+   trained on the bundled samples) with ``rueval.models.backends.tiny.build_tiny_gpt2``;
 2. generates PARus items by recombining the bundled PARus samples with a seeded RNG: each item's
    premise and choices are the words of random sample sentences, shuffled (so no two items share
    a context, as on real data), its question and label random; they are written in PARus's
@@ -74,7 +74,13 @@ Device = namedtuple("Device", "name dtype")  # where and in what precision both 
 MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
 LM_EVAL_BATCH_SIZE = 32
 SHOTS = 4
-ENGINE_SOURCES = ("models/prefix_tree.py", "models/hf.py", "models/engine.py", "models/base.py", "solvers/lm.py")
+ENGINE_SOURCES = (
+    "models/backends/prefix_tree.py",
+    "models/backends/hf.py",
+    "models/engine.py",
+    "models/base.py",
+    "solvers/lm.py",
+)
 LOAD_AVERAGES: list[float] = []  # the machine's 1-minute load average before and after each timed process
 
 
@@ -223,8 +229,8 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
     """Score one setting with LMSolver + Engine + HFCausalLM, timing the engine's calls."""
     import torch
 
+    from rueval.models.backends.hf import HFCausalLM
     from rueval.models.engine import Engine
-    from rueval.models.hf import HFCausalLM
     from rueval.solvers import Setting
     from rueval.solvers.lm import LMSolver
 
@@ -500,7 +506,7 @@ def main() -> None:
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from transformers import AutoConfig
 
-    from rueval.models.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2
 
     measured = environment(args.lm_eval_python)
     model_dir = build_tiny_gpt2(work / "model", **MODEL)

@@ -146,7 +146,7 @@ def main() -> None:
             print(json.dumps(SIDES[args.side](args.encoder, args.data, args, Path(work))))
         return
 
-    from rueval.models.tiny import build_tiny_bert
+    from rueval.models.backends.tiny import build_tiny_bert
 
     with tempfile.TemporaryDirectory() as folder:
         encoder = str(build_tiny_bert(Path(folder), num_hidden_layers=4, hidden_size=256, num_attention_heads=4))

@@ -140,15 +140,15 @@ def lexeme(word: str) -> tuple[str, ...]:
     """Every form of the word's most probable lemma (pymorphy3), if it is a Russian word."""
     if not word.isalpha() or not re.fullmatch(r"[а-яё]+", word):
         return ()
-    from rueval.text import parse
+    from rueval.core.text import parse
 
     return tuple(dict.fromkeys(form.word for form in parse(word).lexeme))
 
 
 def sentence_pool(texts_file: Path | None) -> list[str]:
     """Sentences of --texts, or of every string in the bundled samples."""
-    from rueval.models.tiny import sample_texts
-    from rueval.text import sentences
+    from rueval.core.text import sentences
+    from rueval.models.backends.tiny import sample_texts
 
     if texts_file is not None:
         lines = texts_file.read_text(encoding="utf-8").splitlines()

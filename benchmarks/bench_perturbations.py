@@ -31,12 +31,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from rueval.core.text import sentences
 from rueval.data import open_data
 from rueval.robustness.perturbations import PERTURBATIONS
 from rueval.robustness.semantic_filter import SemanticFilter
 from rueval.robustness.targets import TARGETS, protected_spans_batch
 from rueval.tasks import BENCHMARKS, Example, get_task
-from rueval.text import sentences
 
 OUT = Path(__file__).parent / "results" / "bench_perturbations.json"
 NO_MODEL = [name for name, cls in PERTURBATIONS.items() if cls.needs_model is None]

@@ -6,7 +6,7 @@ Not part of the test suite. Without --gold it first writes an RSG gold of the of
 benchmarks/bench_fullsize.py generates them (the same generator, every test file labelled).
 
 1. Scoring: the zip `rueval submit -m heuristic` writes for that gold, checked and scored as a
-   worker does it (rueval.serve.upload + rueval.serve.scoring: metrics, bootstrap intervals, slices,
+   worker does it (rueval.serve.upload + rueval.serve.grading: metrics, bootstrap intervals, slices,
    the paired tests against the majority class and the heuristics, the rules' agreement), with the
    reference models computed once beforehand as `rueval serve` does at start. CPU time (this
    process: user + system) and wall time, the median of --runs; the HTML report's figures, drawn when
@@ -45,7 +45,7 @@ from rueval.serve.auth import add_team
 from rueval.serve.board import summary_of
 from rueval.serve.db import Database, Submission, Team, Upload, database_url
 from rueval.serve.gold import Gold
-from rueval.serve.scoring import score_submission
+from rueval.serve.grading import score_submission
 from rueval.serve.store import Store
 from rueval.serve.upload import check_submission
 from rueval.tasks import BENCHMARKS

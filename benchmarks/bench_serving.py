@@ -15,7 +15,7 @@ answer: a ``vllm-0.32.0.dist-info`` folder with a two-line METADATA (``Name: vll
 
 One run:
 1. builds a random GPT-2 (4 layers, 256 wide, 4 heads, 4000-token BPE, seed 0, float32) with
-   ``rueval.models.tiny.build_tiny_gpt2``;
+   ``rueval.models.backends.tiny.build_tiny_gpt2``;
 2. writes 349 PARus items (``--quick``: 60) in PARus's layout, recombined from the bundled samples by
    bench_engine's ``generate_items``, beside the bundled train samples (the 4-shot demonstrations),
    and an lm-eval task YAML of the same prompts (rueval's PARus prompt text for every item and
@@ -105,7 +105,7 @@ class Bench:
     def __init__(self, work: Path, items: int, vllm_python: str, lm_eval_python: str):
         self.work, self.items = work, items
         self.vllm_python, self.lm_eval_python = vllm_python, lm_eval_python
-        from rueval.models.tiny import build_tiny_gpt2
+        from rueval.models.backends.tiny import build_tiny_gpt2
 
         self.model_dir = build_tiny_gpt2(work / "model", **MODEL)
         self.data_dir = work / "data"

@@ -69,7 +69,7 @@ def generate(n: int, seed: int) -> list[Any]:
 
 def measure(solver_name: str, n_train: int, n_val: int) -> dict[str, Any]:
     """Fit on the generated train passages and predict the val ones; runs in its own process."""
-    from rueval.metrics import normalize_answer
+    from rueval.scoring.metrics import normalize_answer
     from rueval.solvers import make_solver
     from rueval.tasks import get_task
 

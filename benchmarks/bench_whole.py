@@ -126,7 +126,7 @@ def parts_of(marks: dict[str, float], started: float, ended: float) -> dict[str,
 # -- the commands -------------------------------------------------------------------------------
 class Bench:
     def __init__(self, work: Path, items: int, lm_eval: str, device: str, threads: int | None):
-        from rueval.models.tiny import build_tiny_gpt2
+        from rueval.models.backends.tiny import build_tiny_gpt2
 
         self.work, self.items, self.lm_eval, self.device = work, items, lm_eval, device
         self.threads = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {}

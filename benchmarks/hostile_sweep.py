@@ -155,7 +155,7 @@ class Shared:
         """A small random BERT (an encoder to fine-tune), as the tests build it."""
         target = self.root / "tiny-bert"
         if not target.exists():
-            code = "from pathlib import Path; from rueval.models.tiny import build_tiny_bert; "
+            code = "from pathlib import Path; from rueval.models.backends.tiny import build_tiny_bert; "
             code += f"build_tiny_bert(Path({str(target)!r}))"
             outcome = run_command([sys.executable, "-c", code], self.root, {}, 600)
             assert outcome.returncode == 0, outcome.output
@@ -215,7 +215,7 @@ API_PRELUDE = """
 import math, sys
 from pathlib import Path
 import rueval
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 try:
 {body}
 except RuevalError as e:

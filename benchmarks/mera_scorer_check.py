@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 
 import rueval
+from rueval.core.progress import set_level
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
-from rueval.progress import set_level
 from rueval.run.mera_export import export_mera
 
 SEVEN = ("parus", "rcb", "rwsd", "ru_worldtree", "ru_openbook", "multiq", "chegeka")
@@ -160,7 +160,7 @@ def main() -> None:
     out = args.out.resolve()
     set_level(quiet=True, verbose=False)
     tests = write_gold(out / "gold", args.items)
-    from rueval.models.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2
 
     tiny = out / "tiny" if (out / "tiny" / "config.json").is_file() else build_tiny_gpt2(out / "tiny")
     runs = {"tiny": run_and_export(out, out / "gold", "tiny", f"hf:{tiny}")}

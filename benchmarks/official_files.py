@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data import open_data
-from rueval.errors import RuevalError
 from rueval.run.robustness import Robustness
 from rueval.tasks import TASKS, Task
 

@@ -35,10 +35,10 @@ from pathlib import Path
 
 from results_file import write_results
 
+from rueval.core.text import lemma, morph, sentences
 from rueval.data import open_data
 from rueval.robustness.perturbations import PERTURBATIONS, emoji_dictionary
 from rueval.tasks import BENCHMARKS, Example, get_task
-from rueval.text import lemma, morph, sentences
 
 RESULTS = Path(__file__).parent / "results"
 INPUTS = RESULTS / "rutransform_inputs.txt"

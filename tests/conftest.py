@@ -53,7 +53,7 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A small random GPT-2 with a tokenizer trained on the bundled samples, built once per session."""
     require_modules("torch", "transformers", "tokenizers", extra="lm")
-    from rueval.models.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny"))
 
@@ -62,7 +62,7 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
 def tiny_bert(tmp_path_factory) -> Path:
     """A small random BERT (an encoder to fine-tune), built once per session."""
     require_modules("torch", "transformers", "tokenizers", extra="finetune")
-    from rueval.models.tiny import build_tiny_bert
+    from rueval.models.backends.tiny import build_tiny_bert
 
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 

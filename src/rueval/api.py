@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import LanguageModel
 from rueval.results import PredictionRow, RunResult
 from rueval.results.run import read_predictions
@@ -120,6 +120,6 @@ def _language_model(model: Any, tokenizer: Any) -> LanguageModel:
             "model: expected a spec, a LanguageModel, or a transformers model with tokenizer=, "
             f"got {type(model).__name__}"
         )
-    from rueval.models.hf import HFCausalLM  # torch and transformers load only for LMs
+    from rueval.models.backends.hf import HFCausalLM  # torch and transformers load only for LMs
 
     return HFCausalLM.from_loaded(model, tokenizer)

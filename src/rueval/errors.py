@@ -1,18 +1,5 @@
-"""User-facing errors. The CLI prints them as one line and exits with code 2."""
+"""The documented import path of rueval's errors; they live in rueval.core.errors."""
 
-from __future__ import annotations
+from rueval.core.errors import DataError, RuevalError
 
-
-class RuevalError(Exception):
-    """A problem with the user's input: bad data, an unknown name, a missing file."""
-
-
-class DataError(RuevalError):
-    """Bad data, located at a file, and where known a line and a field."""
-
-    def __init__(self, file: str, message: str, line: int | None = None, field: str | None = None):
-        self.file, self.line, self.field, self.message = file, line, field, message
-        where = file if line is None else f"{file}:{line}"
-        if field is not None:
-            where += f": field '{field}'"
-        super().__init__(f"{where}: {message}")
+__all__ = ["DataError", "RuevalError"]

@@ -9,7 +9,7 @@ import pytest
 from support import SYSTEM, read_jsonl, read_samples
 
 import rueval
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 

@@ -12,7 +12,7 @@ from typer.main import get_command
 
 import rueval
 from rueval.cli import app
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 BAD = ("", "x", "-1", "0", "nan", "inf", "1e400", "99999999999", "1,,x")
 # how a call runs and shows (swept elsewhere), and the names of models to download (no test reaches the network)

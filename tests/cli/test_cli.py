@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from support import read_jsonl, write_jsonl
 
-from rueval import progress
+from rueval.core import progress
 from rueval.data.local import SAMPLES_DIR
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import TASKS

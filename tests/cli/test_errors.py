@@ -205,10 +205,14 @@ def unknown_device(data, monkeypatch, model_dir):
 
 def missing_library(name):
     def setup(data, monkeypatch, model_dir):
-        import rueval.models
+        import rueval.models.backends
 
-        monkeypatch.setattr(rueval.models, "hf", sys.modules.get("rueval.models.hf"), raising=False)
-        for module in ("rueval.models.hf", "rueval.models.prefix_tree", "rueval.models.sampling"):
+        monkeypatch.setattr(rueval.models.backends, "hf", sys.modules.get("rueval.models.backends.hf"), raising=False)
+        for module in (
+            "rueval.models.backends.hf",
+            "rueval.models.backends.prefix_tree",
+            "rueval.models.backends.sampling",
+        ):
             monkeypatch.delitem(sys.modules, module, raising=False)  # imported afresh, as on that machine
         monkeypatch.setitem(sys.modules, name, None)  # `import name` now raises ImportError
         install = "pip install torch==" if name == "torch" else "pip install 'rueval[lm]'"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rueval.cli.lm_eval_args import lm_eval_model
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 
 def test_lm_evals_vllm_model_is_the_vllm_backend_with_its_engine_keys_in_the_spec():

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from rueval.errors import RuevalError
-from rueval.files import write_json, write_jsonl
+from rueval.core.errors import RuevalError
+from rueval.core.files import write_json, write_jsonl
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from rueval import progress
-from rueval.errors import RuevalError
+from rueval.core import progress
+from rueval.core.errors import RuevalError
 from rueval.models.base import Generation
 from rueval.models.engine import Engine
 

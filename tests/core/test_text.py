@@ -3,8 +3,8 @@ import random
 
 import razdel
 
-import rueval.text
-from rueval.text import lemma, lemmas, lemmas_of, sentences, tokens, words
+import rueval.core.text
+from rueval.core.text import lemma, lemmas, lemmas_of, sentences, tokens, words
 
 
 def test_tokens_words_and_sentences():
@@ -57,16 +57,16 @@ def test_lemmas_are_lower_case_dictionary_forms_without_yo():
 
 def test_lemmas_of_tokenises_each_distinct_text_once(monkeypatch):
     seen = []
-    monkeypatch.setattr(rueval.text, "word_forms", lambda text: seen.append(text) or text.lower().split())
+    monkeypatch.setattr(rueval.core.text, "word_forms", lambda text: seen.append(text) or text.lower().split())
     assert lemmas_of(["Кот", "Пёс", "Кот"]) == {"Кот": ("кот",), "Пёс": ("пес",)}
     assert sorted(seen) == ["Кот", "Пёс"]
 
 
 def test_each_word_form_is_parsed_once_whatever_asks(monkeypatch):
-    monkeypatch.setattr(rueval.text, "_LEMMAS", {})
+    monkeypatch.setattr(rueval.core.text, "_LEMMAS", {})
     parsed = []
-    real = rueval.text._lemma_of_form
-    monkeypatch.setattr(rueval.text, "_lemma_of_form", lambda form: parsed.append(form) or real(form))
+    real = rueval.core.text._lemma_of_form
+    monkeypatch.setattr(rueval.core.text, "_lemma_of_form", lambda form: parsed.append(form) or real(form))
     assert lemmas_of(["Коты ловили котов", "Котов нет"]) == {
         "Коты ловили котов": ("кот", "ловить", "кот"),
         "Котов нет": ("кот", "нет"),
@@ -76,24 +76,24 @@ def test_each_word_form_is_parsed_once_whatever_asks(monkeypatch):
 
 
 def test_lemmas_of_much_text_in_worker_processes_equals_lemmas(monkeypatch):
-    monkeypatch.setattr(rueval.text, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(rueval.core.text, "PARALLEL_MIN_CHARS", 0)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     texts = [f"Коты ловили {n} мышей" for n in range(50)] + ["Ёжики спят"]
-    monkeypatch.setattr(rueval.text, "_LEMMAS", {})
+    monkeypatch.setattr(rueval.core.text, "_LEMMAS", {})
     found = lemmas_of(texts)
-    monkeypatch.setattr(rueval.text, "_LEMMAS", {})
+    monkeypatch.setattr(rueval.core.text, "_LEMMAS", {})
     assert found == {text: tuple(lemmas(text)) for text in texts}
     assert found["Ёжики спят"] == ("ежик", "спать")
     # workers know the forms known before the fork, and the parent learns the forms they parse
-    monkeypatch.setattr(rueval.text, "_LEMMAS", {"коты": "кошка"})
+    monkeypatch.setattr(rueval.core.text, "_LEMMAS", {"коты": "кошка"})
     assert lemmas_of(texts)["Коты ловили 7 мышей"] == ("кошка", "ловить", "7", "мышь")
-    assert rueval.text._LEMMAS.keys() == {"коты", "ловили", "мышей", "ёжики", "спят", *map(str, range(50))}
-    monkeypatch.setattr(rueval.text, "_LEMMAS", {})
-    monkeypatch.setattr(rueval.text, "_lemma_of_form", process_id)
+    assert rueval.core.text._LEMMAS.keys() == {"коты", "ловили", "мышей", "ёжики", "спят", *map(str, range(50))}
+    monkeypatch.setattr(rueval.core.text, "_LEMMAS", {})
+    monkeypatch.setattr(rueval.core.text, "_lemma_of_form", process_id)
     found = lemmas_of(texts)
     workers = {pid for pids in found.values() for pid in pids}
     assert workers and str(os.getpid()) not in workers  # not in this process
-    assert rueval.text._LEMMAS["мышей"] in workers  # the parent keeps the forms its workers parsed
+    assert rueval.core.text._LEMMAS["мышей"] in workers  # the parent keeps the forms its workers parsed
 
 
 def process_id(form: str) -> str:

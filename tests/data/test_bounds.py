@@ -14,8 +14,8 @@ import zipfile
 import pytest
 from support import write_jsonl
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data import DEFAULT_LIMITS, ReadLimits, eval_split, open_data
-from rueval.errors import DataError, RuevalError
 from rueval.tasks import get_task
 
 RECORD = {"premise": "Стекло разбилось.", "choice1": "Мяч.", "choice2": "Снег.", "question": "cause", "label": 0}

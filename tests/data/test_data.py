@@ -8,10 +8,10 @@ import zipfile
 import pytest
 from support import read_jsonl, write_jsonl
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data import ReadLimits, hub, open_data
 from rueval.data.local import SAMPLES_DIR
 from rueval.data.reading import MAX_LINE_BYTES
-from rueval.errors import DataError, RuevalError
 from rueval.tasks import TASKS, Example, get_task
 
 

@@ -22,8 +22,8 @@ import json
 import pytest
 from support import write_jsonl
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data import Example, Split, check_written_ids, open_data, submission_ids
-from rueval.errors import DataError, RuevalError
 from rueval.run.submission import submission_lines
 from rueval.tasks import get_task
 

@@ -7,9 +7,9 @@ import pytest
 from mera_files import QA_INSTRUCTION, parus, rcb, rwsd
 
 import rueval
+from rueval.core.errors import DataError
 from rueval.data import open_data
 from rueval.data.mera import MeraSource
-from rueval.errors import DataError
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt

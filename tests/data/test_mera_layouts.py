@@ -5,10 +5,10 @@ import json
 import pytest
 from mera_files import LAYOUTS, chegeka, multiq, rcb, science, seven_tasks, spans, write_snapshot, write_task_folders
 
+from rueval.core.errors import DataError
 from rueval.data import eval_split, open_data
 from rueval.data.local import DataSource
 from rueval.data.mera import MeraSource
-from rueval.errors import DataError
 from rueval.tasks import get_task
 
 SHARED = ("parus", "rcb", "rwsd", "ru_worldtree", "ru_openbook", "multiq", "chegeka")

@@ -9,9 +9,9 @@ from pathlib import Path
 from support import read_samples
 
 from rueval.data import load_task_data, open_data
+from rueval.models.backends.hf import HFCausalLM
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.engine import Engine
-from rueval.models.hf import HFCausalLM
 from rueval.solvers.base import Setting
 from rueval.solvers.lm import GenerationSettings, LMSolver
 from rueval.tasks import get_task

@@ -11,13 +11,13 @@ import json
 import pytest
 from support import SYSTEM, read_samples
 
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
+from rueval.models.backends.openai_chat import OpenAIChatModel
 from rueval.models.base import Capabilities, Generation, LanguageModel, Loglikelihood, Message, prompt_text
 from rueval.models.cache import request_key
 from rueval.models.engine import Engine
 from rueval.models.factory import BACKENDS, Backend, ModelOptions, ModelSpec, open_engine
-from rueval.models.openai_chat import OpenAIChatModel
 from rueval.solvers import Setting
 from rueval.solvers.lm import LMSolver, match_option
 from rueval.tasks import get_task

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # launches processes
 # by itself) and, for the failure tests, process 2 made to fail inside the model.
 PROCESS = """
 import os, sys
-from rueval.models.hf import HFCausalLM
+from rueval.models.backends.hf import HFCausalLM
 from rueval.tasks.prompts import PROMPTS
 
 PROMPTS["multiq"].max_new_tokens = (4, 4)
@@ -45,7 +45,7 @@ GROUP_FREED = """
 import sys, weakref
 from torch.distributed.distributed_c10d import _get_default_group
 from rueval.models.distributed import world
-from rueval.models.hf import HFCausalLM
+from rueval.models.backends.hf import HFCausalLM
 
 launch = world()
 group = weakref.ref(_get_default_group())

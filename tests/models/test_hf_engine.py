@@ -11,13 +11,13 @@ require_modules("torch", "transformers", extra="lm")
 import torch
 from transformers import AutoModelForCausalLM
 
-from rueval.models import hf
+from rueval.models.backends import hf
+from rueval.models.backends.hf import HFCausalLM
+from rueval.models.backends.placement import model_revision
+from rueval.models.backends.prefix_tree import PACK_TOKENS
 from rueval.models.base import Generation, Loglikelihood, cut_at_stop
 from rueval.models.cache import RequestCache, request_key
 from rueval.models.engine import Engine
-from rueval.models.hf import HFCausalLM
-from rueval.models.placement import model_revision
-from rueval.models.prefix_tree import PACK_TOKENS
 
 DEMOS = "Вопрос: Где живёт белый медведь? Ответ: в Арктике\n\nВопрос: Сколько ног у паука? Ответ: восемь\n\n"
 REQUESTS = [
@@ -248,7 +248,7 @@ def test_long_sampled_and_greedy_texts_are_the_same_for_every_batch_size(tiny_gp
 
 
 def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
-    from rueval.models.sampling import RowSampler
+    from rueval.models.backends.sampling import RowSampler
 
     probs = torch.tensor([0.05, 0.5, 0.15, 0.3])  # nucleus at top_p 0.7: tokens 1 and 3 (0.5 + 0.3 >= 0.7)
     requests = [Generation(f"запрос {i}", 1, top_p=0.7, temperature=1.0) for i in range(4000)]
@@ -309,7 +309,7 @@ def test_scored_sequences_are_committed_as_their_forward_pass_finishes(model, tm
 @pytest.fixture(scope="module")
 def wide_gpt2_dir(tmp_path_factory):
     """A GPT-2 whose weights file is several MiB, so that its middle is neither its first nor its last MiB."""
-    from rueval.models.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("wide"), n_embd=192, n_head=2)
 

@@ -14,10 +14,10 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.models.backends.hf import HFCausalLM
 from rueval.models.base import Loglikelihood
 from rueval.models.factory import ModelOptions, open_engine
-from rueval.models.hf import HFCausalLM
 
 REQUESTS = [
     Loglikelihood("Кошка сидит на", " окне"),

@@ -10,9 +10,9 @@ require_modules("torch", "transformers", extra="lm")
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from rueval.models.backends.hf import KNOWN_ARCHITECTURES, HFCausalLM, _known_architecture
+from rueval.models.backends.prefix_tree import PACK_TOKENS
 from rueval.models.base import Loglikelihood
-from rueval.models.hf import KNOWN_ARCHITECTURES, HFCausalLM, _known_architecture
-from rueval.models.prefix_tree import PACK_TOKENS
 
 DEMOS = [
     "Пример: Мальчик уронил стакан, поэтому стакан разбился.\n\nПример: Шёл дождь, поэтому улицы были мокрыми.\n\n",
@@ -116,7 +116,7 @@ def test_a_known_architecture_loads_without_probing(tiny_gpt2_dir, monkeypatch):
 
 
 def test_a_local_folder_s_identity_is_its_content_hash_taken_while_loading(tiny_gpt2_dir, tmp_path):
-    from rueval.models.placement import content_hash
+    from rueval.models.backends.placement import content_hash
 
     model = HFCausalLM(str(tiny_gpt2_dir))
     assert model.identity == f"hf:{tiny_gpt2_dir}@{content_hash(tiny_gpt2_dir)}"

@@ -20,11 +20,11 @@ require_modules("torch", "transformers", extra="lm")
 
 from fault_server import FaultServer
 
+from rueval.models.backends.openai import OpenAICompletionsModel
+from rueval.models.backends.openai_chat import OpenAIChatModel
 from rueval.models.base import ImpossibleAnswer, Loglikelihood, Message
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
-from rueval.models.openai import OpenAICompletionsModel
-from rueval.models.openai_chat import OpenAIChatModel
 
 PAIR = Loglikelihood("Кошка сидит на", " окне")
 

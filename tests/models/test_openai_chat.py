@@ -12,9 +12,9 @@ import pytest
 from fault_server import FaultServer
 from support import read_samples
 
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
-from rueval.models.openai_chat import payload_messages
+from rueval.models.backends.openai_chat import payload_messages
 from rueval.solvers.lm import match_option
 from rueval.tasks import get_task
 from rueval.tasks.prompts import get_prompt

@@ -15,12 +15,12 @@ require_modules("torch", "transformers", extra="lm")
 from fault_server import FaultServer
 from text_prompts import PAIRS, text_reference
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.models.backends.openai import OpenAICompletionsModel
+from rueval.models.backends.serving import Waiting
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
-from rueval.models.openai import OpenAICompletionsModel
-from rueval.models.serving import Waiting
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +213,7 @@ def idle(server) -> None:
 def test_a_server_that_never_answers_is_reported_while_waiting_and_given_up_after_the_timeout(
     server, monkeypatch, capsys
 ):
-    monkeypatch.setattr("rueval.models.serving.LOG_EVERY", 0.2)
+    monkeypatch.setattr("rueval.models.backends.serving.LOG_EVERY", 0.2)
     backend = OpenAICompletionsModel("tiny-gpt2", server.url, timeout=1.0, retry_delay=0.01)
     assert backend.identity  # the servers are asked for their weights first, answered at once
     server.delay = 3.0
@@ -230,9 +230,9 @@ def test_a_server_that_never_answers_is_reported_while_waiting_and_given_up_afte
 
 def test_the_first_waiting_line_comes_log_every_seconds_after_the_silence_began(monkeypatch):
     """Not at the next tick of a clock an earlier, answered request started: that came up to twice as late."""
-    monkeypatch.setattr("rueval.models.serving.LOG_EVERY", 1.0)
+    monkeypatch.setattr("rueval.models.backends.serving.LOG_EVERY", 1.0)
     said: list[float] = []
-    monkeypatch.setattr("rueval.models.serving.info", lambda line: said.append(time.monotonic()))
+    monkeypatch.setattr("rueval.models.backends.serving.info", lambda line: said.append(time.monotonic()))
     waiting = Waiting(timeout=10)
     with waiting.on("http://a/v1"):  # answered at once: the timer starts here
         pass

@@ -16,14 +16,14 @@ import time
 import pytest
 from fault_server import FaultServer
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.models.backends.openai import OpenAICompletionsModel
+from rueval.models.backends.serving import Dispatcher, parse_base_urls, route
+from rueval.models.backends.tiny import build_tiny_gpt2
 from rueval.models.base import Capabilities, LanguageModel, Loglikelihood, LoglikelihoodResult
 from rueval.models.cache import FORMAT, RequestCache
 from rueval.models.engine import Engine
 from rueval.models.factory import ModelOptions, open_engine
-from rueval.models.openai import OpenAICompletionsModel
-from rueval.models.serving import Dispatcher, parse_base_urls, route
-from rueval.models.tiny import build_tiny_gpt2
 
 DEMOS = "Пример: Кошка сидит на окне. Ответ: да\n\n" * 8  # longer than the characters that choose a server
 REQUESTS = [

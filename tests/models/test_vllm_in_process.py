@@ -16,9 +16,9 @@ from support import read_samples, require
 from vllm_server import REPO, vllm_missing, vllm_python
 
 from rueval.api import evaluate
+from rueval.models.backends.hf import HFCausalLM
+from rueval.models.backends.openai import OpenAICompletionsModel
 from rueval.models.base import Loglikelihood
-from rueval.models.hf import HFCausalLM
-from rueval.models.openai import OpenAICompletionsModel
 
 pytestmark = pytest.mark.slow
 

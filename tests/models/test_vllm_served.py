@@ -24,13 +24,13 @@ from text_prompts import PAIRS, text_reference
 from transformers import AutoTokenizer
 from vllm_server import VLLMServer
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.models.backends.hf import HFCausalLM
+from rueval.models.backends.openai import OpenAICompletionsModel
+from rueval.models.backends.openai_chat import OpenAIChatModel
+from rueval.models.backends.serving import ServerClient
+from rueval.models.backends.token_ids import served_tokens
 from rueval.models.base import Generation, Loglikelihood, Message
-from rueval.models.hf import HFCausalLM
-from rueval.models.openai import OpenAICompletionsModel
-from rueval.models.openai_chat import OpenAIChatModel
-from rueval.models.serving import ServerClient
-from rueval.models.token_ids import served_tokens
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """What `openai:` must give for text prompts (``tokenizer="text"``), computed with plain transformers:
 the server tokenizes context + continuation itself, with no start token; PAIRS are requests whose
-token boundaries test the character-boundary rule (rueval.models.openai)."""
+token boundaries test the character-boundary rule (rueval.models.backends.openai)."""
 
 from __future__ import annotations
 

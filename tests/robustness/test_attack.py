@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from support import read_jsonl, require_modules, write_jsonl
 
+from rueval.core.errors import DataError
 from rueval.data import open_data
 from rueval.data.local import SAMPLES_DIR
-from rueval.errors import DataError
 from rueval.report.leaderboard import format_score
 from rueval.results import RobustnessSummary
 from rueval.robustness.attack import pair_with_originals, score_perturbation
@@ -27,7 +27,7 @@ from rueval.robustness.spans import Edit
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.robustness import Robustness
 from rueval.run.spec import RobustnessOptions
-from rueval.scoring import is_correct
+from rueval.scoring.task_scores import is_correct
 from rueval.tasks import Example, get_task
 
 WORD_LEVEL_NAMES = ("butter_fingers", "emojify", "eda_delete", "eda_swap", "change_char_case")
@@ -217,7 +217,7 @@ def test_default_filter_is_tapes_bertscore_when_its_model_is_cached_else_char_ng
 
 
 def test_filter_settings_that_could_not_work_are_refused():
-    from rueval.errors import RuevalError
+    from rueval.core.errors import RuevalError
 
     with pytest.raises(RuevalError, match="between 0 and 1"):
         SemanticFilter(Calm(), threshold=1.5)
@@ -243,7 +243,7 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    from rueval.models.tiny import sample_texts
+    from rueval.models.backends.tiny import sample_texts
 
     wordpiece = BertWordPieceTokenizer(lowercase=False)
     wordpiece.train_from_iterator(sample_texts(), vocab_size=600, show_progress=False)

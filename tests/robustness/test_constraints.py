@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from rueval.core.errors import DataError
 from rueval.data import open_data
-from rueval.errors import DataError
 from rueval.robustness.constraints import Jeopardy, Mentions, Multihop, NamedEntities, Referents, TargetWord
 from rueval.robustness.perturbations import ButterFingers, ChangeCharCase, EdaDelete, EdaSwap, Emojify
 from rueval.robustness.targets import TARGETS, protected_spans, protected_spans_batch
@@ -279,7 +279,7 @@ def test_malformed_annotations_are_a_data_error_naming_file_example_and_field(ta
 
 def test_a_missing_natasha_is_one_error_naming_the_extra_to_install(monkeypatch):
     """natasha is the optional `robustness` extra: without it the constraints say how to get it."""
-    from rueval.errors import RuevalError
+    from rueval.core.errors import RuevalError
     from rueval.robustness import constraints
 
     monkeypatch.setitem(sys.modules, "natasha", None)  # `import natasha` now raises ImportError

@@ -14,6 +14,7 @@ require_modules("emoji", extra="emoji")
 
 import emoji
 
+from rueval.core.text import lemma, sentences, tokens, words
 from rueval.data import open_data
 from rueval.robustness.backends import EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.emoji_dictionary import build
@@ -33,7 +34,6 @@ from rueval.robustness.perturbations import (
 from rueval.robustness.spans import apply_edits, token_spans
 from rueval.robustness.targets import TARGETS
 from rueval.tasks import Example, get_task
-from rueval.text import lemma, sentences, tokens, words
 
 WORD_LEVEL = [ButterFingers, Emojify, EdaDelete, EdaSwap, ChangeCharCase]
 SAMPLES = open_data(None)
@@ -222,7 +222,7 @@ def test_nothing_to_change_gives_none():
 
 
 def test_rate_outside_zero_one_is_refused():
-    from rueval.errors import RuevalError
+    from rueval.core.errors import RuevalError
 
     with pytest.raises(RuevalError, match="between 0 and 1"):
         ButterFingers(1.5)
@@ -314,7 +314,7 @@ def tiny_translator_dir(tmp_path_factory) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
-    from rueval.models.tiny import sample_texts
+    from rueval.models.backends.tiny import sample_texts
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()

@@ -9,16 +9,16 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 from support import write_jsonl
 
-import rueval.audit
-import rueval.duplicates
-from rueval.audit import _lemmatised, audit, expected_weighted_random_accuracy, label_distribution
+import rueval.audit.dataset_audit
+import rueval.audit.duplicates
+from rueval.audit.dataset_audit import _lemmatised, audit, expected_weighted_random_accuracy, label_distribution
+from rueval.audit.duplicates import CharNgramVectors, SplitInputs, _rows_by_text, input_text, similar_pairs
+from rueval.core.text import lemmas
 from rueval.data import Split
-from rueval.duplicates import CharNgramVectors, SplitInputs, _rows_by_text, input_text, similar_pairs
-from rueval.metrics import normalize_answer
 from rueval.results import AuditResult
+from rueval.scoring.metrics import normalize_answer
 from rueval.solvers.heuristics import NO_RULE, RULES, coverage
 from rueval.tasks import Example, get_task
-from rueval.text import lemmas
 
 
 def rcb(idx, premise, hypothesis, label=None):
@@ -155,8 +155,8 @@ def test_audit_json_is_written(rcb_dir, tmp_path):
 
 @pytest.mark.parametrize(("suffix_share", "query_chunk"), [(0.75, 1024), (0.2, 7)])  # loose and tight bounds
 def test_pruned_similarity_search_finds_every_pair_brute_force_finds(monkeypatch, suffix_share, query_chunk):
-    monkeypatch.setattr(rueval.duplicates, "SUFFIX_SHARE", suffix_share)
-    monkeypatch.setattr(rueval.duplicates, "QUERY_CHUNK", query_chunk)
+    monkeypatch.setattr(rueval.audit.duplicates, "SUFFIX_SHARE", suffix_share)
+    monkeypatch.setattr(rueval.audit.duplicates, "QUERY_CHUNK", query_chunk)
     rng = random.Random(0)
     vocabulary = "кот пёс дом лес река гора город поле снег дождь ветер мост окно дверь стол книга".split()
     vocabulary += [f"{stem}{ending}" for stem in ("слов", "лист", "звон") for ending in ("о", "а", "ом", "ами")]
@@ -201,7 +201,7 @@ def test_char_ngram_vectors_are_scikit_learns_char_wb_tfidf():
 
 def test_duplicates_found_chunk_by_chunk_are_those_found_at_once(monkeypatch, rcb_dir, tmp_path):
     whole = audit([get_task("rcb")], str(rcb_dir), tmp_path / "whole").tasks["rcb"].duplicates
-    monkeypatch.setattr(rueval.duplicates, "SEARCH_CHUNK", 1)  # every train text searched alone
+    monkeypatch.setattr(rueval.audit.duplicates, "SEARCH_CHUNK", 1)  # every train text searched alone
     chunked = audit([get_task("rcb")], str(rcb_dir), tmp_path / "chunked").tasks["rcb"].duplicates
     assert chunked == whole and whole["val"]["near"] == 1
 
@@ -209,10 +209,10 @@ def test_duplicates_found_chunk_by_chunk_are_those_found_at_once(monkeypatch, rc
 @pytest.mark.slow  # spawns a process
 def test_duplicates_searched_in_a_second_process_equal_those_searched_inline(monkeypatch, rcb_dir, tmp_path):
     inline = audit([get_task("rcb")], str(rcb_dir), tmp_path / "inline").to_json()["tasks"]["rcb"]
-    monkeypatch.setattr(rueval.audit, "BESIDE_MIN_EXAMPLES", 1)
-    monkeypatch.setattr(rueval.audit.os, "cpu_count", lambda: 2)
-    # the search vectorises in a spawned process, which imports rueval.duplicates afresh
-    monkeypatch.setattr(rueval.duplicates, "CharNgramVectors", not_in_this_process)
+    monkeypatch.setattr(rueval.audit.dataset_audit, "BESIDE_MIN_EXAMPLES", 1)
+    monkeypatch.setattr(rueval.audit.dataset_audit.os, "cpu_count", lambda: 2)
+    # the search vectorises in a spawned process, which imports rueval.audit.duplicates afresh
+    monkeypatch.setattr(rueval.audit.duplicates, "CharNgramVectors", not_in_this_process)
     apart = audit([get_task("rcb")], str(rcb_dir), tmp_path / "apart").to_json()["tasks"]["rcb"]
     assert apart == inline and inline["duplicates"]["val"]["near"] == 1
 
@@ -299,7 +299,9 @@ def test_a_near_duplicate_in_two_evaluation_splits_is_listed_in_each():
         return Split(task, name, examples, f"{name}.jsonl", "")
 
     near_copy = {**VAL[1], "idx": 300}
-    found = rueval.duplicates.duplicates(split("train", TRAIN), [split("val", VAL), split("test", [*TEST, near_copy])])
+    found = rueval.audit.duplicates.duplicates(
+        split("train", TRAIN), [split("val", VAL), split("test", [*TEST, near_copy])]
+    )
     val_pairs, test_pairs = found["val"]["near_pairs"], found["test"]["near_pairs"]
     assert [(p["train"], p["eval"]) for p in val_pairs] == [(1, 101)]
     assert [(p["train"], p["eval"]) for p in test_pairs] == [(1, 300)]

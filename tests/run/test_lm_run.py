@@ -11,10 +11,10 @@ import time
 import pytest
 from support import read_jsonl
 
+from rueval.core.errors import RuevalError
 from rueval.data.local import SAMPLES_DIR
-from rueval.errors import RuevalError
-from rueval.fewshot import episode_demos
 from rueval.tasks import TASKS, Example
+from rueval.tasks.fewshot import episode_demos
 from rueval.tasks.prompts import PROMPTS
 
 

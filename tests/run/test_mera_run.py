@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import rueval
 from rueval.cli import app
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import Capabilities, LanguageModel, LoglikelihoodResult
 from rueval.results import RunResult
 from rueval.run.spec import RunSpec

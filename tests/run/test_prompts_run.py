@@ -10,8 +10,8 @@ import pytest
 from support import read_jsonl
 
 import rueval
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
 from rueval.results import Checker, PromptScores, RunResult
 from rueval.solvers import make_solver
 from rueval.solvers.base import Setting

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rueval import files
-from rueval.errors import RuevalError
+from rueval.core import files
+from rueval.core.errors import RuevalError
 
 
 def results(out: Path) -> dict:

@@ -14,7 +14,7 @@ from typer.main import get_command
 
 import rueval
 from rueval.cli import app
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.run import RunSpec, RunStore, spec
 from rueval.run.spec import RobustnessOptions
 from rueval.solvers import FAMILIES, NAMED, Family, Solver, register

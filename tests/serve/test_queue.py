@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve import queue
 from rueval.serve.auth import add_team
 from rueval.serve.db import Base, Database, Job, Submission, Team, database_url

@@ -7,7 +7,7 @@ from board_support import members_of, zip_of
 
 from rueval.results import RunResult
 from rueval.serve import baselines
-from rueval.serve.scoring import rule_agreement, score_submission
+from rueval.serve.grading import rule_agreement, score_submission
 from rueval.serve.upload import check_submission
 
 

@@ -7,8 +7,8 @@ import zipfile
 import pytest
 from board_support import members_of, write_gold, zip_of
 
+from rueval.core.errors import RuevalError
 from rueval.data.reading import ReadLimits
-from rueval.errors import RuevalError
 from rueval.serve.gold import Gold
 from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
 from rueval.solvers.heuristics import HeuristicSolver

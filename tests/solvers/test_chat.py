@@ -8,8 +8,8 @@ import json
 import pytest
 from support import SYSTEM, read_samples
 
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
 from rueval.solvers import Setting, make_solver
 from rueval.solvers.lm import ChatFormat
 from rueval.tasks import get_task
@@ -134,8 +134,8 @@ def test_a_chat_format_refuses_multiturn_without_a_template():
 
 
 def test_only_a_model_that_declares_its_own_tokenizer_renders_a_chat_template():
+    from rueval.models.backends.openai import OpenAICompletionsModel
     from rueval.models.engine import Engine
-    from rueval.models.openai import OpenAICompletionsModel
     from rueval.solvers.lm import LMSolver
 
     served = OpenAICompletionsModel("served", "http://127.0.0.1:9/v1")  # given no tokenizer; never contacted

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
 from rueval.solvers import make_solver
 from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver
 from rueval.solvers.finetune.heads import head_for
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # trains models, in this process and in launched 
 # Run in subprocesses (killed, or under torchrun) and in this process, so it is a script.
 SCRIPT = """
 import json, random, sys
-from rueval.models.tiny import sample_texts
+from rueval.models.backends.tiny import sample_texts
 from rueval.solvers.finetune import FinetuneOptions, FinetuneSolver
 from rueval.tasks import TASKS, Example
 

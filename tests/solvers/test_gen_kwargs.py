@@ -12,8 +12,8 @@ require_modules("torch", "transformers", extra="lm")
 
 from transformers import AutoModelForCausalLM
 
+from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.errors import RuevalError
 from rueval.models.base import Generation
 from rueval.solvers import Setting, make_solver
 from rueval.solvers.lm import TAPE_TOP_P, GenerationSettings

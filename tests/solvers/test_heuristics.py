@@ -3,7 +3,7 @@ import json
 import pytest
 from support import write_jsonl
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.solvers import make_solver
 from rueval.solvers.heuristics import (
     NO_RULE,
@@ -527,17 +527,17 @@ def test_danetqa_searches_the_question_as_the_authors_regular_expressions_do():
 
 
 def test_each_text_is_analysed_once_per_call_and_forgotten_after(monkeypatch):
-    import rueval.text
+    import rueval.core.text
 
     analysed = []
-    real = rueval.text.word_forms
+    real = rueval.core.text.word_forms
 
     def counted(text):
         analysed.append(text)
         return real(text)
 
     # every lemmatisation tokenises its text first, one at a time (base.lemmas) or in bulk (lemmas_of)
-    monkeypatch.setattr(rueval.text, "word_forms", counted)
+    monkeypatch.setattr(rueval.core.text, "word_forms", counted)
     task = get_task("rucos")
     queries = [
         example("rucos", {"passage": RUCOS_PASSAGE, "query": f"@placeholder прилетел в Москву {i}."}, idx=i)

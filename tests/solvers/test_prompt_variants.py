@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rueval.data import load_task_data, open_data
-from rueval.scoring import score_task
+from rueval.scoring.task_scores import score_task
 from rueval.solvers import make_solver
 from rueval.solvers.base import Setting
 from rueval.solvers.prompt_variants import score_prompt_variants

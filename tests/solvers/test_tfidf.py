@@ -4,9 +4,9 @@ from dataclasses import replace
 import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
+from rueval.core.errors import RuevalError
+from rueval.core.paths import cache_dir
 from rueval.data import load_train, open_data
-from rueval.errors import RuevalError
-from rueval.paths import cache_dir
 from rueval.solvers import make_solver
 from rueval.solvers.tfidf import features, official
 from rueval.tasks import TASKS, Example, get_task, split_options

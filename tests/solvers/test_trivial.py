@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.solvers import make_solver
 from rueval.tasks import Example, get_task
 

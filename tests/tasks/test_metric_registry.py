@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from rueval.errors import RuevalError
-from rueval.metrics import (
+from rueval.core.errors import RuevalError
+from rueval.scoring.metrics import (
     ACCURACY,
     AVG_F1,
     BINARY_F1,
@@ -28,7 +28,7 @@ from rueval.metrics import (
     register,
     token_f1,
 )
-from rueval.scoring import example_metrics
+from rueval.scoring.task_scores import example_metrics
 from rueval.tasks import TASKS
 
 LABELS = ("entailment", "contradiction", "neutral")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from rueval.errors import RuevalError
-from rueval.metrics import (
+from rueval.core.errors import RuevalError
+from rueval.scoring.metrics import (
     ACCURACY,
     BINARY_F1,
     EXACT_MATCH,
@@ -25,7 +25,7 @@ from rueval.metrics import (
     squad_normalize,
     token_f1,
 )
-from rueval.scoring import rsg_total, score_task
+from rueval.scoring.task_scores import rsg_total, score_task
 from rueval.tasks import Example, get_task
 from rueval.tasks.base import Record
 

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from rueval.core.errors import RuevalError
 from rueval.data import open_data
-from rueval.errors import RuevalError
 from rueval.models.base import Capabilities
 from rueval.solvers.lm import LMSolver
 from rueval.tasks import TASKS, Example, split_options

@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 
 from rueval.data.records import Record
-from rueval.metrics import METRICS, Outcomes
-from rueval.scoring import score_task
-from rueval.stats import bootstrap_ci
+from rueval.scoring.metrics import METRICS, Outcomes
+from rueval.scoring.stats import bootstrap_ci
+from rueval.scoring.task_scores import score_task
 from rueval.tasks import get_task
 
 RCB_CODES = {"N": "neutral", "E": "entailment", "C": "contradiction"}

@@ -4,7 +4,7 @@ declarations hold what every consumer reads from them."""
 import pytest
 
 from rueval.robustness.targets import TARGETS
-from rueval.slices import SLICES
+from rueval.scoring.slices import SLICES
 from rueval.solvers.heuristics import RULES
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import BENCHMARKS, TASKS

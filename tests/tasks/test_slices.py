@@ -2,11 +2,10 @@ import json
 
 import pytest
 
-import rueval.slices
-import rueval.text
-from rueval.errors import RuevalError
-from rueval.scoring import score_task
-from rueval.slices import (
+import rueval.core.text
+import rueval.scoring.slices
+from rueval.core.errors import RuevalError
+from rueval.scoring.slices import (
     MIN_BUCKET_SIZE,
     SLICES,
     answer_category,
@@ -16,6 +15,7 @@ from rueval.slices import (
     slice_scores,
     type_token_ratio,
 )
+from rueval.scoring.task_scores import score_task
 from rueval.tasks import TASKS, Example
 
 WINOGRAD = TASKS["winograd"]
@@ -144,8 +144,14 @@ def test_a_passage_shared_by_answers_is_measured_once(monkeypatch):
         for k, a in enumerate(("кот", "пёс", "снег"))
     ]
     measured = []
-    monkeypatch.setattr(rueval.slices, "words", lambda text: measured.append(text) or rueval.text.words(text))
-    for cached in (rueval.slices.word_count, rueval.slices.flesch_reading_ease, rueval.slices.type_token_ratio):
+    monkeypatch.setattr(
+        rueval.scoring.slices, "words", lambda text: measured.append(text) or rueval.core.text.words(text)
+    )
+    for cached in (
+        rueval.scoring.slices.word_count,
+        rueval.scoring.slices.flesch_reading_ease,
+        rueval.scoring.slices.type_token_ratio,
+    ):
         cached.cache_clear()
     result = slice_scores(TASKS["muserc"], examples, [1, 1, 0], ["length", "readability", "diversity"])
     assert measured == [passage, passage]  # once for the length, once for the readability

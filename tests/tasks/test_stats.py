@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from rueval.scoring import score_task, task_statistics, units_of
-from rueval.stats import bootstrap_ci, paired_bootstrap
+from rueval.scoring.stats import bootstrap_ci, paired_bootstrap
+from rueval.scoring.task_scores import score_task, task_statistics, units_of
 from rueval.tasks import TASKS, Example
 
 ANSWERS = ["Москва", "Пётр Первый", "1812 год", "Казань"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import read_jsonl, write_jsonl, write_paraphrase_data, write_paraphrase_modules
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks import get_task, register
 from rueval.tasks.include import include
 from rueval.tasks.prompts import get_prompt

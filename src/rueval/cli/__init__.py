@@ -1,6 +1,6 @@
 """The `rueval` command line: one thin function per command (cli/evaluate.py: run, perturb, submit;
 cli/inspect.py: the commands that look at tasks, data and runs; cli/serve.py: the leaderboard service),
-options in cli/options.py."""
+options in cli/option_types.py."""
 
 from __future__ import annotations
 

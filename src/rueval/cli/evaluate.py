@@ -12,7 +12,7 @@ import typer
 from rueval.cli.app import app
 from rueval.cli.groups import GroupValues, flag, grouped
 from rueval.cli.lm_eval_args import lm_eval_model
-from rueval.cli.options import (
+from rueval.cli.option_types import (
     READ_LIMITS,
     ROBUSTNESS_OPTIONS,
     SOLVER_OPTIONS,
@@ -55,8 +55,8 @@ from rueval.cli.serve import (
     board_client,
     upload_and_wait,
 )
-from rueval.errors import RuevalError
-from rueval.progress import set_level, warn
+from rueval.core.errors import RuevalError
+from rueval.core.progress import set_level, warn
 
 if TYPE_CHECKING:
     from rueval.results import RunResult

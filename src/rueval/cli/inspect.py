@@ -10,7 +10,7 @@ import typer
 
 from rueval import __version__
 from rueval.cli.app import app
-from rueval.cli.options import (
+from rueval.cli.option_types import (
     DataOption,
     IncludePathOption,
     QuietOption,
@@ -22,8 +22,8 @@ from rueval.cli.options import (
     console,
     user_errors,
 )
-from rueval.errors import RuevalError
-from rueval.progress import set_level
+from rueval.core.errors import RuevalError
+from rueval.core.progress import set_level
 from rueval.tasks import TASKS, get_task, resolve_tasks
 from rueval.tasks.include import include
 
@@ -89,7 +89,7 @@ def audit(
 ) -> None:
     """Audit datasets: label shares and prior-only scores, artifact tokens, train/eval duplicates, rule coverage."""
     set_level(quiet, verbose)
-    from rueval.audit import audit as audit_tasks
+    from rueval.audit.dataset_audit import audit as audit_tasks
     from rueval.report.table import audit_tables
 
     report = audit_tasks(resolve_tasks(tasks), data, out)
@@ -108,7 +108,7 @@ def compare(
     seed: SeedOption = 0,
 ) -> None:
     """Paired-bootstrap differences of two runs per task and metric, with p-values."""
-    from rueval.files import write_json
+    from rueval.core.files import write_json
     from rueval.report.compare import compare_runs
     from rueval.report.table import compare_table
 
@@ -157,7 +157,7 @@ def make_tiny_model(
     out: Annotated[Path, typer.Argument(help="The folder to write the model and its tokenizer to.")],
 ) -> None:
     """Build a tiny random GPT-2 with a tokenizer trained on the bundled samples, to try -m hf: offline."""
-    from rueval.models.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2
 
     try:
         built = build_tiny_gpt2(out)

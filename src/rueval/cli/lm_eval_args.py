@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.factory import DTYPES, VLLM_ENGINE_KEYS
 
 SPEC = "spec"  # a key that goes into the model spec (-m BACKEND:NAME,KEY=VALUE)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rueval.cli.app import app
-from rueval.cli.options import console, megabytes, user_errors
-from rueval.errors import RuevalError
+from rueval.cli.option_types import console, megabytes, user_errors
+from rueval.core.errors import RuevalError
 
 if TYPE_CHECKING:
     from rueval.serve.client import BoardClient

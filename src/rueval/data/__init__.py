@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rueval.core.errors import RuevalError
 from rueval.data.ids import check_written_ids, in_split_order, submission_ids
 from rueval.data.local import (
     TAPE_SETS,
@@ -17,7 +18,6 @@ from rueval.data.mera import MeraSource, is_mera_folder
 from rueval.data.reading import DEFAULT_LIMITS, MAX_LINE_BYTES, ReadLimits
 from rueval.data.records import Dataset, Example, Record
 from rueval.data.splits import TaskData, eval_split, load_task_data, load_train
-from rueval.errors import RuevalError
 
 
 def check_data_spec(spec: object) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from huggingface_hub import snapshot_download
 
+from rueval.core.errors import RuevalError
 from rueval.data.local import DataSource
 from rueval.data.reading import DEFAULT_LIMITS, Node, ReadLimits
 from rueval.data.records import Dataset
-from rueval.errors import RuevalError
 
 REPOS = {
     "rsg": ("RussianNLP/russian_super_glue", ["data/*.zip"]),

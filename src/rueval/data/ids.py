@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data.local import Split
-from rueval.errors import RuevalError
 
 
 def submission_ids(lines: Iterable[Mapping[str, Any]]) -> list[Any]:

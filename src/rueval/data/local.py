@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
+from rueval.core.progress import progress
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
 from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields, id_rule
-from rueval.errors import DataError, RuevalError
-from rueval.progress import progress
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3

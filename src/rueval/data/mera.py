@@ -21,11 +21,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
 from rueval.data.mera_tasks import MERA, MERA_TASKS, MeraRecord
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, ReadLimits, decode_line, read_whole
 from rueval.data.records import Dataset
-from rueval.errors import DataError, RuevalError
 
 TASK_FILE = "task.json"
 # rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file

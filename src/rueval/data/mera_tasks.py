@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rueval.errors import DataError
+from rueval.core.errors import DataError
 
 FEWSHOT_SEED = 1234
 GENERATION_STOP = ("\n",)

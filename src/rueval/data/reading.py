@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import BinaryIO, Self
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 
 Node = Path | zipfile.Path
 MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
+from rueval.core.errors import RuevalError
 from rueval.data.local import DataSource, Split
 from rueval.data.records import Dataset
-from rueval.errors import RuevalError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 
 @dataclass(frozen=True)

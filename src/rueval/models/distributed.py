@@ -26,7 +26,7 @@ from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import Request
 from rueval.models.engine import KINDS
 

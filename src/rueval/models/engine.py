@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from rueval.core.progress import counting, detail, warn
 from rueval.models.base import (
     Generation,
     ImpossibleAnswer,
@@ -31,7 +32,6 @@ from rueval.models.base import (
     result_problem,
 )
 from rueval.models.cache import RequestCache, request_key
-from rueval.progress import counting, detail, warn
 
 # each kind of request, the backend method that computes it, and the order that puts shared prefixes together
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (

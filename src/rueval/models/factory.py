@@ -17,7 +17,7 @@ import importlib
 import math
 from dataclasses import asdict, dataclass
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import LanguageModel
 from rueval.models.engine import Engine
 
@@ -48,11 +48,11 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {
-    "hf": Backend("rueval.models.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
-    "openai": Backend("rueval.models.openai", keys=("tokenizer",)),
-    "openai-chat": Backend("rueval.models.openai_chat", renders_chat=True),
+    "hf": Backend("rueval.models.backends.hf", "PATH_OR_HUB_ID", "ai-forever/rugpt3small_based_on_gpt2"),
+    "openai": Backend("rueval.models.backends.openai", keys=("tokenizer",)),
+    "openai-chat": Backend("rueval.models.backends.openai_chat", renders_chat=True),
     "vllm": Backend(
-        "rueval.models.vllm",
+        "rueval.models.backends.vllm",
         "PATH_OR_HUB_ID",
         "ai-forever/rugpt3small_based_on_gpt2",
         keys=("tokenizer", *VLLM_ENGINE_KEYS),
@@ -113,7 +113,7 @@ class ModelOptions:
     # serving and caching
     base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
     concurrency: int = 8  # openai: HTTP requests in flight per server
-    # openai: where prompts' token ids come from (rueval.models.token_ids: auto, server, text, or a path or hub id)
+    # openai: where prompts' token ids come from (models/backends/token_ids.py: auto, server, text, or a path or hub id)
     tokenizer: str = "auto"
     timeout: float = 300.0  # openai: seconds one HTTP request may take, its retries included
     cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
@@ -156,8 +156,8 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     model = BACKENDS[spec.backend].open(spec, options)
     requests = None
     if options.cache != "off":
+        from rueval.core.paths import cache_dir
         from rueval.models.cache import RequestCache
-        from rueval.paths import cache_dir
 
         requests = RequestCache(cache_dir("requests") / "requests.sqlite", refresh=options.cache == "refresh")
     return Engine(model, requests)

@@ -3,7 +3,7 @@
 Both runs must have scored the same examples; their predictions files hold each example's idx and
 gold, so the comparison needs no data, only the two run directories. Each common task gets the
 paired-bootstrap difference (A minus B) of every metric, with its interval and p-value
-(rueval.stats.paired_bootstrap).
+(rueval.scoring.stats.paired_bootstrap).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import DataError, RuevalError
-from rueval.progress import progress
+from rueval.core.errors import DataError, RuevalError
+from rueval.core.progress import progress
 from rueval.results import RunResult, read_predictions
-from rueval.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, check_bootstrap, paired_bootstrap
+from rueval.scoring.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, check_bootstrap, paired_bootstrap
 from rueval.tasks import TASKS, Example, Task
 
 SIGNIFICANCE_LEVEL = 0.05

@@ -12,8 +12,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import decode_lines, parse_json_line
-from rueval.errors import DataError, RuevalError
 from rueval.report.runs import Run
 from rueval.results.lm_eval import sample_files
 from rueval.tasks import TASKS

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval import __version__
-from rueval.files import atomic_path, write_text
+from rueval.core.files import atomic_path, write_text
 from rueval.report import examples, plots
 from rueval.report.leaderboard import BENCHMARK_TITLES, Board, boards, format_score
 from rueval.report.plots import Plot

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rueval.files import write_text
-from rueval.metrics import metric
+from rueval.core.files import write_text
 from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
 from rueval.report.runs import Run, load_runs
+from rueval.scoring.metrics import metric
 from rueval.tasks import BENCHMARKS, TASKS
 
 BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from rueval.scoring import rsg_total
+from rueval.scoring.task_scores import rsg_total
 from rueval.tasks import BENCHMARKS, TASKS
 
 RSG = "Shavrina et al. (2020), Table 2"

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.report.reference import ScoreRow
 from rueval.results import RunResult, TaskResult
 from rueval.tasks import TASKS

@@ -90,7 +90,7 @@ ARTIFACTS_SHOWN = 5  # of the 10 per label in audit.json
 
 
 def audit_tables(report: AuditResult) -> list[Table]:
-    """The sections of an audit report (rueval.audit), one table each; empty sections are left out."""
+    """The sections of an audit report (rueval.audit.dataset_audit), one table each; empty sections are left out."""
     tables = [_label_table(report), _prior_table(report), _artifact_table(report), _duplicate_table(report)]
     tables += [
         heuristics_table(name, split, found.n, found.rules)
@@ -217,7 +217,7 @@ def heuristics_table(task: str, split: str, n: int, rows: Iterable[Any]) -> Tabl
 
 
 def slices_table(summary: RunResult) -> Table:
-    """Every metric per slice bucket (rueval.slices), one section per task; "-" marks buckets too
+    """Every metric per slice bucket (rueval.scoring.slices), one section per task; "-" marks buckets too
     small to score."""
     table = Table(title=f"{summary.model}: scores per slice (x100)")
     for column in ("task", "slice", "bucket", "n", "metrics"):

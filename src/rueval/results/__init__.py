@@ -3,7 +3,7 @@ to/from JSON that checks its input. Every writer and reader goes through them, s
 hand-edited file fails with its path and the offending field instead of a traceback half way through
 a report."""
 
-from rueval.results.audit import NO_RULE, AuditResult, Coverage, RuleCoverage, TaskAudit
+from rueval.results.audit_report import NO_RULE, AuditResult, Coverage, RuleCoverage, TaskAudit
 from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.run import (

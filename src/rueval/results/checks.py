@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data.reading import read_whole
-from rueval.errors import DataError, RuevalError
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ lm-eval's conventions, as its evaluator writes them: metrics keyed "<metric>,<fi
 where there is no standard error. rueval's bootstrap gives a 95% percentile interval, not a standard
 error: the file's stderr is that interval's half-width over 1.96 (a normal approximation). A run
 with several k gives one entry per further k, "<task>_<k>shot", with the mean over its episodes.
-Each metric goes under its lm-eval name from the registry (rueval.metrics: accuracy is "acc").
+Each metric goes under its lm-eval name from the registry (rueval.scoring.metrics: accuracy is "acc").
 A task's config lists as its ``metric_list`` the metrics its sample log's lines carry (lm-eval's
 WandbLogger reads each of them from every line), and its ``output_type``: ``generate_until`` for
 answers generated, else ``multiple_choice``.
@@ -24,9 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rueval.metrics import ACCURACY, Metric, metric
 from rueval.results.run import RunResult, TaskResult
-from rueval.scoring import example_metric_names
+from rueval.scoring.metrics import ACCURACY, Metric, metric
+from rueval.scoring.task_scores import example_metric_names
 from rueval.tasks import get_task
 
 FILE_NAME = "results_lmeval.json"  # lm-eval finds results files by "/results_" and ".json" in the path

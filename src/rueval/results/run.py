@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
+from rueval.core.files import write_json, write_jsonl
 from rueval.data.local import decode_lines, parse_json_line
-from rueval.errors import DataError, RuevalError
-from rueval.files import write_json, write_jsonl
 from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.scores import PromptScores, ShotResult

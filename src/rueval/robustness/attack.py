@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rueval.errors import DataError
+from rueval.core.errors import DataError
 from rueval.robustness.targets import target_for
-from rueval.scoring import is_correct, score_task
+from rueval.scoring.task_scores import is_correct, score_task
 from rueval.tasks import Example, Task
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec, open_engine
 
 DEFAULT_TRANSLATION_MODELS = ("Helsinki-NLP/opus-mt-ru-en", "Helsinki-NLP/opus-mt-en-ru")  # TAPE's OPUS-MT

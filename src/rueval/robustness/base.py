@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.robustness.constraints import Protected
 from rueval.robustness.spans import Edit, Span, apply_edits, is_word, overlaps, token_spans
 from rueval.robustness.targets import Piece, pieces, protected_spans_batch, target_for

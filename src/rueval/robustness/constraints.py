@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.core.text import lemma, parse, words
 from rueval.robustness.spans import Span, find_all, is_word, tighten, token_spans
 from rueval.tasks import Example
 from rueval.tasks.offsets import word_span
-from rueval.text import lemma, parse, words
 
 Protected = dict[str, list[Span]]  # field -> spans in the field's original text
 Moved = Mapping[str, Mapping[Span, Span]]  # field -> protected span -> where it is in the perturbed text
@@ -164,7 +164,9 @@ class Jeopardy(Constraint):
         return {f: _jeopardy_spans(example.fields[f]) for f in fields}
 
 
-_POINTING = frozenset({"он", "она", "оно", "они", "этот", "это", "такой", "икс"})  # as rueval.text.lemma gives them
+_POINTING = frozenset(
+    {"он", "она", "оно", "они", "этот", "это", "такой", "икс"}
+)  # as rueval.core.text.lemma gives them
 
 
 def _jeopardy_spans(text: str) -> list[Span]:

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rueval.core.text import lemma, morph, parse
 from rueval.robustness.perturbations import EMOJI_FILE
-from rueval.text import lemma, morph, parse
 
 # the CLDR JSON packages' Russian annotations: (package, file, its top-level key)
 ANNOTATIONS = (
@@ -62,7 +62,7 @@ def _restore_short_i(word: str) -> str:
 
 
 def _lemma(word: str) -> str | None:
-    """The lemma a word of an emoji name stands for (as rueval.text.lemma gives it), or None for a function word."""
+    """The lemma a word of an emoji name stands for (as core.text.lemma gives it), or None for a function word."""
     if word.isdigit():
         return word
     if len(word) < 2 or not word.replace("-", "").isalpha():

@@ -7,11 +7,11 @@ import math
 import random
 from collections.abc import Sequence
 
+from rueval.core.text import sentences
 from rueval.robustness.base import Perturbation, Texts, once_each
 from rueval.robustness.constraints import entity_spans
 from rueval.robustness.spans import Edit, Span, is_word, overlaps, substring_spans, token_spans
 from rueval.robustness.targets import Piece
-from rueval.text import sentences
 
 
 class BackTranslation(Perturbation):

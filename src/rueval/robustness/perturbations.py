@@ -21,11 +21,11 @@ import random
 from functools import cache
 from pathlib import Path
 
+from rueval.core.text import lemma, parse, sentences
 from rueval.robustness.base import Perturbation, free_words, rewrite_free_words
 from rueval.robustness.model_based import AddSent, BackTranslation
 from rueval.robustness.spans import Edit, Span, is_word, overlaps, substring_spans, token_spans
 from rueval.robustness.targets import Piece
-from rueval.text import lemma, parse, sentences
 
 # --- word level ---------------------------------------------------------------------------------
 

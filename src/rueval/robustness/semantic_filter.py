@@ -23,8 +23,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rueval.errors import RuevalError
-from rueval.progress import progress
+from rueval.core.errors import RuevalError
+from rueval.core.progress import progress
 from rueval.robustness.base import Perturbation
 from rueval.robustness.constraints import Protected
 from rueval.robustness.targets import target_for

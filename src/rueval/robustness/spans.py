@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rueval.text import tokens
+from rueval.core.text import tokens
 
 Span = tuple[int, int]  # [start, end) character offsets
 
@@ -31,7 +31,7 @@ def substring_spans(text: str, parts: Iterable[str]) -> list[Span]:
 
 
 def token_spans(text: str) -> list[Span]:
-    """The spans of razdel's tokens (rueval.text.tokens), words and punctuation alike."""
+    """The spans of razdel's tokens (rueval.core.text.tokens), words and punctuation alike."""
     return substring_spans(text, tokens(text))
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 from rueval.robustness.constraints import (
     Constraint,
     Jeopardy,
@@ -22,7 +22,7 @@ from rueval.robustness.constraints import (
 )
 from rueval.robustness.spans import Span, tighten
 from rueval.tasks import TASKS, Example, PerTask, Task
-from rueval.tasks.options import option_spans
+from rueval.tasks.inline_options import option_spans
 from rueval.tasks.shapes import (
     Answer,
     AnswerCheck,

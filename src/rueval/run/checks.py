@@ -10,9 +10,9 @@ import math
 import typing
 from typing import Any
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 from rueval.results.checks import Checker
-from rueval.stats import check_seed
+from rueval.scoring.stats import check_seed
 
 # Each episode asks every request of its k again: a thousand is far beyond any paper's protocol (TAPE: 5)
 # and keeps a mistyped number from planning billions of requests.

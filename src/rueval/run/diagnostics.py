@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rueval.memory import peak_rss_mb
+from rueval.core.memory import peak_rss_mb
 from rueval.results import TaskResult
-from rueval.slices import slice_scores
+from rueval.scoring.slices import slice_scores
+from rueval.scoring.stats import bootstrap_ci
 from rueval.solvers import Solver
-from rueval.stats import bootstrap_ci
 from rueval.tasks import Example, Task
 
 

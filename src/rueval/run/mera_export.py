@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import RuevalError
+from rueval.core.files import atomic_path
 from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train, submission_ids
 from rueval.data.mera import MeraSource
 from rueval.data.mera_tasks import ANSWERS, MERA_TASKS
-from rueval.errors import RuevalError
-from rueval.files import atomic_path
 from rueval.results import PredictionRow, RunResult, TaskResult
 from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks

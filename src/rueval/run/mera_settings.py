@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data.mera_tasks import FEWSHOT_SEED, GENERATION_STOP, MAX_GEN_TOKS, MERA
-from rueval.errors import RuevalError
 from rueval.results.checks import Checker
 from rueval.solvers.lm import GenerationSettings
 from rueval.solvers.options import LMOptions

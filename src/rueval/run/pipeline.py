@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
+from rueval.core.progress import detail
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
-from rueval.fewshot import demonstrations
 from rueval.models.distributed import on_main, world
-from rueval.progress import detail
 from rueval.results import PredictionRow, PromptResult, PromptScores, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import lm_eval_results
 from rueval.results.scores import mean_of, std_of
@@ -28,10 +27,11 @@ from rueval.run.diagnostics import diagnose, industrial_figures, run_industrial
 from rueval.run.predict import Predicted, predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore, fingerprint
-from rueval.scoring import rsg_total, score_task
+from rueval.scoring.task_scores import rsg_total, score_task
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import TaskAnswers
 from rueval.tasks import Example, Task
+from rueval.tasks.fewshot import demonstrations
 
 if TYPE_CHECKING:
     from rueval.run.robustness import Robustness

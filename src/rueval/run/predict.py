@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from rueval.core.errors import RuevalError
+from rueval.core.progress import detail, progress
 from rueval.data import TaskData
-from rueval.errors import RuevalError
 from rueval.models.base import Generation, Request, prompt_text
 from rueval.models.distributed import world
-from rueval.progress import detail, progress
-from rueval.scoring import example_metrics, is_correct
+from rueval.scoring.task_scores import example_metrics, is_correct
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import PooledSolver, TaskAnswers, TaskPlan
 from rueval.tasks import Example, Task

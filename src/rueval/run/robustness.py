@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import RuevalError
+from rueval.core.files import write_jsonl, write_text
 from rueval.data import DataSource, load_task_data, open_data
-from rueval.errors import RuevalError
-from rueval.files import write_jsonl, write_text
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
-from rueval.errors import RuevalError
 from rueval.results.checks import Checker, read_json_file
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
 from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation
@@ -22,7 +22,7 @@ from rueval.robustness.targets import not_applied_notes
 from rueval.run.checks import check_limit, check_ranges, check_types, flag
 from rueval.run.mera_settings import MeraSettings, with_mera
 from rueval.run.predict import settings_of
-from rueval.slices import check_slice_names, resolve_slices
+from rueval.scoring.slices import check_slice_names, resolve_slices
 from rueval.solvers import (
     FAMILIES,
     LANGUAGE_MODEL,

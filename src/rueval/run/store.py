@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
+from rueval.core.files import write_json, write_json_files, write_jsonl
 from rueval.data import TaskData
-from rueval.errors import DataError, RuevalError
-from rueval.files import write_json, write_json_files, write_jsonl
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import SAMPLES_DIR, sample_file, sample_files

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rueval.core.files import atomic_path
 from rueval.data import DataSource, Split, TaskData, check_written_ids, load_train, open_data, submission_ids
-from rueval.files import atomic_path
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.tasks import Example, Task

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve import api, pages
 from rueval.serve.service import NotFound, RateLimited, Service
 

@@ -26,7 +26,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve.db import Database, SignIn, Team, Token
 
 TOKEN_PREFIX = "rueval"

@@ -2,7 +2,7 @@
 and the heuristics of Iazykova et al. (2021) with their majority fallback, each fitted on the
 task's train split exactly as `rueval run -m majority` and `-m heuristic` fit them, and the
 heuristics' rules alone (where no rule fires: null). Submissions are compared with these
-predictions on the same test items (rueval.serve.scoring).
+predictions on the same test items (rueval.serve.grading).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from rueval.progress import step
-from rueval.scoring import score_task
+from rueval.core.progress import step
+from rueval.scoring.task_scores import score_task
 from rueval.serve.db import Database, Reference
 from rueval.serve.gold import Gold, GoldTask
 from rueval.solvers.heuristics import HeuristicSolver, first_prediction

@@ -3,7 +3,7 @@ the reference models computed by rueval on this gold (majority, heuristics) and 
 (RSG Table 2, the heuristics paper's Table 8, scored on the official test set).
 
 A submission's cells are its task scores; a cell whose score the paired bootstrap cannot tell from
-the majority class's or the heuristics' on the same items carries that mark (rueval.serve.scoring).
+the majority class's or the heuristics' on the same items carries that mark (rueval.serve.grading).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 POLL_S = 1.0
 TIMEOUT_S = 60.0

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_FILE = "board.sqlite3"
@@ -142,7 +142,7 @@ def database_url(db: str | None, store: Path) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def open_engine(url: str) -> Engine:
+def open_database(url: str) -> Engine:
     """An engine for the URL, SQLite set up for concurrent use (see the module's docstring)."""
     if make_url(url).get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -197,7 +197,7 @@ class Database:
 
     def __init__(self, url: str):
         self.url = url
-        self.engine = open_engine(url)
+        self.engine = open_database(url)
         migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data import Split, load_train, open_data
 from rueval.data.records import Example
-from rueval.errors import DataError, RuevalError
 from rueval.tasks import BENCHMARKS, Task
 
 

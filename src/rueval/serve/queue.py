@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve.db import Database, Job, Submission, Team
 
 LEASE_S = 30.0  # a claimed job is the worker's for this long, renewed every third of it

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve.app import create_app
 from rueval.serve.queue import check_lease
 from rueval.serve.service import ServeConfig, Service

@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve import baselines, queue
 from rueval.serve.auth import Auth
 from rueval.serve.board import Ranked

@@ -8,8 +8,8 @@ import hashlib
 import threading
 from pathlib import Path
 
-from rueval.errors import RuevalError
-from rueval.files import atomic_path
+from rueval.core.errors import RuevalError
+from rueval.core.files import atomic_path
 from rueval.report.html import write_report
 
 

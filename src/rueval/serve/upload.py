@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import parse_json_line
 from rueval.data.reading import JsonLines, ReadLimits, decode_line
 from rueval.data.records import Record, id_rule
-from rueval.errors import DataError, RuevalError
 from rueval.serve.gold import Gold, GoldTask
 from rueval.tasks import BENCHMARKS, Task
 

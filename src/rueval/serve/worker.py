@@ -16,13 +16,13 @@ import time
 import uuid
 from pathlib import Path
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.serve import baselines, queue
 from rueval.serve.board import summary_of
 from rueval.serve.db import Database, Submission, Team
 from rueval.serve.gold import Gold
+from rueval.serve.grading import score_submission
 from rueval.serve.queue import Claim
-from rueval.serve.scoring import score_submission
 from rueval.serve.store import Store
 from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.factory import BACKENDS, ModelSpec
 from rueval.solvers.base import Setting, Solver
 from rueval.solvers.options import FinetuneRun, HeuristicOptions, LMOptions, NoOptions

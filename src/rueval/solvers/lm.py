@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
-from rueval.errors import RuevalError
-from rueval.fewshot import demonstrations
-from rueval.metrics import normalize_answer
+from rueval.core.errors import RuevalError
 from rueval.models.base import Capabilities, Generation, Loglikelihood, Message, Prompt, Request
 from rueval.models.engine import Engine
+from rueval.scoring.metrics import normalize_answer
 from rueval.solvers.base import Exchange, ModelSize, PooledSolver, Setting, Solver, TaskAnswers
 from rueval.tasks import Example, Task
+from rueval.tasks.fewshot import demonstrations
 from rueval.tasks.prompts import get_prompt
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
 

@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.results.checks import Checker
 from rueval.solvers.lm import SCORINGS, ChatFormat, GenerationSettings
 from rueval.solvers.trivial import STRATEGIES
 
 if TYPE_CHECKING:
-    from rueval.solvers.finetune.options import FinetuneOptions
+    from rueval.solvers.finetune.training_options import FinetuneOptions
 
 
 class PlainOptions:
@@ -89,7 +89,7 @@ class FinetuneRun:
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> FinetuneRun:
-        from rueval.solvers.finetune.options import FinetuneOptions  # torch loads only for fine-tuning
+        from rueval.solvers.finetune.training_options import FinetuneOptions  # torch loads only for fine-tuning
 
         training = {FINETUNE_NAMES[name]: v for name, v in given.items() if name in FINETUNE_NAMES and v is not None}
         return cls(FinetuneOptions(**{"seed": seed, **training}), given.get("ft_save"))
@@ -99,7 +99,7 @@ class FinetuneRun:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> FinetuneRun:
-        from rueval.solvers.finetune.options import FinetuneOptions
+        from rueval.solvers.finetune.training_options import FinetuneOptions
 
         data = check.obj(data, at.rstrip("."))
         training = check.fields(FinetuneOptions, {k: v for k, v in data.items() if k != "save_dir"}, at)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rueval.results import PromptResult, PromptScores
-from rueval.scoring import score_task
+from rueval.scoring.task_scores import score_task
 from rueval.solvers.base import Setting
 from rueval.solvers.lm import LMSolver
 from rueval.tasks import Example, Task

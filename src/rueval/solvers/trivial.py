@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.solvers.base import Solver
 from rueval.tasks import Example, Task
 

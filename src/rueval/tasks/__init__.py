@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib import import_module
 from typing import TypeVar
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks.base import Example, Record, Task, Template
-from rueval.tasks.options import split_options
+from rueval.tasks.inline_options import split_options
 
 # The modules of rueval.tasks that declare rueval's own tasks, in the order the tasks are listed.
 DECLARATIONS = ("rsg", "tape")

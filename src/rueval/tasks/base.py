@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rueval.data.records import Example, Record
-from rueval.tasks.options import split_options
+from rueval.tasks.inline_options import split_options
 from rueval.tasks.shapes import InlineChoice, Shape
 
 PROMPTS_PACKAGE = "rueval.tasks.prompts"
@@ -42,12 +42,14 @@ class Task:
     folder: str  # the official folder name
     description: str
     shape: Shape
-    metrics: tuple[str, ...]  # headline metrics, names from rueval.metrics; the task score is their mean
+    metrics: tuple[str, ...]  # headline metrics, names from rueval.scoring.metrics; the task score is their mean
     split_files: Mapping[str, tuple[str, ...]]  # split -> accepted file names, first match wins
     aliases: tuple[str, ...] = ()
     train_from: Task | None = None  # whose train split gives label priors when the task has none
     extra: Mapping[str, Any] = field(default_factory=dict)  # task-specific settings (e.g. LiDiRus tag fields)
-    normalization: str = ""  # span tasks: how answers are normalised before matching (rueval.metrics.NORMALIZATIONS)
+    normalization: str = (
+        ""  # span tasks: how answers are normalised before matching (rueval.scoring.metrics.NORMALIZATIONS)
+    )
     title: str = ""  # the name the papers print; the folder's name unless they print another
     # How its examples are asked: "module:NAME" of a TaskPrompt (default: rueval.tasks.prompts.<name>:PROMPT),
     # or a Template (a YAML task's).

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError
 from rueval.tasks import BENCHMARKS, Task, Template, register
 from rueval.tasks.prompts.template import compile_template, environment
 from rueval.tasks.shapes import Answer, Choice, Shape, Texts

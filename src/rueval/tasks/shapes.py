@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data.records import Example, Record
-from rueval.errors import RuevalError
-from rueval.tasks.options import LETTERS, split_options
+from rueval.tasks.inline_options import LETTERS, split_options
 
 
 class Shape:

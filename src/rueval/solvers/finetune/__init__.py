@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 try:  # the finetune extra: -m finetune: without it is one line naming it, not a traceback
     import accelerate  # noqa: F401 - transformers' Trainer needs it
@@ -45,11 +45,11 @@ except ImportError as missing:
         "pip install torch && pip install 'rueval[finetune]'"
     ) from None
 
-from rueval.models.placement import model_revision
-from rueval.paths import cache_dir
+from rueval.core.paths import cache_dir
+from rueval.models.backends.placement import model_revision
 from rueval.solvers.base import ModelSize, Solver
 from rueval.solvers.finetune.heads import Head, head_for
-from rueval.solvers.finetune.options import FinetuneOptions
+from rueval.solvers.finetune.training_options import FinetuneOptions
 from rueval.tasks import Example, Task
 
 MARKER = "rueval-finetune.json"

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks import Example, Task, split_options
 from rueval.tasks.offsets import word_span
 from rueval.tasks.shapes import (

@@ -31,13 +31,13 @@ from transformers import (
 from transformers.trainer_callback import PrinterCallback
 from transformers.trainer_utils import get_last_checkpoint
 
-from rueval.errors import RuevalError
-from rueval.memory import peak_rss_mb
+from rueval.core.errors import RuevalError
+from rueval.core.memory import peak_rss_mb
 from rueval.solvers.finetune.heads import Head
 from rueval.tasks import Example, Task
 
 if TYPE_CHECKING:
-    from rueval.solvers.finetune.options import FinetuneOptions
+    from rueval.solvers.finetune.training_options import FinetuneOptions
 
 PREDICT_BATCH = 32
 LOG_STEPS = 10  # train loss is logged (and shown) every this many optimizer steps

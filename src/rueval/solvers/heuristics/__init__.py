@@ -9,7 +9,7 @@ module says so and which one it follows: the code, unless the code's version is 
 
 Which rules: the paper's Table 8 combines, per task, the rules "that led towards the best
 score", chosen on the leaderboard's test scores. rueval chooses on the train split instead
-(``rules="fitted"``, the default), by the task's own score (``rueval.scoring.score_task``: RCB's
+(``rules="fitted"``, the default), by the task's own score (``rueval.scoring.task_scores.score_task``: RCB's
 mean of macro-F1 and accuracy, MuSeRC's F1a and EM, RuCoS's F1 and EM, accuracy elsewhere):
 in order, a rule is kept if the kept rules, then it, then the fallback score higher on the
 labelled train examples than the kept rules and the fallback alone. The majority fallback is
@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable, Sequence
 from statistics import fmean
 from typing import Any
 
-from rueval.errors import RuevalError
-from rueval.progress import progress, step
+from rueval.core.errors import RuevalError
+from rueval.core.progress import progress, step
 from rueval.results import NO_RULE, RuleCoverage
-from rueval.scoring import is_correct, score_task
+from rueval.scoring.task_scores import is_correct, score_task
 from rueval.solvers.base import Solver
 from rueval.solvers.heuristics import danetqa, lidirus, muserc, parus, rcb, rucos, russe, terra
 from rueval.solvers.heuristics.base import Rule, memoized_texts

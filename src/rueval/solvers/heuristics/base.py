@@ -1,7 +1,7 @@
 """What a heuristic rule is, and the text measures the rules of every task share.
 
 Counts of words use razdel word tokens (punctuation excluded) and vocabularies use pymorphy3
-lemmas, both from rueval.text, except where a task's module says its authors' code tokenises
+lemmas, both from rueval.core.text, except where a task's module says its authors' code tokenises
 otherwise: TERRa and RCB lemmatise runs of letters (``letter_lemma_set``), MuSeRC razdel tokens
 stripped of punctuation (``stripped_lemmas``), and several rules count whitespace tokens.
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
+from rueval.core.text import lemmas, lemmas_of, parse, tokens, words
 from rueval.tasks import Example
-from rueval.text import lemmas, lemmas_of, parse, tokens, words
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def lemma_sequence(text: str) -> tuple[str, ...]:
 
 
 def prefetch_lemmas(texts: Iterable[str], label: str) -> None:
-    """Lemmatise many texts at once (rueval.text.lemmas_of: in several processes when there is much
+    """Lemmatise many texts at once (rueval.core.text.lemmas_of: in several processes when there is much
     text) into the open block's lemma_sequence memo, instead of one by one as the rules ask."""
     if not _open_blocks:
         return

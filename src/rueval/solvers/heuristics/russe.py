@@ -25,9 +25,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from rueval.core.text import morph
 from rueval.solvers.heuristics.base import Rule, normalized_words
 from rueval.tasks import Example
-from rueval.text import morph
 
 TOKEN_OVERLAP = 0.10  # Table 6, row 2: "Tokens overlap by more than 10%"
 LENGTH_GAP = 6  # Table 6, row 3: "differs from sentence 2 by more than 6"

@@ -24,10 +24,10 @@ import joblib
 import sklearn
 
 from rueval import __version__
-from rueval.errors import RuevalError
-from rueval.files import atomic_path
-from rueval.paths import cache_dir
-from rueval.progress import step, warn
+from rueval.core.errors import RuevalError
+from rueval.core.files import atomic_path
+from rueval.core.paths import cache_dir
+from rueval.core.progress import step, warn
 from rueval.solvers.base import Solver
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import Example, Task

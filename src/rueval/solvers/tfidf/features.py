@@ -13,7 +13,7 @@ from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks import Task
 
 

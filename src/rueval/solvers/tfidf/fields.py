@@ -25,13 +25,13 @@ import numpy as np
 import razdel
 from scipy import sparse
 
-from rueval.errors import RuevalError
-from rueval.progress import progress
-from rueval.scoring import is_correct
+from rueval.core.errors import RuevalError
+from rueval.core.progress import progress
+from rueval.core.text import sentences
+from rueval.scoring.task_scores import is_correct
 from rueval.solvers.tfidf.features import CONFIGS, Fields, FieldVectors, LinearConfig, fit_classifier
 from rueval.tasks import Example, Task, split_options
 from rueval.tasks.shapes import Answer, Choice, Cloze, Coreference, InlineChoice, MultiLabel
-from rueval.text import sentences
 
 PREDICT_BATCH = 256  # examples whose options are featurised at once
 

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from rueval.errors import RuevalError
-from rueval.progress import progress
+from rueval.core.errors import RuevalError
+from rueval.core.progress import progress
 from rueval.solvers.tfidf.features import OFFICIAL_RSG, fit_classifier, fit_vectorizer, paired_cosines, vectorize
 from rueval.tasks import Example, Task
 from rueval.tasks.shapes import AnswerCheck, Cloze

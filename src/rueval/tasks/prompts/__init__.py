@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from rueval.core.errors import RuevalError
 from rueval.data.mera_tasks import MERA
-from rueval.errors import RuevalError
 from rueval.tasks import PerTask, Task, Template, get_task
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
 from rueval.tasks.prompts.mera import MeraInstructionPrompt

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks.base import Example
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rueval.core.errors import RuevalError
 from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, MeraTask
-from rueval.errors import RuevalError
 from rueval.tasks.base import Example
-from rueval.tasks.options import split_options
+from rueval.tasks.inline_options import split_options
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
 

@@ -3,11 +3,11 @@ alternative; the likelier continuation wins. (RSG has no official prompt; ours.)
 
 from __future__ import annotations
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.core.text import morph
 from rueval.tasks.base import Example
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
-from rueval.text import morph
 
 TEMPLATE = "{premise}, {connective}"
 CONNECTIVES = {"cause": "потому что", "effect": "поэтому"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks.base import Example
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 

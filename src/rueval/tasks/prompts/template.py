@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks.base import Example, Template
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rueval.errors import RuevalError
-from rueval.stats import SEED_MAX, is_seed
+from rueval.core.errors import RuevalError
+from rueval.scoring.stats import SEED_MAX, is_seed
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 

@@ -1,11 +1,11 @@
 """A submission scored with rueval's own metrics, and the columns of an honest board.
 
-Per task: the official metrics and task score (rueval.scoring.score_task, as `rueval run` scores
-the same predictions), LiDiRus' per-feature MCC, 95% bootstrap intervals (rueval.stats), the
+Per task: the official metrics and task score (rueval.scoring.task_scores.score_task, as `rueval run` scores
+the same predictions), LiDiRus' per-feature MCC, 95% bootstrap intervals (rueval.scoring.stats), the
 slices that do not read the gold answer, and:
 
 - ``versus``: the paired bootstrap test of the task score against the majority class and against
-  the heuristics on the same test items (rueval.stats.paired_bootstrap): the difference, its 95%
+  the heuristics on the same test items (rueval.scoring.stats.paired_bootstrap): the difference, its 95%
   interval and p-value; at p >= 0.05 the score is not distinguishable from that baseline's;
 - ``rules``: on the items where a heuristic rule fires, the share where the submission gives the
   rule's answer, beside the submission's score on the items where no rule fires.
@@ -24,12 +24,12 @@ from typing import Any
 
 from rueval.report.compare import SIGNIFICANCE_LEVEL
 from rueval.results import RunResult, TaskResult
-from rueval.scoring import is_correct, rsg_total, score_task
+from rueval.scoring.slices import slice_scores
+from rueval.scoring.stats import bootstrap_ci, paired_bootstrap
+from rueval.scoring.task_scores import is_correct, rsg_total, score_task
 from rueval.serve.baselines import HEURISTIC, MAJORITY, RULES, Baselines
 from rueval.serve.gold import Gold, GoldTask
 from rueval.serve.upload import CheckedSubmission
-from rueval.slices import slice_scores
-from rueval.stats import bootstrap_ci, paired_bootstrap
 from rueval.tasks import Example, Task
 
 # TAPE's subpopulations that are read off the test items' texts, never off their answers: the

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.text import Text
 
 from rueval.cli.groups import GroupValues, OptionGroup
+from rueval.core.errors import RuevalError
 from rueval.data import TAPE_SETS
-from rueval.errors import RuevalError
 from rueval.models.factory import BACKENDS, CACHE_MODES, CHAT_SCORINGS, DEVICE_MAPS, DTYPES, LOAD_IN
 from rueval.solvers import NAMED
 from rueval.solvers.lm import SCORINGS

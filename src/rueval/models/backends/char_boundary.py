@@ -19,7 +19,7 @@ do), when every text token is scored, as the HF backend does.
 
 from __future__ import annotations
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.models.base import Loglikelihood
 
 

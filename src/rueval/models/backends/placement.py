@@ -14,8 +14,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import RuevalError
-from rueval.paths import cache_dir
+from rueval.core.errors import RuevalError
+from rueval.core.paths import cache_dir
 
 TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
 

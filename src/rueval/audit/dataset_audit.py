@@ -26,15 +26,15 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.feature_selection import chi2
 
 from rueval import __version__
+from rueval.audit.duplicates import NEAR_DUPLICATE_THRESHOLD, SplitInputs, duplicate_pairs, duplicates, input_parts
+from rueval.core.progress import set_level, step
+from rueval.core.text import lemmas_of, words
 from rueval.data import DataSource, Split, load_train, open_data
-from rueval.duplicates import NEAR_DUPLICATE_THRESHOLD, SplitInputs, duplicate_pairs, duplicates, input_parts
-from rueval.progress import set_level, step
 from rueval.results import AuditResult, Coverage, TaskAudit
-from rueval.scoring import score_task
+from rueval.scoring.task_scores import score_task
 from rueval.solvers.heuristics import RULES, coverage
 from rueval.solvers.trivial import TrivialSolver
 from rueval.tasks import Example, Task
-from rueval.text import lemmas_of, words
 
 TOP_ARTIFACTS = 10
 BESIDE_MIN_EXAMPLES = 10_000  # train examples from which the near-duplicate search gets its own process

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rueval.core.errors import DataError, RuevalError
+from rueval.core.progress import LOG_EVERY, info
 from rueval.data.reading import ReadLimits, read_whole
-from rueval.errors import DataError, RuevalError
-from rueval.progress import LOG_EVERY, info
 
 if TYPE_CHECKING:
     import httpx

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 LETTERS = tuple(string.ascii_uppercase)  # the answer letters an item may use, (A) first
 MIN_OPTIONS = 2

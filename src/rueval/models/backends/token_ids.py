@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.core.progress import info, warn
 from rueval.models.base import Generation, Loglikelihood, encode_pair
-from rueval.progress import info, warn
 
 if TYPE_CHECKING:
     from rueval.models.factory import ModelOptions, ModelSpec

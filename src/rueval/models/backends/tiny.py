@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rueval.core.errors import RuevalError
 from rueval.data.local import SAMPLES_DIR
-from rueval.errors import RuevalError
 
 EOS = "<|endoftext|>"
 

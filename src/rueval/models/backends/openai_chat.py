@@ -27,7 +27,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
+from rueval.models.backends.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields, served_at
+from rueval.models.backends.serving import ClientError
 from rueval.models.base import (
     Capabilities,
     Generation,
@@ -39,8 +41,6 @@ from rueval.models.base import (
     cut_at_stop,
 )
 from rueval.models.factory import CHAT_SCORINGS, ModelOptions, ModelSpec
-from rueval.models.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields, served_at
-from rueval.models.serving import ClientError
 
 CHAT_PATH = "/chat/completions"
 log = logging.getLogger(__name__)

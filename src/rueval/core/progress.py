@@ -16,7 +16,7 @@ from typing import TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 T = TypeVar("T")
 LOG_EVERY = 5.0  # seconds between plain progress lines when stderr is not a terminal

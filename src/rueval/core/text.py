@@ -15,7 +15,7 @@ from itertools import chain
 import razdel
 from razdel.segmenters.punct import DASHES
 
-from rueval.progress import counting, progress
+from rueval.core.progress import counting, progress
 
 # Below this many characters of distinct text, starting worker processes costs more than it saves.
 PARALLEL_MIN_CHARS = 5_000_000

@@ -1,4 +1,4 @@
-"""Train/evaluation duplicates, exact and near, for the dataset audit (rueval.audit): input texts
+"""Train/evaluation duplicates, exact and near, for the dataset audit (rueval.audit.dataset_audit): input texts
 equal after normalisation, or with a cosine similarity of TF-IDF character n-grams of at least
 NEAR_DUPLICATE_THRESHOLD, found by an exact all-pairs search that never scores every pair."""
 
@@ -14,9 +14,9 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
+from rueval.core.progress import progress
 from rueval.data import Split
-from rueval.metrics import normalize_answer
-from rueval.progress import progress
+from rueval.scoring.metrics import normalize_answer
 from rueval.tasks import Example, Task
 
 NEAR_DUPLICATE_THRESHOLD = 0.9  # cosine similarity of TF-IDF character n-grams

@@ -5,17 +5,17 @@ Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs
 server must return logprobs for prompt tokens; generation uses the server's sampling.
 
 Several servers (``base_url`` a list, or comma-separated) share the work: see
-rueval.models.serving. The cache identity is the model name and what the servers say about the
+rueval.models.backends.serving. The cache identity is the model name and what the servers say about the
 weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
 servers reuses a one-server run's results, and new weights behind the same name and port do not.
 
 Prompts go as token ids whenever the served model's tokenizer can be had (``tokenizer=``: by
 default the server's own, from its weights folder or its ``/tokenize``; or a local path or hub id,
-a tokenizer object; rueval.models.token_ids), encoded exactly as the HF backend encodes them: a
+a tokenizer object; rueval.models.backends.token_ids), encoded exactly as the HF backend encodes them: a
 start token, the context's tokens, then the continuation's. Token boundaries are then exact and an
 empty context scores every token, so results equal ``-m hf:`` on the same weights. Text prompts
 (``tokenizer="text"``, or no tokenizer to be had: a warning says so) are scored by the character
-rule of rueval.models.char_boundary.
+rule of rueval.models.backends.char_boundary.
 """
 
 from __future__ import annotations
@@ -26,21 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from rueval.errors import RuevalError
-from rueval.models.base import (
-    Capabilities,
-    Generation,
-    LanguageModel,
-    Loglikelihood,
-    LoglikelihoodResult,
-    OnDone,
-    checked_logprob,
-    cut_at_stop,
-    prompt_text,
-)
-from rueval.models.char_boundary import continuation_positions
-from rueval.models.factory import ModelOptions, ModelSpec
-from rueval.models.serving import (
+from rueval.core.errors import RuevalError
+from rueval.models.backends.char_boundary import continuation_positions
+from rueval.models.backends.serving import (
     ClientError,
     Dispatcher,
     ServerClient,
@@ -49,7 +37,7 @@ from rueval.models.serving import (
     route,
     weights_card,
 )
-from rueval.models.token_ids import (
+from rueval.models.backends.token_ids import (
     AUTO,
     MODES,
     SERVER,
@@ -61,6 +49,18 @@ from rueval.models.token_ids import (
     served_tokens,
     spec_tokenizer,
 )
+from rueval.models.base import (
+    Capabilities,
+    Generation,
+    LanguageModel,
+    Loglikelihood,
+    LoglikelihoodResult,
+    OnDone,
+    checked_logprob,
+    cut_at_stop,
+    prompt_text,
+)
+from rueval.models.factory import ModelOptions, ModelSpec
 
 GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
@@ -225,7 +225,7 @@ class OpenAICompletionsModel(LanguageModel):
         return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
-        """The character-boundary rule (rueval.models.char_boundary) on one echoed prompt; its last
+        """The character-boundary rule (rueval.models.backends.char_boundary) on one echoed prompt; its last
         ``generated`` tokens are the ones the server generated after it."""
         logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         tokens = logprobs.get("tokens") or []

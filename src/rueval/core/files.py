@@ -11,7 +11,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 
 
 def cache_dir(kind: str) -> Path:

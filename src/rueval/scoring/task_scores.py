@@ -1,9 +1,9 @@
-"""Scoring a task: its metrics (rueval.metrics) on its examples and predictions, the task score,
+"""Scoring a task: its metrics (rueval.scoring.metrics) on its examples and predictions, the task score,
 the breakdowns (LiDiRus per feature tag, Ethics per category), whether one prediction is right,
 one example's sample-log metrics, and the RSG total.
 
 ``task_statistics`` gives the per-example statistics of every metric of a task; the scores are
-their function on the whole sample, and the bootstrap (rueval.stats) applies it to resamples.
+their function on the whole sample, and the bootstrap (rueval.scoring.stats) applies it to resamples.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rueval.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
+from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
 from rueval.tasks import BENCHMARKS, Example, Task
 
 

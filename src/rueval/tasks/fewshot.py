@@ -16,7 +16,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 
-from rueval.errors import RuevalError
+from rueval.core.errors import RuevalError
 from rueval.tasks import Example
 
 

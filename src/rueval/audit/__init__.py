@@ -1,0 +1,1 @@
+"""The dataset audit: leakage, artifacts, train/evaluation duplicates and heuristic coverage."""

@@ -1,0 +1,1 @@
+"""The leaf utilities every layer may use: errors, paths, files, text, progress and memory."""

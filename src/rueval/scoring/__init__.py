@@ -1,0 +1,1 @@
+"""Scoring: metrics, task scores and totals, bootstrap statistics and subpopulation slices."""
