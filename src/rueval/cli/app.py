@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import typer
+from typer._click import Context, HelpFormatter
 from typer._click import exceptions as usage  # typer's own click, whose errors its parser raises
 from typer.core import TyperGroup
 
@@ -17,7 +18,7 @@ class WholeHelp(TyperGroup):
     `--include-path,--include_path` loses its end. Each command is listed with its whole summary, the
     first paragraph of its help, where click would cut it at the width."""
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = [
             (name, inspect.cleandoc(command.help or "").split("\n\n")[0])
             for name in self.list_commands(ctx)
