@@ -9,8 +9,6 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from hostile_sweep import ERROR, OK, CaseDir, Outcome, rueval
-
 from hostile_cases.common import (
     case,
     fifo_at,
@@ -21,6 +19,7 @@ from hostile_cases.common import (
     set_fields,
     zipped_samples,
 )
+from hostile_cases.harness import ERROR, OK, CaseDir, Outcome, rueval
 
 
 @case("bounds", "a 2 MB zip of 2 GiB of newlines as --data", ERROR, "--max-file-mb", timeout=60, slow=True)

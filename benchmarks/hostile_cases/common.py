@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hostile_sweep import Case, CaseDir, Skip, rueval
+from hostile_cases.harness import Case, CaseDir, Skip, rueval
 
 CASES: list[Case] = []
 GROUPS = ("ids", "numbers", "rundir", "bounds", "values", "api", "smaller", "serve")  # as issue 27 lists them

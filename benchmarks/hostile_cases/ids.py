@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hostile_sweep import ERROR, OK, CaseDir, python, rueval
-
 from hostile_cases.common import (
     DROP,
     case,
@@ -17,6 +15,7 @@ from hostile_cases.common import (
     write_jsonl,
     zip_members,
 )
+from hostile_cases.harness import ERROR, OK, CaseDir, python, rueval
 
 BAD_IDS = {"missing": DROP, "null": None, "2.5": 2.5, "'2'": "2", "[1,2]": [1, 2], "true": True, "''": "", "{}": {}}
 

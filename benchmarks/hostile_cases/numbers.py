@@ -11,8 +11,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from hostile_sweep import ERROR, OK, CaseDir, python, rueval
-
 from hostile_cases.common import (
     cache_file,
     case,
@@ -21,6 +19,7 @@ from hostile_cases.common import (
     scores,
     served_run,
 )
+from hostile_cases.harness import ERROR, OK, CaseDir, python, rueval
 
 IMPOSSIBLE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "0.5": 0.5, "'abc'": "abc", "[]": []}
 for label, value in IMPOSSIBLE.items():
@@ -69,7 +68,7 @@ def _(c: CaseDir) -> list[str]:
 def _(c: CaseDir) -> list[str]:
     argv = served_run(c, c / "out")
     c.shared.server(fault_logprob=math.nan)
-    from hostile_sweep import run_command
+    from hostile_cases.harness import run_command
 
     first = run_command(argv, c.path, {}, 300)
     assert first.returncode == 2, first.output
@@ -137,7 +136,7 @@ def _(c: CaseDir) -> list[str]:
 def _(c: CaseDir) -> list[str]:
     target = c / "nan-model"
     shutil.copytree(c.shared.tiny(), target)
-    from hostile_sweep import run_command
+    from hostile_cases.harness import run_command
 
     code = f"""
 import torch

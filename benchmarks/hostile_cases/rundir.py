@@ -9,8 +9,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from hostile_sweep import EITHER, ERROR, OK, CaseDir, Outcome, Skip, rueval
-
 from hostile_cases.common import (
     case,
     fresh_scores,
@@ -26,6 +24,7 @@ from hostile_cases.common import (
     unchanged,
     write_jsonl,
 )
+from hostile_cases.harness import EITHER, ERROR, OK, CaseDir, Outcome, Skip, rueval
 
 
 @case("rundir", "run --resume --seed 5", ERROR, "seed 0 -> 5")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hostile_sweep import EITHER, ERROR, CaseDir, rueval
-
 from hostile_cases.common import (
     case,
     fifo_at,
@@ -15,6 +13,7 @@ from hostile_cases.common import (
     set_fields,
     write_jsonl,
 )
+from hostile_cases.harness import EITHER, ERROR, CaseDir, rueval
 
 
 def gold_copy(c: CaseDir) -> Path:

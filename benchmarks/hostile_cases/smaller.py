@@ -8,8 +8,6 @@ import sys
 import zipfile
 from typing import Any
 
-from hostile_sweep import EITHER, ERROR, OK, CaseDir, Outcome, rueval
-
 from hostile_cases.common import (
     DROP,
     case,
@@ -20,6 +18,7 @@ from hostile_cases.common import (
     set_fields,
     write_jsonl,
 )
+from hostile_cases.harness import EITHER, ERROR, OK, CaseDir, Outcome, rueval
 
 
 @case("smaller", "two folders a/PARus and b/parus with different labels", ERROR, "two folders")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostile_sweep import EITHER, ERROR, OK, CaseDir, python, rueval
-
 from hostile_cases.common import (
     cache_file,
     case,
@@ -19,6 +17,7 @@ from hostile_cases.common import (
     scores,
     set_fields,
 )
+from hostile_cases.harness import EITHER, ERROR, OK, CaseDir, python, rueval
 
 BAD_NUMBERS = ("nan", "inf", "-inf", "-1", "1e400", "x")
 

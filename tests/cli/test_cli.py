@@ -6,8 +6,10 @@ import zipfile
 from collections import Counter
 
 import pytest
+import typer
 from support import read_jsonl, write_jsonl
 
+from rueval.cli import app
 from rueval.core import progress
 from rueval.data.local import SAMPLES_DIR
 from rueval.solvers.trivial import TrivialSolver
@@ -205,6 +207,28 @@ def test_help_names_the_extras_that_peft_and_quantization_need(cli, monkeypatch)
     monkeypatch.setenv("COLUMNS", "200")  # a narrow help column cuts long words short
     text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", cli("run", "--help").output).split())
     assert "pip install 'rueval[peft]'" in text and "pip install 'rueval[quantize]'" in text
+
+
+def every_command(command, path=()):
+    """Each command and group under the application, with the words that call it."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from every_command(sub, (*path, name))
+
+
+def test_help_stays_whole_at_80_columns(cli, monkeypatch):
+    """In a pipe or a CI log (80 columns) every option name and every command's summary is printed whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    for path, command in every_command(typer.main.get_command(app)):
+        text = cli(*path, "--help").output
+        assert max(map(len, text.splitlines())) <= 80, path
+        words = set(re.split(r"[\s,]+", text))
+        shown = [param for param in command.params if not getattr(param, "hidden", False)]
+        names = {name for param in shown for name in (*param.opts, *param.secondary_opts)}
+        assert {name for name in names if name.startswith("-")} <= words, path
+        for name, sub in getattr(command, "commands", {}).items():
+            summary = " ".join(sub.help.split("\n\n")[0].split())
+            assert f"{name} {summary}" in " ".join(text.split()), (path, name)
 
 
 def train_size(folder: str) -> int:

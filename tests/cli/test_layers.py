@@ -1,14 +1,17 @@
 """The architecture, checked on the import graph: data flows one way through layers that import only
-from themselves and below, with no import circle and no module over about 420 lines. The Layout
-section of the documentation's architecture page describes the same layers."""
+from themselves and below, with no import circle (in src, tests and benchmarks alike) and no module
+over about 420 lines. The Layout section of the documentation's architecture page describes the same
+layers."""
 
 import ast
 import importlib
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import rueval
 
 SRC = Path(rueval.__file__).parent
+ROOT = SRC.parents[1]  # src, tests and benchmarks
 # Lowest first, one folder each. The command line's layer also holds the Python API and `python -m rueval`.
 LAYERS = {
     "core": ("rueval.core",),
@@ -49,44 +52,53 @@ def layer_of(module: str) -> int:
     raise AssertionError(f"{module} is in no layer: add it to LAYERS and to docs/architecture.md's Layout")
 
 
-def imports(module: str) -> set[str]:
-    """The rueval modules a module imports, anywhere in it (functions and TYPE_CHECKING blocks too):
+def imports(path: Path, modules: Collection[str]) -> set[str]:
+    """The ``modules`` a file imports, anywhere in it (functions and TYPE_CHECKING blocks too):
     `from package import submodule` counts as importing the submodule."""
     found = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in MODULES else node.module)
-    return {name for name in found if name in MODULES and name != module}
+                found.add(submodule if submodule in modules else node.module)
+    return {name for name in found if name in modules}
 
 
-GRAPH = {module: imports(module) for module in MODULES}
+GRAPH = {module: imports(path, MODULES) - {module} for module, path in MODULES.items()}
 
 
-def test_every_import_goes_to_the_same_layer_or_below():
-    upward = [
-        f"{module} ({list(LAYERS)[layer_of(module)]}) imports {target} ({list(LAYERS)[layer_of(target)]})"
-        for module, targets in GRAPH.items()
-        for target in sorted(targets)
-        if layer_of(target) > layer_of(module)
-    ]
-    assert upward == []
+def importable_name(path: Path) -> str:
+    """The name a test or benchmark file is imported by: its packages (folders with __init__.py) below
+    the first folder that is none, which is on sys.path (pytest puts a test's folder there, Python a
+    script's). conftest.py files, which pytest loads by path and nothing imports, are named by their path."""
+    if path.name == "conftest.py":
+        return str(path.relative_to(ROOT))
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
 
 
-def test_no_import_circle():
-    # Tarjan's strongly connected components: any with more than one module is a circle
+OUTSIDE_SRC = sorted(path for top in ("tests", "benchmarks") for path in (ROOT / top).rglob("*.py"))
+TREE_NAMES = {**{path: module for module, path in MODULES.items()}, **{p: importable_name(p) for p in OUTSIDE_SRC}}
+TREE = {name: imports(path, set(TREE_NAMES.values())) - {name} for path, name in TREE_NAMES.items()}
+
+
+def circles(graph: Mapping[str, Collection[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components: any with more than one module is a circle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    circles = []
+    found = []
 
     def visit(module: str) -> None:
         index[module] = low[module] = len(index)
         stack.append(module)
-        for target in GRAPH[module]:
+        for target in graph[module]:
             if target not in index:
                 visit(target)
                 low[module] = min(low[module], low[target])
@@ -100,12 +112,27 @@ def test_no_import_circle():
                 if member == module:
                     break
             if len(component) > 1:
-                circles.append(sorted(component))
+                found.append(sorted(component))
 
-    for module in GRAPH:
+    for module in graph:
         if module not in index:
             visit(module)
-    assert circles == []
+    return found
+
+
+def test_every_import_goes_to_the_same_layer_or_below():
+    upward = [
+        f"{module} ({list(LAYERS)[layer_of(module)]}) imports {target} ({list(LAYERS)[layer_of(target)]})"
+        for module, targets in GRAPH.items()
+        for target in sorted(targets)
+        if layer_of(target) > layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle_in_the_whole_tree():
+    assert len(set(TREE_NAMES.values())) == len(TREE_NAMES)  # each file has a name of its own
+    assert circles(TREE) == []
 
 
 def test_the_report_layer_presents_and_runs_nothing():
@@ -144,7 +171,10 @@ def test_the_documented_import_paths_are_the_objects_of_their_new_homes():
 
 
 def test_the_checks_see_a_backward_import(tmp_path):
-    """The layer check is not vacuous: the graph holds the known downward imports."""
+    """The checks are not vacuous: the graphs hold the known imports, and a circle is found."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}) == [["a", "b", "c"]]
+    assert "hostile_cases.harness" in TREE["hostile_sweep"] and "hostile_cases" in TREE["hostile_sweep"]
+    assert {"support", "rueval.cli.app"} <= TREE["tests/conftest.py"] and GRAPH.items() <= TREE.items()
     assert "rueval.tasks" in GRAPH["rueval.solvers.lm"] and "rueval.models.engine" in GRAPH["rueval.solvers.lm"]
     assert layer_of("rueval.report.html") > layer_of("rueval.run.pipeline") > layer_of("rueval.solvers.lm")
     assert layer_of("rueval.cli.serve") > layer_of("rueval.serve.app") > layer_of("rueval.report.html")

@@ -12,14 +12,15 @@ from support import read_jsonl
 import rueval
 from rueval.core.errors import RuevalError
 from rueval.data import load_task_data, open_data
-from rueval.results import Checker, PromptScores, RunResult
+from rueval.results import Checker, PromptResult, PromptScores, RunResult
+from rueval.scoring.task_scores import score_task
 from rueval.solvers import make_solver
 from rueval.solvers.base import Setting
-from rueval.solvers.prompt_variants import score_prompt_variants
 from rueval.tasks import get_task
 from rueval.tasks.prompts import prompt_variants
 
 SEVERAL = ("winograd", "sit_ethics", "per_ethics")  # 4, 2 and 3 prompts
+ONE = ("rcb", "ru_worldtree")  # one prompt each
 LIMIT = 6
 
 
@@ -27,7 +28,7 @@ LIMIT = 6
 def runs(tiny_gpt2_dir, tmp_path_factory):
     """The same tasks run with the default prompt and with all prompts."""
     out = tmp_path_factory.mktemp("prompts")
-    tasks = [*SEVERAL, "rcb"]
+    tasks = [*SEVERAL, *ONE]
     model = f"hf:{tiny_gpt2_dir}"
     default = rueval.evaluate(model, tasks=tasks, limit=LIMIT, out=out / "default")
     every = rueval.evaluate(model, tasks=tasks, limit=LIMIT, prompts="all", out=out / "all")
@@ -35,11 +36,17 @@ def runs(tiny_gpt2_dir, tmp_path_factory):
 
 
 def alone(tiny_gpt2_dir, name, setting=None) -> PromptScores:
-    """The task's prompts scored outside the run, each on its own plan."""
+    """The task's prompts scored outside the run, each on its own plan in its own engine call (zero-shot
+    unless ``setting`` is given)."""
     task = get_task(name)
     data = load_task_data(open_data(None), task, None, LIMIT)
     solver = make_solver(f"hf:{tiny_gpt2_dir}")
-    return score_prompt_variants(solver, task, data.train.examples, data.eval.examples, setting)
+    scored = []
+    for prompt in prompt_variants(task):
+        plan = solver.plan(task, data.train.examples, data.eval.examples, setting or Setting(), prompt)
+        results = dict(zip(plan.requests, solver.engine.compute(plan.requests), strict=True))
+        scored.append(score_task(task, data.eval.examples, solver.answer(plan, results)))
+    return PromptScores(tuple(PromptResult(one.score, one.metrics) for one in scored))
 
 
 @pytest.mark.parametrize("name", SEVERAL)
@@ -51,20 +58,21 @@ def test_each_prompt_scores_in_the_run_what_it_scores_alone(runs, tiny_gpt2_dir,
         assert ran.score == pytest.approx(scored.score) and ran.metrics == pytest.approx(scored.metrics)
     scores = [variant.score for variant in prompts.variants]
     assert prompts.mean == pytest.approx(np.mean(scores)) and prompts.std == pytest.approx(np.std(scores))
+    assert prompts.metrics_mean.keys() == prompts.metrics_std.keys() == set(get_task(name).metrics)
     for metric in get_task(name).metrics:
         values = [variant.metrics[metric] for variant in prompts.variants]
         assert prompts.metrics_mean[metric] == pytest.approx(np.mean(values))
         assert prompts.metrics_std[metric] == pytest.approx(np.std(values))
 
 
-@pytest.mark.parametrize("name", [*SEVERAL, "rcb"])
+@pytest.mark.parametrize("name", [*SEVERAL, *ONE])
 def test_the_headline_and_predictions_stay_the_default_prompts(runs, name):
     default, every = runs["default"].tasks[name], runs["all"].tasks[name]
     assert every.score == default.score and every.metrics == default.metrics and every.shots == default.shots
     assert runs["all"].predictions[name] == runs["default"].predictions[name]
     assert default.prompts is None
-    if name == "rcb":  # one prompt: as a default run, nothing more
-        assert every.prompts is None
+    if name in ONE:  # one prompt: as a default run, nothing more
+        assert len(prompt_variants(name)) == 1 and every.prompts is None
     else:
         assert every.prompts.variants[0].score == default.score
         assert every.prompts.variants[0].metrics == default.metrics
@@ -121,6 +129,7 @@ def test_with_few_shot_episodes_each_prompt_is_scored_over_its_episodes(tiny_gpt
     prompts = summary.tasks["winograd"].prompts
     zero_shot = alone(tiny_gpt2_dir, "winograd")
     episodes = [alone(tiny_gpt2_dir, "winograd", Setting(1, episode)) for episode in (0, 1)]
+    assert len(prompts.variants) == len(zero_shot.variants) == len(prompt_variants("winograd")) > 1
     for i, variant in enumerate(prompts.variants):
         assert variant.score == pytest.approx(zero_shot.variants[i].score)
         assert variant.shots[0].score == pytest.approx(zero_shot.variants[i].score)
@@ -144,7 +153,7 @@ def test_the_table_shows_the_mean_and_spread_over_prompts(runs, cli):
     text = console.export_text()
     prompts = runs["all"].tasks["per_ethics"].prompts
     assert "3 prompts" in text and f"{prompts.mean:.2f} ± {prompts.std:.2f}" in text
-    assert "4 prompts" in text and "2 prompts" in text and text.count(" prompts") == 3  # rcb has one
+    assert "4 prompts" in text and "2 prompts" in text and text.count(" prompts") == 3  # ONE have one
 
 
 def test_changing_prompts_in_a_run_directory_recomputes_or_is_refused(runs, cli, tmp_path, tiny_gpt2_dir):

@@ -60,6 +60,12 @@ def test_resume_with_options_that_differ_from_the_run_is_an_error_listing_them(c
     assert heuristic.exit_code == 0
     refused = cli("run", "--resume", "-o", run_dir.parent / "h", "--fallback", "random")
     assert refused.exit_code == 2 and "solver_options.fallback 'majority' -> 'random'" in refused.stderr
+    # a new run into it says the same of what differs
+    other = cli("run", "-m", "heuristic", "-t", "rcb", "--fallback", "random", "-o", run_dir.parent / "h")
+    assert other.exit_code == 2 and other.stderr == (
+        f"error: {run_dir.parent / 'h'}: holds the results of another run (solver_options.fallback 'majority' -> "
+        "'random'); give a new -o, or --force to replace them\n"
+    )
 
 
 def test_resume_with_options_as_recorded_or_that_change_no_number_continues_the_run(cli, run_dir):

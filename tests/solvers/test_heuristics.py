@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from support import write_jsonl
@@ -16,7 +17,7 @@ from rueval.solvers.heuristics import (
     select_rules,
 )
 from rueval.solvers.trivial import TrivialSolver
-from rueval.tasks import TASKS, Example, get_task
+from rueval.tasks import TASKS, Example, get_task, resolve_tasks
 
 LONG_PREMISE = " ".join(["Учёные долго наблюдали за птицами в северном лесу."] * 5)  # 40 words
 LONG_PASSAGE = " ".join(["Лось — крупное парнокопытное животное, которое живёт в лесах Евразии."] * 11)  # 99 words
@@ -775,6 +776,30 @@ def test_heuristics_command_rejects_bad_tasks_and_unlabelled_splits(cli, data_di
     assert rwsd.exit_code == 2 and "rwsd has no heuristic rules" in rwsd.stderr
     unlabelled = cli("heuristics", "-t", "terra", "--data", data_dir, "--split", "test")
     assert unlabelled.exit_code == 2 and "no gold labels" in unlabelled.stderr
+
+
+@pytest.mark.parametrize("tasks", ["terra,parus", "rsg", "all", "RCB, danetqa,rcb"])
+def test_heuristics_command_takes_task_lists_as_run_does(cli, tasks):
+    """-t reads as run's -t (rueval.tasks.resolve_tasks): one table per task with rules, in order; the rest named."""
+    result = cli("heuristics", "-t", tasks)
+    assert result.exit_code == 0, result.stderr
+    chosen = [task.name for task in resolve_tasks(tasks)]
+    shown = re.findall(r"Heuristics on (\w+) / ", result.stdout)
+    assert shown == [name for name in chosen if name in RULES]
+    for name in shown:  # each table as the task alone prints it
+        assert cli("heuristics", "-t", name).stdout in result.stdout
+    left_out = [name for name in chosen if name not in RULES]
+    assert (f"left out: {', '.join(left_out)}" in result.stderr) == bool(left_out)
+    if tasks == "all":
+        assert cli("heuristics").stdout == result.stdout  # all by default, as run
+
+
+def test_heuristics_command_refuses_a_list_with_no_rules(cli):
+    tape = cli("heuristics", "-t", "tape")
+    names = ", ".join(task.name for task in resolve_tasks("tape"))
+    assert tape.exit_code == 2 and tape.stderr == (
+        f"error: {names} have no heuristic rules; tasks with rules: {', '.join(RULES)}\n"
+    )
 
 
 def test_heuristic_model_runs_on_all_sixteen_bundled_tasks(cli, tmp_path):

@@ -164,6 +164,7 @@ def resumed_spec(out: Path | None, options: dict[str, Any], typed: list[str]) ->
     run; any other that differs is an error listing the differences."""
     from rueval.run import RunStore
     from rueval.run.spec import RunSpec, scored
+    from rueval.run.store import settings_differences
 
     if out is None:
         raise RuevalError("--resume needs the run's output directory: -o OUT")
@@ -182,10 +183,10 @@ def resumed_spec(out: Path | None, options: dict[str, Any], typed: list[str]) ->
                 merged[where][leaf] = asked[where].get(leaf)
             else:
                 merged[key] = asked[key]
-    differences = _differences(scored(recorded), scored(merged))
+    differences = settings_differences(scored(recorded), scored(merged))
     if differences:
         raise RuevalError(
-            f"--resume continues the run in {out} as it was started, and {differences}; "
+            f"--resume continues the run in {out} as it was started, and these differ from it: {differences}; "
             "give none of these to continue it, or a new -o for a new run"
         )
     return RunSpec.from_json(merged, str(out / "run.json"))
@@ -209,19 +210,6 @@ def _spec_keys(option: str) -> tuple[str, ...]:
     if option in SOLVER_OPTIONS.names:
         return (f"solver_options.{FINETUNE_NAMES.get(option, option)}",)
     return ("robustness",) if option in ROBUSTNESS_OPTIONS.names else (option,)
-
-
-def _differences(recorded: dict[str, Any], asked: dict[str, Any]) -> str:
-    """``seed 0 -> 5, tasks ['rcb', 'parus'] -> ['parus']``: what the options typed change."""
-    changed = []
-    for key in dict.fromkeys([*recorded, *asked]):
-        before, after = recorded.get(key), asked.get(key)
-        if isinstance(before, dict) and isinstance(after, dict):
-            leaves = [leaf for leaf in dict.fromkeys([*before, *after]) if before.get(leaf) != after.get(leaf)]
-            changed += [f"{key}.{leaf} {before.get(leaf)!r:.40} -> {after.get(leaf)!r:.40}" for leaf in leaves]
-        elif before != after:
-            changed.append(f"{key} {before!r:.60} -> {after!r:.60}")
-    return "these differ from it: " + ", ".join(changed) if changed else ""
 
 
 def run_and_show(spec: RunSpec, out: Path | None, force: bool) -> None:

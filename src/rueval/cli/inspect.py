@@ -23,8 +23,8 @@ from rueval.cli.option_types import (
     user_errors,
 )
 from rueval.core.errors import RuevalError
-from rueval.core.progress import set_level
-from rueval.tasks import TASKS, get_task, resolve_tasks
+from rueval.core.progress import info, set_level
+from rueval.tasks import TASKS, resolve_tasks
 from rueval.tasks.include import include
 
 
@@ -58,7 +58,7 @@ def export(
 @app.command()
 @user_errors
 def heuristics(
-    task: Annotated[str, typer.Option("--task", "-t", help="The task whose heuristic rules to measure.")],
+    tasks: TasksOption = "all",
     data: DataOption = None,
     split: SplitOption = None,
     quiet: QuietOption = False,
@@ -70,12 +70,19 @@ def heuristics(
     from rueval.report.table import heuristics_table
     from rueval.solvers.heuristics import RULES, coverage
 
-    chosen = get_task(task)
-    if chosen.name not in RULES:
-        raise RuevalError(f"{chosen.name} has no heuristic rules; tasks with rules: {', '.join(RULES)}")
-    measured = eval_split(open_data(data), chosen, split.value if split else None, None)
-    rows = coverage(chosen, measured.examples)
-    console.print(heuristics_table(chosen.name, measured.name, len(measured.examples), rows))
+    chosen = resolve_tasks(tasks)
+    without = [task.name for task in chosen if task.name not in RULES]
+    if len(without) == len(chosen):
+        have = "has" if len(without) == 1 else "have"
+        raise RuevalError(f"{', '.join(without)} {have} no heuristic rules; tasks with rules: {', '.join(RULES)}")
+    if without:
+        info(f"no heuristic rules, left out: {', '.join(without)}")
+    opened = open_data(data)
+    for task in chosen:
+        if task.name in RULES:
+            measured = eval_split(opened, task, split.value if split else None, None)
+            rows = coverage(task, measured.examples)
+            console.print(heuristics_table(task.name, measured.name, len(measured.examples), rows))
 
 
 @app.command()

@@ -170,10 +170,10 @@ DeviceMapOption = Annotated[
 ]
 PeftOption = Annotated[
     Path | None,
-    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval\\[peft]')."),
+    typer.Option(help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]')."),
 ]
 LoadInOption = Annotated[
-    LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval\\[quantize]').")
+    LoadInName | None, typer.Option(help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').")
 ]
 TokenizerOption = Annotated[
     str,

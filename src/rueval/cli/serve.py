@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rueval.cli.app import app
+from rueval.cli.app import WholeHelp, app
 from rueval.cli.option_types import console, megabytes, user_errors
 from rueval.core.errors import RuevalError
 
@@ -87,7 +87,7 @@ def serve_worker(
     run_worker(database_url(db, store), gold, store, lease, parent)
 
 
-admin = typer.Typer(help="Manage the leaderboard's teams.", no_args_is_help=True)
+admin = typer.Typer(cls=WholeHelp, help="Manage the leaderboard's teams.", no_args_is_help=True)
 app.add_typer(admin, name="serve-admin")
 
 

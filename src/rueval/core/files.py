@@ -87,7 +87,3 @@ def _non_finite(data: Any, at: str = "") -> tuple[str, float]:
         if found[0]:
             return found
     return "", math.nan
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))

@@ -48,12 +48,13 @@ def results_table(summary: RunResult) -> Table:
     first = f"{limit:.0%} of the records" if isinstance(limit, float) and limit < 1 else f"{limit} records"
     partial = f", partial: first {first} of each split" if summary.partial else ""
     table = Table(title=f"{summary.model} on {summary.data} (scores x100{partial})")
-    table.add_column("task", no_wrap=True)
-    table.add_column("bench")
-    table.add_column("split")
-    table.add_column("n", justify="right")
-    table.add_column("k", justify="right", no_wrap=True)
-    table.add_column("metrics", no_wrap=True, overflow="fold")
+    # at 80 columns (a pipe, a CI log) the long cells wrap at their spaces while the short ones keep their width
+    table.add_column("task", overflow="fold")
+    table.add_column("bench", no_wrap=True)
+    table.add_column("split", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("k", justify="right", overflow="fold")
+    table.add_column("metrics", overflow="fold")
     table.add_column("score", justify="right", no_wrap=True)
     for name, result in summary.tasks.items():
         shown = name + (" [dim](reused)[/]" if name in summary.reused else "")

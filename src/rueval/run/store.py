@@ -77,7 +77,7 @@ class RunStore:
         recorded = None if earlier is None else scored({k: v for k, v in earlier.items() if k != FILES})
         if recorded is not None and recorded != scored(settings):
             if not force:
-                differences = _differences(recorded, scored(settings))
+                differences = settings_differences(recorded, scored(settings))
                 raise RuevalError(
                     f"{self.out}: holds the results of another run ({differences}); "
                     "give a new -o, or --force to replace them"
@@ -217,7 +217,15 @@ def _sha256(file: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
-    """The settings that differ, briefly: "model majority -> tfidf, slices [] -> ['length']"."""
-    changed = [key for key in dict.fromkeys([*earlier, *settings]) if earlier.get(key) != settings.get(key)]
-    return ", ".join(f"{key} {earlier.get(key)!r:.40} -> {settings.get(key)!r:.40}" for key in changed[:3])
+def settings_differences(earlier: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """The settings that differ, each briefly, a nested one by its leaves: "seed 0 -> 5,
+    solver_options.fallback 'majority' -> 'random'"; empty when none does."""
+    changed = []
+    for key in dict.fromkeys([*earlier, *settings]):
+        before, after = earlier.get(key), settings.get(key)
+        if isinstance(before, dict) and isinstance(after, dict):
+            leaves = [leaf for leaf in dict.fromkeys([*before, *after]) if before.get(leaf) != after.get(leaf)]
+            changed += [f"{key}.{leaf} {before.get(leaf)!r:.40} -> {after.get(leaf)!r:.40}" for leaf in leaves]
+        elif before != after:
+            changed.append(f"{key} {before!r:.60} -> {after!r:.60}")
+    return ", ".join(changed)

@@ -17,8 +17,6 @@ from typing import Any, NamedTuple
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
 
-SORT_KEYS = ("total",)  # and every task of the gold
-
 
 class Ranked(NamedTuple):
     """A public scored submission as the board reads it from the database."""

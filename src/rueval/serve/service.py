@@ -25,7 +25,6 @@ from rueval.serve.store import Store
 from rueval.serve.upload import UploadLimits, check_submission
 
 MAX_NAME = 200
-STATUSES = ("queued", "scoring", "done", "failed")
 
 
 @dataclass(frozen=True)
