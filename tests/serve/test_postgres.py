@@ -2,6 +2,7 @@
 migrations, jobs claimed with FOR UPDATE SKIP LOCKED by workers that never wait on each other nor
 take the same job, and `rueval serve --db postgresql://...` with workers in several processes."""
 
+import secrets
 import threading
 import time
 
@@ -27,7 +28,7 @@ def pg_db(postgres, request):
 
 
 def queue_jobs(db: Database, count: int) -> list[int]:
-    add_team(db, "team")
+    add_team(db, "team", secrets.token_bytes(32))
     with db.session() as session:
         session.add(Upload(sha256="0" * 64, size=1, created=time.time()))
         team = session.scalars(select(Team)).one()
