@@ -112,9 +112,9 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
         scores = {task: shown(score) for task, score in scores.items()}
         rows.append(Row(TITLES[model], "computed", scores, total, source="rueval on this gold"))
     for paper in references("rsg"):
-        scores = {task: score for task in tasks if (score := paper.task_score(task)) is not None}
+        scores = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
         total = paper.reported_total()
-        rows.append(Row(paper.name, paper.kind, scores, total[0] if total else None, source=paper.source))
+        rows.append(Row(paper.name, paper.kind, scores, shown(total[0]) if total else None, source=paper.source))
     return rows
 
 
