@@ -172,7 +172,7 @@ class Auth:
             if row is None:
                 return None
             try:
-                LEGACY_HASHER.verify(row.hash, token)
+                LEGACY_HASHER.verify(row.hash or "", token)
             except (VerificationError, InvalidHashError):
                 return None
             row.digest, row.hash, row.key = digest, None, None

@@ -113,8 +113,8 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
         rows.append(Row(TITLES[model], "computed", scores, total, source="rueval on this gold"))
     for paper in references("rsg"):
         scores = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
-        total = paper.reported_total()
-        rows.append(Row(paper.name, paper.kind, scores, shown(total[0]) if total else None, source=paper.source))
+        reported = paper.reported_total()
+        rows.append(Row(paper.name, paper.kind, scores, shown(reported[0]) if reported else None, source=paper.source))
     return rows
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from rueval.results import RunResult, TaskResult
 
@@ -34,12 +34,18 @@ SUBSET_STEP = 10.0
 DIGITS = 1
 
 
+@overload
+def shown(value: float) -> float: ...
+@overload
+def shown(value: None) -> None: ...
+@overload
+def shown(value: float | None) -> float | None: ...
 def shown(value: float | None) -> float | None:
     """A number as the board prints it."""
     return None if value is None else round(float(value), DIGITS)
 
 
-def _interval(bounds: list[float]) -> list[float | None]:
+def _interval(bounds: list[float]) -> list[float]:
     return [shown(bound) for bound in bounds]
 
 
