@@ -6,7 +6,7 @@ import re
 import stat
 
 import pytest
-from board_support import bearer
+from board_support import bearer, free_port
 from fastapi.testclient import TestClient
 
 from rueval.core.errors import RuevalError
@@ -131,3 +131,15 @@ def test_a_forged_host_header_appears_in_no_page_and_no_answer(gold_dir, gold, t
         for answer in answers:
             assert forged not in answer.text and forged not in str(answer.headers), answer.url
         service.db.close()
+
+
+def test_a_bad_proxy_address_or_public_url_is_refused_before_the_board_starts(cli, gold_dir, tmp_path):
+    cases = {
+        ("--trusted-proxy", "proxy.local"): "--trusted-proxy proxy.local: expected an IP address or network",
+        ("--public-url", "board.example.org"): "--public-url board.example.org: expected the board's http",
+        ("--secret-file", str(tmp_path / "board" / "s")): "inside the store",
+    }
+    for option, message in cases.items():
+        options = ["--store", tmp_path / "board", "--workers", "0", "--port", free_port(), *option]
+        result = cli("serve", "--gold", gold_dir, *options)
+        assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output

@@ -146,8 +146,10 @@ class Auth:
     def team_for_token(self, token: str, client: str) -> Team | None:
         """The team the token names; None for a wrong token (counted against ``client``);
         RateLimited for a wrong one from a client over its limit."""
-        if len(token) > MAX_TOKEN:
-            token = token[:MAX_TOKEN]  # still counted, never a team's
+        if len(token) > MAX_TOKEN:  # no team's: counted as a wrong one
+            self.failures.check(client)
+            self.failures.failed(client)
+            return None
         digest = token_digest(self.secret, token)
         with self.db.session() as session:
             team = session.scalars(
