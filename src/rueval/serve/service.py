@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from rueval.core.errors import RuevalError
 from rueval.results import RunResult
 from rueval.serve import baselines, queue
-from rueval.serve.auth import Auth, FailureLimit, RateLimited
+from rueval.serve.auth import Auth, RateLimited
 from rueval.serve.board import Ranked, Row, reference_rows, sorted_rows, submission_rows
 from rueval.serve.db import Database, Submission, Team, Upload
 from rueval.serve.disclosure import MIN_N, Disclosure, shown
@@ -70,8 +70,7 @@ class Service:
         secret = load_secret(config.secret_path, config.store)
         db = Database(config.db)
         gold = gold or Gold.load(config.gold)
-        auth = Auth(db, secret, FailureLimit())
-        return cls(config, db, gold, Store(config.store), auth, baselines.ensure(db, gold))
+        return cls(config, db, gold, Store(config.store), Auth(db, secret), baselines.ensure(db, gold))
 
     @property
     def disclosure(self) -> Disclosure:
