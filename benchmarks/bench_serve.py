@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import secrets
 import signal
 import socket
 import statistics
@@ -51,6 +52,7 @@ from rueval.serve.upload import check_submission
 from rueval.tasks import BENCHMARKS
 
 OUT = Path(__file__).parent / "results" / "bench_serve.json"
+SECRET = secrets.token_bytes(32)  # the board's secret (rueval.serve.secret): the teams here send no token
 TARGET_CPU_S = 10.0  # issue #26: a full RSG submission scored within 10 s of CPU
 TARGET_BOARD_MS = 200.0  # and the board with 1,000 submissions answering in under 200 ms (median)
 
@@ -88,7 +90,7 @@ def timed(function, *args) -> tuple[Any, float, float]:
 
 
 def score_once(data: bytes, gold: Gold, references: baselines.Baselines):
-    return score_submission(gold, check_submission(data, gold), references, "bench")
+    return score_submission(gold, check_submission(data, gold), references, "bench", SECRET)
 
 
 def scoring(gold_dir: Path, work: Path, runs: int) -> tuple[list[dict[str, Any]], Any, bytes]:
@@ -103,7 +105,7 @@ def scoring(gold_dir: Path, work: Path, runs: int) -> tuple[list[dict[str, Any]]
     scored = samples[0][0]
     run_dir = Store(store).report_dir(1)
     scored.run.write(run_dir)
-    _, report_cpu, report_wall = timed(Store(store).report, 1)
+    _, report_cpu, report_wall = timed(Store(store).report, run_dir)
     items = sum(len(g.examples) for g in gold.tasks.values())
     rows = [
         {"step": "read the gold (start)", "cpu_s": load_cpu, "wall_s": load_wall},
@@ -126,7 +128,7 @@ def fill_board(store: Path, scored, data: bytes, count: int, gold: str) -> None:
     db = Database(database_url(None, store))
     sha256 = Store(store).put_upload(data)
     for i in range(20):
-        add_team(db, f"team {i}")
+        add_team(db, f"team {i}", SECRET)
     rng = random.Random(0)
     with db.session() as session:
         session.add(Upload(sha256=sha256, size=len(data), created=time.time()))

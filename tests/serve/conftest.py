@@ -52,14 +52,16 @@ def submission_zip(gold_dir, tmp_path_factory):
 @pytest.fixture
 def service(gold_dir, gold, tmp_path) -> Iterator[Service]:
     store = tmp_path / "store"
-    opened = Service.open(ServeConfig(gold_dir, store, database_url(None, store), daily_limit=5), gold)
+    # min_n=20: the marks are published on the samples' 20-item tasks (the default asks for 100)
+    config = ServeConfig(gold_dir, store, database_url(None, store), daily_limit=5, min_n=20)
+    opened = Service.open(config, gold)
     yield opened
     opened.db.close()
 
 
 @pytest.fixture
 def tokens(service) -> dict[str, str]:
-    return {name: add_team(service.db, name) for name in ("alpha", "beta")}
+    return {name: add_team(service.db, name, service.auth.secret) for name in ("alpha", "beta")}
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def client(service):
 
 @pytest.fixture
 def worker(service, gold) -> Worker:
-    return Worker(service.db, gold, service.store, lease_s=5)
+    return Worker(service.db, gold, service.store, lease_s=5, secret=service.auth.secret)
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """The JSON API in-process: upload, score, see, publish, rank; tokens, visibility, limits, and
 bad requests of every kind as clear 4xx answers, the gold never among them."""
 
+import base64
 import json
 
 from board_support import bearer, members_of, zip_of
 
-from rueval.serve.auth import HASHER
-from rueval.serve.db import Token
+from rueval.serve.auth import LEGACY_HASHER, token_digest
+from rueval.serve.db import Team, Token
 
 
 def upload(client, token, data: bytes, name: str = "", public: bool = False):
@@ -20,7 +21,7 @@ def test_an_upload_is_queued_then_scored_by_a_worker_and_shown_to_its_team(clien
     answer = upload(client, tokens["alpha"], submission_zip("heuristic"), "rules")
     assert answer.status_code == 202
     created = answer.json()
-    assert created["status"] == "queued" and created["url"] == f"http://board.test/submissions/{created['id']}"
+    assert created["status"] == "queued" and created["url"] == f"/submissions/{created['id']}"  # relative
     assert worker.score_next() and not worker.score_next()
     found = client.get(f"/api/submissions/{created['id']}", headers=bearer(tokens["alpha"])).json()
     assert found["status"] == "done" and found["name"] == "rules" and found["team"] == "alpha"
@@ -81,7 +82,7 @@ def test_a_partial_zip_is_scored_marked_and_ranked_after_complete_ones(client, t
     ]
 
 
-def test_tokens_are_required_checked_and_stored_only_as_argon2_hashes(client, tokens, service, submission_zip):
+def test_tokens_are_required_checked_and_stored_only_as_their_keyed_hash(client, tokens, service, submission_zip):
     data = submission_zip("majority")
     missing = client.post("/api/submissions", files={"file": ("s.zip", data)})
     assert missing.status_code == 401 and "missing token" in missing.json()["error"]
@@ -89,10 +90,27 @@ def test_tokens_are_required_checked_and_stored_only_as_argon2_hashes(client, to
         answer = upload(client, wrong, data)
         assert answer.status_code == 401 and answer.json() == {"error": "invalid token"}
     with service.db.session() as session:
-        stored = [row.hash for row in session.query(Token)]
-    assert all(h.startswith("$argon2id$") for h in stored)
-    assert not any(token in h for token in tokens.values() for h in stored)
-    assert HASHER.verify(stored[0], tokens["alpha"])
+        rows = list(session.query(Token))
+    assert {row.digest for row in rows} == {token_digest(service.auth.secret, token) for token in tokens.values()}
+    assert all(row.hash is None and row.key is None for row in rows)
+    assert all(len(base64.urlsafe_b64decode(token.removeprefix("rueval_") + "=")) == 32 for token in tokens.values())
+
+
+def test_a_token_of_an_earlier_rueval_is_checked_once_with_argon2_and_rewritten(client, service):
+    token = "rueval_0123456789abcdef_" + "s" * 43  # the earlier form: rueval_<key>_<secret>
+    with service.db.session() as session:
+        team = Team(name="old", created=0.0)
+        session.add(team)
+        session.flush()
+        session.add(Token(team_id=team.id, key="0123456789abcdef", hash=LEGACY_HASHER.hash(token), created=0.0))
+    wrong = token[:-1] + "x"
+    assert client.get("/api/submissions/1", headers=bearer(wrong)).status_code == 401
+    for _ in range(2):  # the first check rewrites the row, the second finds it by its keyed hash
+        assert client.get("/api/submissions/1", headers=bearer(token)).json() == {"error": "no submission 1"}
+        with service.db.session() as session:
+            [row] = session.query(Token).all()
+        assert (row.key, row.hash, row.digest) == (None, None, token_digest(service.auth.secret, token))
+    assert client.get("/api/submissions/1", headers=bearer(wrong)).status_code == 401
 
 
 def test_bad_uploads_are_400_with_the_line_at_fault_and_nothing_is_queued(client, tokens, service):

@@ -92,7 +92,7 @@ def test_a_private_submission_is_a_404_page_for_another_team(client, tokens, sub
 def test_the_board_sorts_by_any_column_marks_partial_rows_and_sets_the_reference_rows_apart(
     client, service, submission_zip, worker
 ):
-    tokens = {name: add_team(service.db, name) for name in ("a", "b", "c")}
+    tokens = {name: add_team(service.db, name, service.auth.secret) for name in ("a", "b", "c")}
     members = members_of(submission_zip("heuristic"))
     uploads = {
         "a": submission_zip("majority"),
@@ -115,7 +115,7 @@ def test_the_board_sorts_by_any_column_marks_partial_rows_and_sets_the_reference
 
 
 def test_every_user_string_is_escaped(client, service, submission_zip, worker):
-    token = add_team(service.db, "<b onmouseover=alert(1)>")
+    token = add_team(service.db, "<b onmouseover=alert(1)>", service.auth.secret)
     files = {"file": ("x.zip", submission_zip("majority"))}
     data = {"name": "<script>alert(1)</script>", "public": "true"}
     client.post("/api/submissions", headers={"authorization": f"Bearer {token}"}, files=files, data=data)

@@ -2,6 +2,7 @@
 migrations, jobs claimed with FOR UPDATE SKIP LOCKED by workers that never wait on each other nor
 take the same job, and `rueval serve --db postgresql://...` with workers in several processes."""
 
+import secrets
 import threading
 import time
 
@@ -27,7 +28,7 @@ def pg_db(postgres, request):
 
 
 def queue_jobs(db: Database, count: int) -> list[int]:
-    add_team(db, "team")
+    add_team(db, "team", secrets.token_bytes(32))
     with db.session() as session:
         session.add(Upload(sha256="0" * 64, size=1, created=time.time()))
         team = session.scalars(select(Team)).one()
@@ -38,7 +39,7 @@ def test_the_migrations_make_exactly_the_declared_tables_on_postgresql(pg_db):
     assert pg_db.postgresql
     with pg_db.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
-        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0001"
+        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0002"
 
 
 def test_a_claim_skips_a_job_another_worker_holds_instead_of_waiting(pg_db):
@@ -80,7 +81,7 @@ def test_rueval_serve_on_postgresql_with_a_second_worker_process_scores_every_up
 ):
     url = postgres.create_database("served")
     store = tmp_path / "store"
-    result = cli("serve-admin", "add-team", "alpha", "--db", url)
+    result = cli("serve-admin", "add-team", "alpha", "--db", url, "--store", store)  # the store's secret file
     assert result.exit_code == 0, result.output
     token = result.output.strip().splitlines()[-1]
     servers.append(Server(gold_dir, store, url, "--workers", "2", "--daily-limit", "20"))

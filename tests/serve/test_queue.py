@@ -3,6 +3,7 @@ a submission and a job written together, a job is claimed once under a lease, an
 runs out (a worker that died) gives the job to the next worker."""
 
 import math
+import secrets
 import socket
 import time
 
@@ -75,7 +76,7 @@ def test_serve_on_an_address_it_cannot_listen_on_is_one_line_before_anything_sta
 
 
 def queued(db: Database, count: int) -> list[int]:
-    add_team(db, "team")
+    add_team(db, "team", secrets.token_bytes(32))
     with db.session() as session:
         team = session.scalars(select(Team)).one()
         ids = [queue.enqueue(session, team, f"s{i}", False, "0" * 64, "g", False, ()).id for i in range(count)]
@@ -98,7 +99,7 @@ def db(tmp_path):
 
 
 def test_a_submission_is_queued_with_its_job_in_one_transaction(db):
-    add_team(db, "team")
+    add_team(db, "team", secrets.token_bytes(32))
     with pytest.raises(ZeroDivisionError), db.session() as session:
         team = session.scalars(select(Team)).one()
         queue.enqueue(session, team, "s", False, "0" * 64, "g", False, ())

@@ -2,6 +2,7 @@
 a ranked submission, a server killed while scoring that resumes at restart, 50 uploads at once,
 and bad input of every kind answered with a clear 4xx while the server goes on serving."""
 
+import json
 import signal
 import socket
 import sqlite3
@@ -13,6 +14,7 @@ import pytest
 from board_support import Server, bearer, wait_for
 
 from rueval.results import RunResult
+from rueval.serve.disclosure import shown
 
 pytestmark = pytest.mark.slow
 
@@ -40,8 +42,8 @@ def test_from_a_new_team_to_a_ranked_submission_whose_scores_equal_rueval_run(cl
     run = RunResult.read(tmp_path / "run")
     [row] = httpx.get(f"{server.url}/api/leaderboard").json()["rows"]
     assert (row["team"], row["name"], row["id"]) == ("alpha", "rules", 1)
-    assert row["tasks"] == {name: result.score for name, result in run.tasks.items()}
-    assert row["total"] == pytest.approx(run.rsg_total)
+    assert row["tasks"] == {name: shown(result.score) for name, result in run.tasks.items()}  # as printed
+    assert row["total"] == shown(run.rsg_total)
     report = httpx.get(f"{server.url}/submissions/1/report", timeout=120)  # drawn when first asked for
     assert report.status_code == 200 and "LiDiRus diagnostics" in report.text
 
@@ -93,6 +95,8 @@ def test_a_server_killed_while_scoring_resumes_at_restart_and_keeps_the_board(
         found = [wait_for(client, id, token) for id in ids]
         assert [f["status"] for f in found] == ["done"] * 8
         assert len({f["total"] for f in found}) == 1  # a resumed job scores as the others did
+        # and gets the same intervals: the restarted board seeds with the same secret file
+        assert len({json.dumps(f["tasks"], sort_keys=True) for f in found}) == 1
         assert client.get("/api/leaderboard").json() == board_before
 
 
@@ -120,7 +124,7 @@ def test_fifty_uploads_at_once_from_five_teams_all_land_with_their_scores(
         for token, model, answer in answers:
             found = wait_for(client, answer.json()["id"], token, timeout_s=300)
             assert found["status"] == "done" and found["name"] == answer.json()["name"]
-            totals[model].add(found["total"])
+            totals[model].add((found["total"], json.dumps(found["tasks"], sort_keys=True)))  # intervals too
     assert len(totals["majority"]) == len(totals["heuristic"]) == 1
     assert len(set(statuses(store))) == 50
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
 from rueval.cli.app import WholeHelp, app
 from rueval.cli.option_types import console, megabytes, user_errors
 from rueval.core.errors import RuevalError
+from rueval.serve.disclosure import MIN_N
 
 if TYPE_CHECKING:
     from rueval.serve.client import BoardClient
@@ -26,6 +29,15 @@ DbOption = Annotated[
 StoreOption = Annotated[
     Path, typer.Option("--store", help="The board's folder: uploads, reports, the SQLite database.")
 ]
+SecretOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--secret-file",
+        help="The board's secret (256 random bits; made, owner-only, if missing): seeds the bootstrap and "
+        "keys the token hashes. Outside --store; the same file for every process of the board "
+        "(default: STORE.secret beside the store).",
+    ),
+]
 LeaseOption = Annotated[
     float,
     typer.Option(
@@ -36,7 +48,9 @@ LeaseOption = Annotated[
 
 def _needs_serve_extra() -> None:
     missing = [
-        name for name in ("fastapi", "uvicorn", "sqlalchemy", "alembic", "argon2") if not importlib.util.find_spec(name)
+        name
+        for name in ("fastapi", "uvicorn", "sqlalchemy", "alembic", "argon2", "disarm")
+        if not importlib.util.find_spec(name)
     ]
     if missing:
         raise RuevalError(f"the leaderboard needs {', '.join(missing)}: pip install -e '.[serve]'")
@@ -57,6 +71,31 @@ def serve(
     secure_cookies: Annotated[
         bool, typer.Option(help="Behind HTTPS: send the sign-in cookies over HTTPS only.")
     ] = False,
+    secret_file: SecretOption = None,
+    min_n: Annotated[
+        int,
+        typer.Option(
+            "--min-n",
+            min=1,
+            help="The fewest test items a task's ≈M/≈H marks, or a subset's score (where no rule fires, slices, "
+            "LiDiRus features), are published for.",
+        ),
+    ] = MIN_N,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-proxy",
+            help="A proxy's address or network (repeatable) whose X-Forwarded-For gives the client's address "
+            "(default: none; the connection's address counts).",
+        ),
+    ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            help="The board's address as its users reach it, for the API's links (default: relative links).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the leaderboard: teams upload `rueval submit` zips, workers score them against the gold."""
     _needs_serve_extra()
@@ -66,8 +105,37 @@ def serve(
     from rueval.serve.upload import UploadLimits
 
     limits = UploadLimits(upload_bytes=megabytes(max_upload_mb, "--max-upload-mb"))
-    config = ServeConfig(gold, store, database_url(db, store), daily_limit, limits, secure_cookies)
+    config = ServeConfig(
+        gold,
+        store,
+        database_url(db, store),
+        daily_limit,
+        limits,
+        secure_cookies,
+        secret_file,
+        min_n,
+        _proxies(trusted_proxy or []),
+        _public_url(public_url),
+    )
     run_server(config, host, port, workers, lease)
+
+
+def _proxies(given: list[str]) -> tuple[str, ...]:
+    for proxy in given:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise RuevalError(f"--trusted-proxy {proxy}: expected an IP address or network (10.0.0.0/8)") from None
+    return tuple(given)
+
+
+def _public_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise RuevalError(f"--public-url {url}: expected the board's http:// or https:// address")
+    return url.rstrip("/")
 
 
 @app.command("serve-worker")
@@ -77,14 +145,16 @@ def serve_worker(
     db: DbOption = None,
     store: StoreOption = Path("board"),
     lease: LeaseOption = 30.0,
+    secret_file: SecretOption = None,
     parent: Annotated[int | None, typer.Option(hidden=True, help="Stop when this process is gone.")] = None,
 ) -> None:
-    """Score queued submissions (more workers for a board: the same --db and --store, on any machine)."""
+    """Score queued submissions (more workers for a board: the same --db, --store and --secret-file, on any machine)."""
     _needs_serve_extra()
     from rueval.serve.db import database_url
+    from rueval.serve.secret import default_secret_file
     from rueval.serve.worker import run_worker
 
-    run_worker(database_url(db, store), gold, store, lease, parent)
+    run_worker(database_url(db, store), gold, store, lease, secret_file or default_secret_file(store), parent)
 
 
 admin = typer.Typer(cls=WholeHelp, help="Manage the leaderboard's teams.", no_args_is_help=True)
@@ -97,15 +167,18 @@ def add_team(
     name: Annotated[str, typer.Argument(help="The team's name, as the board shows it.")],
     db: DbOption = None,
     store: StoreOption = Path("board"),
+    secret_file: SecretOption = None,
 ) -> None:
-    """Add a team and print its API token (shown once: only a hash of it is stored)."""
+    """Add a team and print its API token (shown once: only its keyed hash is stored)."""
     _needs_serve_extra()
     from rueval.serve.auth import add_team as add
     from rueval.serve.db import Database, database_url
+    from rueval.serve.secret import default_secret_file, load_secret
 
+    secret = load_secret(secret_file or default_secret_file(store), store)
     database = Database(database_url(db, store))
     try:
-        token = add(database, name)
+        token = add(database, name, secret)
     finally:
         database.close()
     console.print(f"team {name!r} added; its token (shown once, keep it):", highlight=False)
@@ -137,11 +210,11 @@ def board_client(to: str | None, token: str | None) -> BoardClient | None:
 def upload_and_wait(board: BoardClient, zip_path: Path, name: str, public: bool) -> None:
     """Upload the zip, show its status until it is scored, then its id, address and scores."""
     uploaded = board.upload(zip_path, name, public)
-    console.print(f"uploaded as submission {uploaded['id']}: {uploaded['url']}", highlight=False)
+    console.print(f"uploaded as submission {uploaded['id']}: {board.link(uploaded['url'])}", highlight=False)
     with console.status("queued") as status:
         found = board.wait(uploaded["id"], lambda s: status.update(f"submission {s['id']}: {s['status']}"))
     if found["status"] == "failed":
-        raise RuevalError(f"{found['url']}: scoring failed: {found['error']}")
+        raise RuevalError(f"{board.link(found['url'])}: scoring failed: {found['error']}")
     console.print(_scores_line(found), highlight=False)
 
 

@@ -7,6 +7,9 @@ so no other site can make a browser call it).
   anyone once public; otherwise 404);
 - ``PATCH /api/submissions/{id}`` (JSON ``{"public": true, "name": ...}``) -> the same, changed;
 - ``GET /api/leaderboard`` -> the public submissions, best first, and the reference rows.
+
+Numbers are as the board prints them (rueval.serve.disclosure); a submission's ``url`` is built on
+``--public-url`` or is relative, never on the request's Host header.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi import Path as PathParameter
 
-from rueval.serve.board import reference_rows, sorted_rows, submission_rows
-from rueval.serve.db import Team
+from rueval.serve.db import Submission, Team
 from rueval.serve.service import Service, submission_json
 
 router = APIRouter(prefix="/api")
@@ -28,13 +30,20 @@ def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
+def client_address(request: Request) -> str:
+    """The client's address: the connection's, or the one a trusted proxy forwarded (rueval.serve.app)."""
+    return request.client.host if request.client else "unknown"
+
+
 def optional_team(request: Request) -> Team | None:
-    """The team the request's token names; None without a token; 401 for a token that names none."""
+    """The team the request's token names; None without a token; 401 for a token that names none
+    (429 for a client that sent too many of those)."""
     header = request.headers.get("authorization")
     if header is None:
         return None
     scheme, _, token = header.partition(" ")
-    team = service_of(request).auth.team_for_token(token.strip()) if scheme.lower() == "bearer" else None
+    auth = service_of(request).auth
+    team = auth.team_for_token(token.strip(), client_address(request)) if scheme.lower() == "bearer" else None
     if team is None:
         raise HTTPException(401, "invalid token", headers={"www-authenticate": "Bearer"})
     return team
@@ -57,13 +66,14 @@ def create_submission(
     service = service_of(request)
     data = file.file.read(service.config.limits.upload_bytes + 1)
     submission = service.accept(team, data, name or (file.filename or ""), public)
-    return submission_json(submission, team, str(request.base_url))
+    return shown(service, submission, team)
 
 
 @router.get("/submissions/{id}")
 def get_submission(request: Request, id: SubmissionId, viewer: Annotated[Team | None, Depends(optional_team)]) -> dict:
-    submission, owner = service_of(request).submission(id, viewer)
-    return submission_json(submission, owner, str(request.base_url))
+    service = service_of(request)
+    submission, owner = service.submission(id, viewer)
+    return shown(service, submission, owner)
 
 
 @router.patch("/submissions/{id}")
@@ -74,8 +84,8 @@ def update_submission(
     public: Annotated[bool | None, Body()] = None,
     name: Annotated[str | None, Body(max_length=1000)] = None,
 ) -> dict:
-    submission = service_of(request).update(id, team, public, name)
-    return submission_json(submission, team, str(request.base_url))
+    service = service_of(request)
+    return shown(service, service.update(id, team, public, name), team)
 
 
 @router.get("/leaderboard")
@@ -83,6 +93,10 @@ def leaderboard(request: Request) -> dict:
     service = service_of(request)
     return {
         "tasks": list(service.gold.tasks),
-        "rows": [row.to_json() for row in sorted_rows(submission_rows(service.ranked()), "total")],
-        "references": [row.to_json() for row in reference_rows(list(service.gold.tasks), service.references)],
+        "rows": [row.to_json() for row in service.board_rows()],
+        "references": [row.to_json() for row in service.reference_rows()],
     }
+
+
+def shown(service: Service, submission: Submission, team: Team) -> dict:
+    return submission_json(submission, team, service.disclosure, service.config.public_url or "")

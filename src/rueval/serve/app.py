@@ -1,7 +1,11 @@
 """The web application: the JSON API (rueval.serve.api) and the pages (rueval.serve.pages) on
 FastAPI, with what guards them all: a cap on request bodies (read as they arrive, so a 1 GB upload
 costs the server no more than the cap), errors as one clear line and never a traceback or a gold
-answer, and security headers on every response."""
+answer, and security headers on every response. A client's address is the connection's, or the
+one X-Forwarded-For gives when the connection comes from a proxy the configuration trusts
+(uvicorn's proxy-headers middleware, with the board's own list: nobody else's header is believed).
+No URL is built on the request's Host header: links are relative or on ``--public-url``, and a path
+with a trailing slash is a 404, not a redirect to the Host."""
 
 from __future__ import annotations
 
@@ -11,10 +15,12 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from rueval.core.errors import RuevalError
 from rueval.serve import api, pages
-from rueval.serve.service import NotFound, RateLimited, Service
+from rueval.serve.auth import RateLimited
+from rueval.serve.service import NotFound, Service
 
 log = logging.getLogger("rueval.serve")
 BODY_SLACK = 2**20  # room for the multipart framing and form fields around the zip
@@ -75,11 +81,18 @@ async def _plain_error(send: Send, status: int, message: str) -> None:
 
 
 def create_app(service: Service) -> FastAPI:
-    app = FastAPI(title="rueval leaderboard", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app = FastAPI(
+        title="rueval leaderboard",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+        redirect_slashes=False,
+    )
     app.state.service = service
     app.include_router(api.router)
     app.include_router(pages.router)
     app.add_middleware(Guard, limit=service.config.limits.upload_bytes + BODY_SLACK)
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(service.config.trusted_proxies))
 
     @app.exception_handler(RuevalError)
     async def user_error(request: Request, error: RuevalError) -> Response:

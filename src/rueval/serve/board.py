@@ -4,6 +4,8 @@ the reference models computed by rueval on this gold (majority, heuristics) and 
 
 A submission's cells are its task scores; a cell whose score the paired bootstrap cannot tell from
 the majority class's or the heuristics' on the same items carries that mark (rueval.serve.grading).
+Every number is as the board prints it, and marks only on tasks of enough items
+(rueval.serve.disclosure); rows are ranked on the printed numbers, so equal ones keep their age order.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, NamedTuple
 
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
+from rueval.serve.disclosure import Disclosure, shown
 
 
 class Ranked(NamedTuple):
@@ -85,12 +88,15 @@ def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def submission_rows(ranked: Sequence[Ranked]) -> list[Row]:
+def submission_rows(ranked: Sequence[Ranked], disclosure: Disclosure, sizes: Mapping[str, int]) -> list[Row]:
+    """The submissions' rows as published; ``sizes``: the gold's items per task."""
     rows = []
     for found in ranked:
         summary = json.loads(found.summary or "{}")
-        tasks, alike = summary.get("tasks", {}), summary.get("alike", {})
-        rows.append(Row(found.name, "submission", tasks, found.total, found.team, found.id, found.partial, "", alike))
+        tasks = {task: shown(score) for task, score in summary.get("tasks", {}).items()}
+        alike = disclosure.alike(summary.get("alike", {}), sizes)
+        total = shown(found.total)
+        rows.append(Row(found.name, "submission", tasks, total, found.team, found.id, found.partial, "", alike))
     return rows
 
 
@@ -100,11 +106,13 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
     rows = []
     for model in (MAJORITY, HEURISTIC):
         scores = {task: computed[model][task].score for task in tasks}
-        rows.append(Row(TITLES[model], "computed", scores, fmean(scores.values()), source="rueval on this gold"))
+        total = shown(fmean(scores.values()))
+        scores = {task: shown(score) for task, score in scores.items()}
+        rows.append(Row(TITLES[model], "computed", scores, total, source="rueval on this gold"))
     for paper in references("rsg"):
-        scores = {task: score for task in tasks if (score := paper.task_score(task)) is not None}
-        total = paper.reported_total()
-        rows.append(Row(paper.name, paper.kind, scores, total[0] if total else None, source=paper.source))
+        scores = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
+        reported = paper.reported_total()
+        rows.append(Row(paper.name, paper.kind, scores, shown(reported[0]) if reported else None, source=paper.source))
     return rows
 
 

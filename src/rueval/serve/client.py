@@ -41,6 +41,10 @@ class BoardClient:
                 "POST", "/api/submissions", files=files, data={"name": name, "public": str(public).lower()}
             )
 
+    def link(self, url: str) -> str:
+        """A submission's address: the board gives a relative one unless it has a --public-url."""
+        return url if url.startswith(("http://", "https://")) else f"{self.url}{url}"
+
     def submission(self, id: int) -> dict[str, Any]:
         return self._call("GET", f"/api/submissions/{id}")
 

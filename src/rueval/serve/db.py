@@ -42,13 +42,15 @@ class Team(Base):
 
 
 class Token(Base):
-    """A team's API token: the public key finds the row, the argon2 hash checks the secret."""
+    """A team's API token: its keyed hash (rueval.serve.auth) finds the row. A token of an earlier
+    rueval has a public key and an argon2 hash instead, until its first check rewrites it."""
 
     __tablename__ = "tokens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
-    key: Mapped[str] = mapped_column(String(40), unique=True)
-    hash: Mapped[str] = mapped_column(String(200))
+    digest: Mapped[str | None] = mapped_column(String(64), unique=True, index=True, nullable=True)
+    key: Mapped[str | None] = mapped_column(String(40), unique=True, nullable=True)
+    hash: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created: Mapped[float] = mapped_column(Float)
 
 

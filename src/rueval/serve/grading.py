@@ -12,10 +12,16 @@ slices that do not read the gold answer, and:
 
 The total is the mean of the task scores when the zip covers every task of the gold (on a gold
 of all nine tasks, the RSG total); a partial submission has none.
+
+The bootstrap's resamples are seeded by the board's secret and the predictions (rueval.serve.secret):
+the same predictions always get the same intervals, and nobody without the secret can redo the
+resamples to learn which items a submission got right. What of this the board publishes is
+rueval.serve.disclosure's to say.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +35,7 @@ from rueval.scoring.stats import bootstrap_ci, paired_bootstrap
 from rueval.scoring.task_scores import is_correct, rsg_total, score_task
 from rueval.serve.baselines import HEURISTIC, MAJORITY, RULES, Baselines
 from rueval.serve.gold import Gold, GoldTask
+from rueval.serve.secret import keyed_digest
 from rueval.serve.upload import CheckedSubmission
 from rueval.tasks import Example, Task
 
@@ -47,20 +54,23 @@ class ScoredSubmission:
     run: RunResult
 
 
-def score_submission(gold: Gold, checked: CheckedSubmission, baselines: Baselines, label: str) -> ScoredSubmission:
+def score_submission(
+    gold: Gold, checked: CheckedSubmission, baselines: Baselines, label: str, secret: bytes
+) -> ScoredSubmission:
     tasks: dict[str, dict[str, Any]] = {}
     results: dict[str, TaskResult] = {}
     for name, predictions in checked.predictions.items():
         gold_task = gold.tasks[name]
         references = {model: baselines[model][name].predictions for model in (*COMPARED, RULES)}
-        results[name] = task_result(gold_task, predictions)
+        seed = bootstrap_seed(secret, name, predictions)
+        results[name] = task_result(gold_task, predictions, seed)
         tasks[name] = {
             "n": results[name].n,
             "score": results[name].score,
             "metrics": results[name].metrics,
             "ci": results[name].ci,
             "breakdown": results[name].breakdown,
-            **honest_columns(gold_task.task, gold_task.examples, predictions, references),
+            **honest_columns(gold_task.task, gold_task.examples, predictions, references, seed),
         }
     scores = {name: entry["score"] for name, entry in tasks.items()}
     total = None if checked.partial else fmean(scores.values())
@@ -75,7 +85,13 @@ def score_submission(gold: Gold, checked: CheckedSubmission, baselines: Baseline
     return ScoredSubmission(tasks, total, run)
 
 
-def task_result(gold: GoldTask, predictions: Sequence[Any]) -> TaskResult:
+def bootstrap_seed(secret: bytes, task: str, predictions: Sequence[Any]) -> int:
+    """The seed of a task's resamples: 256 bits keyed by the secret, one per task and predictions."""
+    shown = json.dumps(list(predictions), ensure_ascii=False, default=str).encode()
+    return int.from_bytes(keyed_digest(secret, "bootstrap", task.encode(), shown))
+
+
+def task_result(gold: GoldTask, predictions: Sequence[Any], seed: int) -> TaskResult:
     """The task's result as a run records it: metrics, breakdown, intervals and slices."""
     task, examples = gold.task, gold.examples
     scores = score_task(task, examples, predictions)
@@ -86,19 +102,23 @@ def task_result(gold: GoldTask, predictions: Sequence[Any]) -> TaskResult:
         score=scores.score,
         metrics=scores.metrics,
         breakdown=scores.breakdown,
-        ci=bootstrap_ci(task, examples, predictions),
+        ci=bootstrap_ci(task, examples, predictions, seed=seed),
         slices=slice_scores(task, examples, predictions, SLICES),
         data={"sha256": gold.test.sha256},
     )
 
 
 def honest_columns(
-    task: Task, examples: Sequence[Example], predictions: Sequence[Any], references: Mapping[str, Sequence[Any]]
+    task: Task,
+    examples: Sequence[Example],
+    predictions: Sequence[Any],
+    references: Mapping[str, Sequence[Any]],
+    seed: int,
 ) -> dict[str, Any]:
     """The paired tests against the majority class and the heuristics, and the heuristics' agreement."""
     versus = {}
     for model in COMPARED:
-        difference = paired_bootstrap(task, examples, predictions, references[model])["score"]
+        difference = paired_bootstrap(task, examples, predictions, references[model], seed=seed)["score"]
         versus[model] = {
             "diff": difference.diff,
             "ci": list(difference.ci),

@@ -1,7 +1,8 @@
 """The board's web pages, rendered on the server (Jinja2 templates in serve/templates, no scripts,
 no build step): the board, a submission's page and its HTML report, a team's page, the upload
 form, and signing in with the team's token. Forms that change something carry the session's form
-token; a page that waits for a score reloads itself."""
+token; a page that waits for a score reloads itself. Numbers are as rueval.serve.disclosure
+publishes them; links are relative (nothing is built on the request's Host header)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from rueval.serve.api import client_address
 from rueval.serve.auth import SESSION_S, SignedIn, new_form_token, same_token
-from rueval.serve.board import reference_rows, sorted_rows, submission_rows
+from rueval.serve.disclosure import shown
 from rueval.serve.service import Service
 
 router = APIRouter()
@@ -36,7 +38,13 @@ def _signed_in(request: Request) -> SignedIn | None:
 
 
 def _page(request: Request, template: str, status: int = 200, headers: dict | None = None, **context) -> Response:
-    context = {"signed_in": _signed_in(request), "tasks": list(_service(request).gold.tasks), **context}
+    service = _service(request)
+    context = {
+        "signed_in": _signed_in(request),
+        "tasks": list(service.gold.tasks),
+        "min_n": service.config.min_n,
+        **context,
+    }
     return TEMPLATES.TemplateResponse(request, template, context, status_code=status, headers=headers)
 
 
@@ -58,25 +66,34 @@ def error_page(request: Request, status: int, message: str, headers: dict | None
 def board(request: Request, sort: Annotated[str, Query(max_length=40)] = "total", order: str = "desc") -> Response:
     service = _service(request)
     key = sort if sort in ("total", *service.gold.tasks) else "total"
-    rows = sorted_rows(submission_rows(service.ranked()), key, descending=order != "asc")
-    references = reference_rows(list(service.gold.tasks), service.references)
-    return _page(request, "board.html", rows=rows, references=references, sort=key, order=order)
+    rows = service.board_rows(key, descending=order != "asc")
+    return _page(request, "board.html", rows=rows, references=service.reference_rows(), sort=key, order=order)
 
 
 @router.get("/submissions/{id}", response_class=HTMLResponse)
 def submission(request: Request, id: SubmissionId) -> Response:
-    signed_in = _signed_in(request)
-    found, team = _service(request).submission(id, signed_in.team if signed_in else None)
+    service, signed_in = _service(request), _signed_in(request)
+    found, team = service.submission(id, signed_in.team if signed_in else None)
     own = signed_in is not None and signed_in.team.id == found.team_id
-    report = (_service(request).store.report_dir(id) / "results.json").is_file()
-    return _page(request, "submission.html", submission=found, team=team, own=own, report=report)
+    report = (service.store.report_dir(id) / "results.json").is_file()
+    results = service.disclosure.results(found.results_json())
+    return _page(
+        request,
+        "submission.html",
+        submission=found,
+        team=team,
+        own=own,
+        report=report,
+        results=results,
+        total=shown(found.total),
+    )
 
 
 @router.get("/submissions/{id}/report", response_class=HTMLResponse)
 def report(request: Request, id: SubmissionId) -> Response:
     signed_in = _signed_in(request)
     _service(request).submission(id, signed_in.team if signed_in else None)
-    path = _service(request).store.report(id)
+    path = _service(request).report(id)
     if path is None:
         raise HTTPException(404, f"submission {id} has no report yet")
     return HTMLResponse(path.read_text(encoding="utf-8"))
@@ -132,7 +149,7 @@ def signin(request: Request, token: Annotated[str, Form(max_length=200)], csrf: 
     if not same_token(csrf, request.cookies.get(FORM_COOKIE)):
         raise HTTPException(403, "the form's token does not match; reload the sign-in page and try again")
     service = _service(request)
-    team = service.auth.team_for_token(token.strip())
+    team = service.auth.team_for_token(token.strip(), client_address(request))
     if team is None:
         raise HTTPException(401, "this token names no team")
     response = RedirectResponse(f"/teams/{quote(team.name, safe='')}", 303)

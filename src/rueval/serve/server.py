@@ -20,7 +20,7 @@ log = logging.getLogger("rueval.serve")
 
 def worker_command(config: ServeConfig, lease_s: float, parent: int | None = None) -> list[str]:
     command = [sys.executable, "-m", "rueval", "serve-worker", "--gold", str(config.gold), "--db", config.db]
-    command += ["--store", str(config.store), "--lease", str(lease_s)]
+    command += ["--store", str(config.store), "--lease", str(lease_s), "--secret-file", str(config.secret_path)]
     return command + (["--parent", str(parent)] if parent else [])
 
 
@@ -34,7 +34,15 @@ def run_server(config: ServeConfig, host: str, port: int, workers: int, lease_s:
     started = [subprocess.Popen(worker_command(config, lease_s, os.getpid())) for _ in range(workers)]
     try:
         log.info("board on http://%s:%d with %d worker(s), gold %s", host, port, workers, config.gold)
-        uvicorn.run(create_app(service), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+        # proxy_headers=False: the app believes X-Forwarded-For from --trusted-proxy only (rueval.serve.app)
+        uvicorn.run(
+            create_app(service),
+            host=host,
+            port=port,
+            log_level="info",
+            timeout_graceful_shutdown=5,
+            proxy_headers=False,
+        )
     finally:
         for worker in started:
             worker.terminate()

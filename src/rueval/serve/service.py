@@ -1,5 +1,6 @@
 """What the board does, whoever asks (the JSON API or the web pages): accept an upload, show a
-submission to those who may see it, publish it, and rank the public ones."""
+submission to those who may see it (as rueval.serve.disclosure publishes it), publish it, and rank
+the public ones."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from rueval.core.errors import RuevalError
+from rueval.results import RunResult
 from rueval.serve import baselines, queue
-from rueval.serve.auth import Auth
-from rueval.serve.board import Ranked
+from rueval.serve.auth import Auth, RateLimited
+from rueval.serve.board import Ranked, Row, reference_rows, sorted_rows, submission_rows
 from rueval.serve.db import Database, Submission, Team, Upload
+from rueval.serve.disclosure import MIN_N, Disclosure, shown
 from rueval.serve.gold import Gold
+from rueval.serve.secret import default_secret_file, load_secret
 from rueval.serve.store import Store
 from rueval.serve.upload import UploadLimits, check_submission
 
@@ -35,12 +39,14 @@ class ServeConfig:
     daily_limit: int = 10  # submissions per team in any 24 hours
     limits: UploadLimits = field(default_factory=UploadLimits)
     secure_cookies: bool = False  # set behind HTTPS: cookies then travel over HTTPS only
+    secret_file: Path | None = None  # None: beside the store (rueval.serve.secret)
+    min_n: int = MIN_N  # the fewest items a p-value's mark or a subset's score is published for
+    trusted_proxies: tuple[str, ...] = ()  # addresses or networks whose X-Forwarded-For is believed
+    public_url: str | None = None  # the board's address as its users reach it; None: relative links
 
-
-class RateLimited(RuevalError):
-    def __init__(self, message: str, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
+    @property
+    def secret_path(self) -> Path:
+        return self.secret_file or default_secret_file(self.store)
 
 
 class NotFound(RuevalError):
@@ -58,10 +64,35 @@ class Service:
 
     @classmethod
     def open(cls, config: ServeConfig, gold: Gold | None = None) -> Service:
-        """The database migrated, the gold read, its reference models computed once and stored."""
+        """The secret read (made first if missing), the database migrated, the gold read, its
+        reference models computed once and stored."""
+        secret = load_secret(config.secret_path, config.store)
         db = Database(config.db)
         gold = gold or Gold.load(config.gold)
-        return cls(config, db, gold, Store(config.store), Auth(db), baselines.ensure(db, gold))
+        return cls(config, db, gold, Store(config.store), Auth(db, secret), baselines.ensure(db, gold))
+
+    @property
+    def disclosure(self) -> Disclosure:
+        return Disclosure(self.config.min_n)
+
+    def board_rows(self, key: str = "total", descending: bool = True) -> list[Row]:
+        """The public scored submissions as published, ordered by the total or a task's score."""
+        sizes = {name: len(task.examples) for name, task in self.gold.tasks.items()}
+        return sorted_rows(submission_rows(self.ranked(), self.disclosure, sizes), key, descending)
+
+    def reference_rows(self) -> list[Row]:
+        return reference_rows(list(self.gold.tasks), self.references)
+
+    def report(self, id: int) -> Path | None:
+        """A scored submission's HTML report, drawn (the first time) from its published run results;
+        None before it is scored."""
+        folder = self.store.report_dir(id)
+        public = folder / "public"
+        if not (public / "results.json").is_file():
+            if not (folder / "results.json").is_file():
+                return None
+            self.disclosure.run(RunResult.read(folder)).write(public)
+        return self.store.report(public)
 
     def accept(self, team: Team, data: bytes, name: str, public: bool) -> Submission:
         """Check the zip against the gold, store it, and queue it: the submission row and its job in
@@ -129,9 +160,9 @@ class Service:
         return team
 
     def ranked(self) -> list[Ranked]:
-        """The public scored submissions, best first: complete ones by total, then partial ones, each
-        by the time they were made among equals. Only the columns the board shows are read (not the
-        full results), as plain rows: a board of thousands reads little."""
+        """The public scored submissions, oldest first (board_rows ranks them on the printed
+        numbers). Only the columns the board shows are read (not the full results), as plain rows:
+        a board of thousands reads little."""
         with self.db.session() as session:
             rows = session.execute(
                 select(
@@ -139,7 +170,7 @@ class Service:
                 )
                 .join(Team, Team.id == Submission.team_id)
                 .where(Submission.public.is_(True), Submission.status == "done")
-                .order_by(Submission.partial, Submission.total.desc().nulls_last(), Submission.id)
+                .order_by(Submission.id)
             ).all()
         return [Ranked(*row) for row in rows]
 
@@ -149,8 +180,8 @@ def _clean_name(name: str | None) -> str:
     return name[:MAX_NAME]
 
 
-def submission_json(submission: Submission, team: Team | str, base_url: str) -> dict[str, Any]:
-    """A submission as the API shows it."""
+def submission_json(submission: Submission, team: Team | str, disclosure: Disclosure, base_url: str) -> dict[str, Any]:
+    """A submission as the API shows it; ``base_url``: the board's public address, or "" for a relative link."""
     return {
         "id": submission.id,
         "name": submission.name,
@@ -159,8 +190,8 @@ def submission_json(submission: Submission, team: Team | str, base_url: str) -> 
         "status": submission.status,
         "created": submission.created,
         "finished": submission.finished,
-        "tasks": submission.results_json(),
-        "total": submission.total,
+        "tasks": disclosure.results(submission.results_json()),
+        "total": shown(submission.total),
         "partial": submission.partial,
         "ignored": json.loads(submission.ignored),
         "error": submission.error,

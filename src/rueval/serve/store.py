@@ -42,11 +42,10 @@ class Store:
     def report_dir(self, submission: int) -> Path:
         return self.root / "reports" / str(submission)
 
-    def report(self, submission: int) -> Path | None:
-        """The submission's HTML report, drawn from its run results the first time it is asked for
-        (the figures take seconds: a worker does not spend them on reports nobody reads); None
-        before the submission is scored."""
-        folder = self.report_dir(submission)
+    def report(self, folder: Path) -> Path | None:
+        """The HTML report of the run results in ``folder`` (a submission's, as published), drawn the
+        first time it is asked for (the figures take seconds: a worker does not spend them on reports
+        nobody reads); None before the submission is scored."""
         page = folder / "report.html"
         if not page.is_file():
             if not (folder / "results.json").is_file():

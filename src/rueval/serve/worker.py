@@ -23,6 +23,7 @@ from rueval.serve.db import Database, Submission, Team
 from rueval.serve.gold import Gold
 from rueval.serve.grading import score_submission
 from rueval.serve.queue import Claim
+from rueval.serve.secret import load_secret
 from rueval.serve.store import Store
 from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
 
@@ -39,8 +40,11 @@ class Worker:
         lease_s: float = queue.LEASE_S,
         limits: UploadLimits = DEFAULT_LIMITS,
         parent: int | None = None,
+        *,
+        secret: bytes,  # the board's (rueval.serve.secret): seeds the bootstrap
     ):
         self.db, self.gold, self.store, self.lease_s, self.limits = db, gold, store, lease_s, limits
+        self.secret = secret
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.parent = parent  # started by `rueval serve`: stop when it is gone
         self.references = baselines.ensure(db, gold)
@@ -84,7 +88,7 @@ class Worker:
         try:
             checked = check_submission(self.store.upload(submission.upload), self.gold, self.limits)
             label = f"{team.name}: {submission.name}"
-            scored = score_submission(self.gold, checked, self.references, label)
+            scored = score_submission(self.gold, checked, self.references, label, self.secret)
             scored.run.write(self.store.report_dir(submission.id))  # the report is drawn from it when first asked for
         except RuevalError as e:  # the gold changed since the upload was checked, a store that lost the file
             queue.finish(self.db, claim, error=str(e))
@@ -103,16 +107,19 @@ class Worker:
             )
 
 
-def run_worker(db_url: str, gold_dir: Path, store: Path, lease_s: float, parent: int | None = None) -> None:
+def run_worker(
+    db_url: str, gold_dir: Path, store: Path, lease_s: float, secret_file: Path, parent: int | None = None
+) -> None:
     """`rueval serve-worker`: one worker until interrupted or terminated (it finishes the submission
     it is scoring first)."""
     queue.check_lease(lease_s)  # before the database is opened (and made)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    secret = load_secret(secret_file, store, create=False)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     db = Database(db_url)
     try:
-        Worker(db, Gold.load(gold_dir), Store(store), lease_s, parent=parent).run(stop)
+        Worker(db, Gold.load(gold_dir), Store(store), lease_s, parent=parent, secret=secret).run(stop)
     except KeyboardInterrupt:
         pass
     finally:
