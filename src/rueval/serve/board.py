@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
+from rueval.tasks import RSG
 
 SORT_KEYS = ("total",)  # and every task of the gold
 
@@ -103,7 +104,7 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
     for model in (MAJORITY, HEURISTIC):
         scores = {task: computed[model][task].score for task in tasks}
         rows.append(Row(TITLES[model], "computed", scores, fmean(scores.values()), source="rueval on this gold"))
-    for paper in references("rsg"):
+    for paper in references(RSG):
         scores = {task: score for task in tasks if (score := paper.task_score(task)) is not None}
         total = paper.reported_total()
         rows.append(Row(paper.name, paper.kind, scores, total[0] if total else None, source=paper.source))
