@@ -15,9 +15,9 @@ import rueval
 from rueval.cli import app
 from rueval.report.leaderboard import format_score
 from rueval.report.reference import HEURISTICS, RSG, TAPE, TASK_LEVEL, reference, references
+from rueval.tasks import BENCHMARKS, TASKS
 from rueval.tasks import RSG as RSG_BENCHMARK
 from rueval.tasks import TAPE as TAPE_BENCHMARK
-from rueval.tasks import TASKS, benchmark_of
 
 TAPE_TASKS = ("winograd", "ru_openbook", "ru_worldtree", "multiq", "chegeka", "sit_ethics", "per_ethics")
 
@@ -36,7 +36,7 @@ def as_official_run(run_dir: Path, out: Path) -> Path:
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     results["data"] = "/data/official"
     for name, task in results["tasks"].items():
-        official = benchmark_of(TASKS[name]).official_count(name, task["split"])
+        official = BENCHMARKS[TASKS[name].benchmark].official_count(name, task["split"])
         task["records"] = task["records"] if official is None else official
     out.mkdir(parents=True)
     (out / "results.json").write_text(json.dumps(results), encoding="utf-8")

@@ -56,10 +56,6 @@ def tasks_of(benchmark: Benchmark) -> tuple[Task, ...]:
     return tuple(TASKS[name] for name in dict.fromkeys([*own, *joined]) if name in TASKS)
 
 
-def benchmark_of(task: Task) -> Benchmark:
-    return BENCHMARKS[task.benchmark]
-
-
 def get_task(name: str) -> Task:
     wanted = name.strip().lower()
     for task in TASKS.values():
@@ -132,7 +128,6 @@ __all__ = [
     "Task",
     "Template",
     "Total",
-    "benchmark_of",
     "declare",
     "get_task",
     "register",
