@@ -36,7 +36,7 @@ from rueval.data import open_data
 from rueval.robustness.perturbations import PERTURBATIONS
 from rueval.robustness.semantic_filter import SemanticFilter
 from rueval.robustness.targets import TARGETS, protected_spans_batch
-from rueval.tasks import BENCHMARKS, Example, get_task
+from rueval.tasks import TAPE, Example, get_task
 
 OUT = Path(__file__).parent / "results" / "bench_perturbations.json"
 NO_MODEL = [name for name, cls in PERTURBATIONS.items() if cls.needs_model is None]
@@ -45,7 +45,7 @@ NO_MODEL = [name for name, cls in PERTURBATIONS.items() if cls.needs_model is No
 def generate(n: int, seed: int) -> dict[str, list[Example]]:
     """n examples per the module docstring, grouped by task."""
     rng = random.Random(seed)
-    samples = {task.name: open_data(None).load(task, "test").examples for task in BENCHMARKS["tape"]}
+    samples = {task.name: open_data(None).load(task, "test").examples for task in TAPE.tasks}
     texts = [e.fields[f] for name, examples in samples.items() for e in examples for f in TARGETS[name].fields]
     extra = [sentence for text in texts for sentence in sentences(text)]
     generated: dict[str, list[Example]] = {name: [] for name in samples}

@@ -49,7 +49,7 @@ from rueval.serve.gold import Gold
 from rueval.serve.grading import score_submission
 from rueval.serve.store import Store
 from rueval.serve.upload import check_submission
-from rueval.tasks import BENCHMARKS
+from rueval.tasks import RSG
 
 OUT = Path(__file__).parent / "results" / "bench_serve.json"
 SECRET = secrets.token_bytes(32)  # the board's secret (rueval.serve.secret): the teams here send no token
@@ -59,7 +59,7 @@ TARGET_BOARD_MS = 200.0  # and the board with 1,000 submissions answering in und
 
 def write_gold(folder: Path) -> dict[str, Any]:
     """The RSG tasks at their official sizes, the test files labelled (a gold)."""
-    rsg = {task.name for task in BENCHMARKS["rsg"]}
+    rsg = {task.name for task in RSG.tasks}
     sizes, unlabelled = bench_fullsize.SIZES, bench_fullsize.unlabelled
     bench_fullsize.SIZES = {task: size for task, size in sizes.items() if task in rsg}
     bench_fullsize.unlabelled = lambda record: record

@@ -38,7 +38,7 @@ from results_file import write_results
 from rueval.core.text import lemma, morph, sentences
 from rueval.data import open_data
 from rueval.robustness.perturbations import PERTURBATIONS, emoji_dictionary
-from rueval.tasks import BENCHMARKS, Example, get_task
+from rueval.tasks import TASKS, Example, get_task
 
 RESULTS = Path(__file__).parent / "results"
 INPUTS = RESULTS / "rutransform_inputs.txt"
@@ -59,15 +59,14 @@ TAPE_DICTIONARY = "rutransform/transformations/transformations/spelling/emoji_di
 def sample_sentences(count: int, seed: int) -> list[str]:
     """Distinct sentences of 5-40 words from rueval's bundled samples (on one line), drawn with a seeded generator."""
     source, found = open_data(None), set()
-    for tasks in BENCHMARKS.values():
-        for task in tasks:
-            for split in ("train", "val", "test"):
-                try:
-                    examples = source.load(task, split).examples
-                except Exception:  # noqa: BLE001 - a task without this split among the samples
-                    continue
-                texts = [v for e in examples for v in e.fields.values() if isinstance(v, str)]
-                found |= {" ".join(s.split()) for text in texts for s in sentences(text) if 5 <= len(s.split()) <= 40}
+    for task in TASKS.values():
+        for split in ("train", "val", "test"):
+            try:
+                examples = source.load(task, split).examples
+            except Exception:  # noqa: BLE001 - a task without this split among the samples
+                continue
+            texts = [v for e in examples for v in e.fields.values() if isinstance(v, str)]
+            found |= {" ".join(s.split()) for text in texts for s in sentences(text) if 5 <= len(s.split()) <= 40}
     return random.Random(seed).sample(sorted(found), count)
 
 

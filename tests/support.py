@@ -90,10 +90,11 @@ def write_paraphrase_data(folder: Path) -> dict[str, list[dict]]:
 
 # In rueval these are src/rueval/tasks/paraphrase.py (added to DECLARATIONS) and
 # src/rueval/tasks/prompts/paraphrase.py (found by the task's name); here a package of the test's own.
+# The task is the first of a new benchmark, "madeup".
 PARAPHRASE_DECLARATION = '''
 """Paraphrase: do two sentences say the same? A made-up RSG-style classification task."""
 
-from rueval.tasks import Task
+from rueval.tasks import Benchmark, Task
 from rueval.tasks.shapes import Texts
 
 TASKS = (
@@ -108,7 +109,14 @@ TASKS = (
         prompt="paraphrase_prompt:PROMPT",
     ),
 )
+BENCHMARK = Benchmark(name="madeup", title="Made-up", tasks=TASKS)
 '''
+# The same task added to an existing benchmark, RussianSuperGLUE, as the recipe's second form says.
+PARAPHRASE_IN_RSG = (
+    PARAPHRASE_DECLARATION.replace("from rueval.tasks import Benchmark, Task\n", "from rueval.tasks import Task, rsg\n")
+    .replace('benchmark="madeup",', "benchmark=rsg.NAME,\n        layout=rsg.LAYOUT,")
+    .replace('BENCHMARK = Benchmark(name="madeup", title="Made-up", tasks=TASKS)\n', "")
+)
 PARAPHRASE_PROMPT = """
 from rueval.tasks.prompts.common import NO, YES, ChoicePrompt
 
@@ -117,9 +125,9 @@ PROMPT = ChoicePrompt(TEMPLATE, {NO: 0, YES: 1})
 """
 
 
-def write_paraphrase_modules(package: Path) -> Path:
+def write_paraphrase_modules(package: Path, declaration: str = PARAPHRASE_DECLARATION) -> Path:
     """The made-up task's declaration module and prompt module in ``package`` (to put on sys.path)."""
     package.mkdir(parents=True, exist_ok=True)
-    (package / "paraphrase.py").write_text(PARAPHRASE_DECLARATION, encoding="utf-8")
+    (package / "paraphrase.py").write_text(declaration, encoding="utf-8")
     (package / "paraphrase_prompt.py").write_text(PARAPHRASE_PROMPT, encoding="utf-8")
     return package

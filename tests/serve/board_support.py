@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from rueval.data.local import SAMPLES_DIR
-from rueval.tasks import BENCHMARKS
+from rueval.tasks import RSG
 
 POSTGRES_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
 
@@ -27,7 +27,7 @@ POSTGRES_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
 def write_gold(folder: Path, tasks: tuple[str, ...] | None = None) -> Path:
     """A gold in the RSG layout from the bundled samples: each task's train, and its val (labelled)
     as the test set; LiDiRus as it is. ``tasks``: only these."""
-    for task in BENCHMARKS["rsg"]:
+    for task in RSG.tasks:
         if tasks is not None and task.name not in tasks:
             continue
         source, target = SAMPLES_DIR / task.folder, folder / task.folder

@@ -110,7 +110,7 @@ def test_question_exact_match_is_the_share_of_questions_right_throughout(seed):
     assert QUESTION_EM.value(Outcomes(golds, preds, units=units)) == pytest.approx(fmean(right.values()))
 
 
-@pytest.mark.parametrize("normalization", ["rsg", "squad", "russian"])
+@pytest.mark.parametrize("normalization", ["record", "squad", "russian"])
 def test_answer_metrics_take_the_best_gold_answer_and_average_over_questions(normalization):
     rng = random.Random(normalization)
     golds = [tuple(rng.sample(ANSWERS, rng.randint(1, 3))) for _ in range(40)]

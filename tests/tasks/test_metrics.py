@@ -58,7 +58,7 @@ def test_russian_answer_normalisation():
 
 
 def test_official_normalisation_deletes_ascii_punctuation_and_english_articles_only():
-    for name in ("rsg", "squad"):
+    for name in ("record", "squad"):
         normalize = NORMALIZATIONS[name]
         assert normalize("  The  Beatles, (a band)! ") == "beatles band"
         assert normalize("Санкт-Петербург") == "санктпетербург"
@@ -81,7 +81,7 @@ def test_token_f1_and_span_scores_take_the_best_gold():
 
 def test_answers_without_tokens_score_as_each_official_scorer_does():
     # ReCoRD's F1 (RSG's RuCoS) has no special case: no overlap, 0; SQuAD 2.0's gives 1 when both are empty
-    assert token_f1("", "", "rsg") == 0.0 and exact_match("", "", "rsg") == 1.0
+    assert token_f1("", "", "record") == 0.0 and exact_match("", "", "record") == 1.0
     assert token_f1("!", "", "squad") == 1.0 and token_f1("the", "Москва", "squad") == 0.0
     with pytest.raises(RuevalError, match="unknown answer normalisation 'latin'"):
         token_f1("a", "a", "latin")
@@ -133,7 +133,7 @@ def test_official_normalisations_agree_with_the_reference_definition_on_random_a
         gold, pred = _random_answer(rng), _random_answer(rng)
         assert squad_normalize(gold).split() == _reference_tokens(gold), gold
         assert exact_match(gold, pred, "squad") == float(_reference_tokens(gold) == _reference_tokens(pred))
-        assert token_f1(gold, pred, "rsg") == pytest.approx(_reference_f1(gold, pred, empty_pair_scores=0.0))
+        assert token_f1(gold, pred, "record") == pytest.approx(_reference_f1(gold, pred, empty_pair_scores=0.0))
         assert token_f1(gold, pred, "squad") == pytest.approx(_reference_f1(gold, pred, empty_pair_scores=1.0))
         # the opt-in: the same, after ё -> е and with every Unicode punctuation mark deleted
         russian = [g.replace("ё", "е").replace("Ё", "Е").translate(UNICODE_PUNCTUATION) for g in (gold, pred)]
@@ -144,7 +144,7 @@ UNICODE_PUNCTUATION = {ord(ch): None for ch in "«»—…_-(),!'"}
 
 
 def test_span_tasks_declare_their_official_normalisation():
-    assert get_task("rucos").normalization == "rsg"
+    assert get_task("rucos").normalization == "record"
     assert get_task("multiq").normalization == get_task("chegeka").normalization == "squad"
     examples = [Example(idx=0, fields={}, label=("Пётр I",))]
     official = score_task(get_task("chegeka"), examples, ["Петр I"])

@@ -1,6 +1,8 @@
 """A task added as the recipe says: a declaration module, a prompt module and sample files, made known
 with one registration line, then run by every kind of solver: majority, TF-IDF, a language model, a
-perturbation and fine-tuning. Nothing else in rueval is edited for it."""
+perturbation and fine-tuning. Nothing else in rueval is edited for it. The task is the first of a new
+benchmark or, in the recipe's second form, joins an existing one (RussianSuperGLUE) without changing
+its total nor its submission."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from importlib import import_module
 from pathlib import Path
 
 import pytest
 from support import (
     PARAPHRASE_DECLARATION,
+    PARAPHRASE_IN_RSG,
     PARAPHRASE_PROMPT,
     read_jsonl,
     write_paraphrase_data,
@@ -22,7 +26,8 @@ from support import (
 )
 
 import rueval
-from rueval.tasks import Record, get_task, register
+from rueval.data.local import SAMPLES_DIR
+from rueval.tasks import BENCHMARKS, RSG, Record, declare, get_task, register, resolve_tasks
 from rueval.tasks.prompts import get_prompt
 
 
@@ -32,7 +37,8 @@ def new_task(tmp_path: Path, monkeypatch, task_registry) -> tuple[Path, dict[str
     package = write_paraphrase_modules(tmp_path / "package")
     splits = write_paraphrase_data(tmp_path / "samples" / "Paraphrase")
     monkeypatch.syspath_prepend(str(package))
-    register(*import_module("paraphrase").TASKS)  # the one registration line
+    monkeypatch.delitem(sys.modules, "paraphrase", raising=False)  # the other form's, imported by another test
+    declare(import_module("paraphrase").BENCHMARK)  # the one registration line
     return tmp_path / "samples", splits
 
 
@@ -131,7 +137,7 @@ def test_the_recipe_in_a_copy_of_rueval_touches_three_files_and_one_line(tmp_pat
     (copy / "tasks" / "prompts" / "paraphrase.py").write_text(PARAPHRASE_PROMPT, encoding="utf-8")
     splits = write_paraphrase_data(copy / "data" / "samples" / "Paraphrase")
     registry = copy / "tasks" / "__init__.py"
-    line = 'DECLARATIONS = ("rsg", "tape")'
+    line = 'DECLARATIONS = ("rsg", "tape", "mera")'
     assert line in registry.read_text(encoding="utf-8")
     registry.write_text(registry.read_text(encoding="utf-8").replace(line, line[:-1] + ', "paraphrase")'))
     out = tmp_path / "run"
@@ -142,3 +148,45 @@ def test_the_recipe_in_a_copy_of_rueval_touches_three_files_and_one_line(tmp_pat
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["tasks"]["paraphrase"]["metrics"] == {"accuracy": 100.0}
     assert results["tasks"]["paraphrase"]["n"] == len(splits["test"])
+
+
+def test_the_new_benchmark_selects_its_task_and_is_ranked_against_no_papers_rows(new_task, cli, tmp_path):
+    data, _ = new_task
+    assert BENCHMARKS["madeup"].title == "Made-up" and resolve_tasks("madeup") == [get_task("paraphrase")]
+    result = cli("run", "-m", "majority", "-t", "madeup", "--data", data, "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert results["tasks"]["paraphrase"]["benchmark"] == "madeup" and results["rsg_total"] is None
+    result = cli("leaderboard", tmp_path / "run", "-o", tmp_path / "board")
+    assert result.exit_code == 0 and not (tmp_path / "board").exists()  # no papers' rows: no board
+
+
+@pytest.fixture
+def task_in_rsg(tmp_path: Path, monkeypatch, task_registry) -> Path:
+    """The made-up task declared into RussianSuperGLUE; a data folder of the samples and its files."""
+    package = write_paraphrase_modules(tmp_path / "package", PARAPHRASE_IN_RSG)
+    monkeypatch.syspath_prepend(str(package))
+    monkeypatch.delitem(sys.modules, "paraphrase", raising=False)
+    register(*import_module("paraphrase").TASKS)  # the one registration line
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLES_DIR, data)
+    write_paraphrase_data(data / "Paraphrase")
+    return data
+
+
+def test_a_task_added_to_rsg_runs_with_it_and_changes_neither_its_total_nor_its_submission(task_in_rsg, cli, tmp_path):
+    assert [task.name for task in resolve_tasks("rsg")] == [*(task.name for task in RSG.tasks), "paraphrase"]
+    result = cli("run", "-m", "majority", "-t", "rsg", "--data", task_in_rsg, "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert "paraphrase" in results["tasks"]
+    nine = [results["tasks"][task.name]["score"] for task in RSG.tasks]
+    assert results["rsg_total"] == pytest.approx(sum(nine) / len(nine))  # the paper's nine, not ten
+    result = cli("submit", "-m", "majority", "--data", task_in_rsg, "-o", tmp_path / "submission.zip")
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(tmp_path / "submission.zip") as archive:
+        assert sorted(archive.namelist()) == sorted(f"{task.folder}.jsonl" for task in RSG.tasks)
+    result = cli("leaderboard", tmp_path / "run", "-o", tmp_path / "board")
+    assert result.exit_code == 0, result.output
+    header = (tmp_path / "board" / "leaderboard_rsg.md").read_text(encoding="utf-8").splitlines()[2]
+    assert header.endswith("| Paraphrase (Acc) | Source |")  # its column after the paper's nine

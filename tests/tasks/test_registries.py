@@ -7,7 +7,7 @@ from rueval.robustness.targets import TARGETS
 from rueval.scoring.slices import SLICES
 from rueval.solvers.heuristics import RULES
 from rueval.solvers.tfidf import fields, official
-from rueval.tasks import BENCHMARKS, TASKS
+from rueval.tasks import RSG, TAPE, TASKS
 from rueval.tasks.prompts import PROMPTS
 
 
@@ -18,7 +18,7 @@ def test_every_task_has_a_prompt_and_perturbation_targets():
 
 def test_heuristic_rules_cover_the_rsg_tasks_but_rwsd():
     # the heuristics paper found no rule for RWSD (Section 3.7); TAPE has none
-    assert set(RULES) == {task.name for task in BENCHMARKS["rsg"]} - {"rwsd"}
+    assert set(RULES) == {task.name for task in RSG.tasks} - {"rwsd"}
 
 
 def test_tfidf_fields_reads_every_task_in_exactly_one_way():
@@ -34,12 +34,8 @@ def test_tfidf_fields_reads_every_task_in_exactly_one_way():
 
 def test_official_tfidf_joins_the_texts_of_every_rsg_task_it_classifies():
     # MuSeRC and RuCoS are answered by cosine similarity, without a classifier (the official scripts)
-    joined = {
-        task.name
-        for task in BENCHMARKS["rsg"]
-        if isinstance(official.official_model(task, 0), official.JoinedTextModel)
-    }
-    assert joined == {task.name for task in BENCHMARKS["rsg"]} - {"muserc", "rucos"}
+    joined = {task.name for task in RSG.tasks if isinstance(official.official_model(task, 0), official.JoinedTextModel)}
+    assert joined == {task.name for task in RSG.tasks} - {"muserc", "rucos"}
     assert set(official.JOINS) < joined  # the scripts' own joins, the rest read the task's texts in order
 
 
@@ -58,7 +54,7 @@ def test_each_task_declares_its_texts_title_and_shape(task):
 
 
 def test_benchmarks_list_their_tasks_in_the_papers_column_order():
-    assert [t.title for t in BENCHMARKS["tape"]] == [
+    assert [t.title for t in TAPE.tasks] == [
         "Winograd",
         "RuWorldTree",
         "RuOpenBookQA",
@@ -67,4 +63,4 @@ def test_benchmarks_list_their_tasks_in_the_papers_column_order():
         "Ethics-1",
         "Ethics-2",
     ]  # TAPE Table 3
-    assert [t.title for t in BENCHMARKS["rsg"]][:3] == ["LiDiRus", "RCB", "PARus"]  # RSG Table 2
+    assert [t.title for t in RSG.tasks][:3] == ["LiDiRus", "RCB", "PARus"]  # RSG Table 2

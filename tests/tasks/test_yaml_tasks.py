@@ -228,3 +228,12 @@ def test_the_cli_lists_included_tasks_and_names_a_missing_folder(yaml_dir, cli):
     assert get_task("paraphrase_yaml").source == str((folder / "paraphrase.yaml").resolve())
     missing = cli("tasks", "--include_path", folder / "nowhere")
     assert missing.exit_code == 2 and "no such folder" in missing.output
+
+
+def test_a_yaml_tasks_run_is_ranked_against_no_papers_rows(yaml_dir, cli, tmp_path):
+    folder, _ = yaml_dir
+    results = _run(cli, tmp_path / "run", folder, "majority", "paraphrase_yaml")
+    assert results["paraphrase_yaml"]["benchmark"] == "user"  # its tag's default: a benchmark without rows
+    result = cli("leaderboard", tmp_path / "run", "-o", tmp_path / "board")
+    assert result.exit_code == 0, result.output
+    assert "leaderboard" not in result.output and not (tmp_path / "board").exists()

@@ -57,6 +57,7 @@ from rueval.cli.serve import (
 )
 from rueval.core.errors import RuevalError
 from rueval.core.progress import set_level, warn
+from rueval.tasks import TAPE
 
 if TYPE_CHECKING:
     from rueval.results import RunResult
@@ -254,7 +255,7 @@ def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
 @user_errors
 @grouped
 def perturb(
-    tasks: TasksOption = "tape",
+    tasks: TasksOption = TAPE.name,
     data: DataOption = None,
     include_path: IncludePathOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: a folder per task.")] = Path("perturbed"),
@@ -311,14 +312,16 @@ def submit(
     public: PublicOption = False,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip (and with --to, upload it)."""
+    from rueval.core.named import named
     from rueval.run.spec import RunSpec
-    from rueval.run.submission import write_submission
+    from rueval.tasks import RSG
 
     set_level(quiet, verbose)
     board = board_client(to, token)  # checked before the work; None without --to
     model, given = lm_eval_model(model, solver.given)
-    spec = RunSpec.create("rsg", model, given, spell=flag, data=data, seed=seed, shots=shots, **read_limits(limits))
-    written = write_submission(spec, out)
+    names = ",".join(task.name for task in RSG.tasks)  # its own nine, whatever task joined the benchmark
+    spec = RunSpec.create(names, model, given, spell=flag, data=data, seed=seed, shots=shots, **read_limits(limits))
+    written = named(RSG.submission, "RSG's submission writer")(spec, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
     if board is not None:
         with board:

@@ -24,7 +24,7 @@ from rueval.cli.option_types import (
 )
 from rueval.core.errors import RuevalError
 from rueval.core.progress import info, set_level
-from rueval.tasks import TASKS, resolve_tasks
+from rueval.tasks import MERA, TASKS, resolve_tasks
 from rueval.tasks.include import include
 
 
@@ -43,15 +43,15 @@ def tasks(include_path: IncludePathOption = None) -> None:
 @user_errors
 def export(
     run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
-    format: Annotated[str, typer.Option("--format", help="The submission format: mera.")] = "mera",
+    format: Annotated[str, typer.Option("--format", help=f"The submission format: {MERA.name}.")] = MERA.name,
     out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
 ) -> None:
     """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
-    if format != "mera":
-        raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
-    from rueval.run.mera_export import export_mera
+    if format != MERA.name:
+        raise RuevalError(f"--format {format}: expected {MERA.name} (RSG's leaderboard zip: rueval submit)")
+    from rueval.core.named import named
 
-    written = export_mera(run_dir, out)
+    written = named(MERA.submission, "MERA's submission writer")(run_dir, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
 
 

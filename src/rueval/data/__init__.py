@@ -7,6 +7,7 @@ from pathlib import Path
 from rueval.core.errors import RuevalError
 from rueval.data.ids import check_written_ids, in_split_order, submission_ids
 from rueval.data.local import (
+    BUNDLED_SAMPLES,
     TAPE_SETS,
     DataSource,
     Split,
@@ -16,7 +17,7 @@ from rueval.data.local import (
 )
 from rueval.data.mera import MeraSource, is_mera_folder
 from rueval.data.reading import DEFAULT_LIMITS, MAX_LINE_BYTES, ReadLimits
-from rueval.data.records import Dataset, Example, Record
+from rueval.data.records import OWN_LAYOUT, Dataset, Example, IdRule, Layout, Record
 from rueval.data.splits import TaskData, eval_split, load_task_data, load_train
 
 
@@ -45,6 +46,7 @@ def open_data(spec: str | None, limits: ReadLimits = DEFAULT_LIMITS, tape_set: s
 
 
 __all__ = [
+    "BUNDLED_SAMPLES",
     "check_data_spec",
     "TAPE_SETS",
     "tape_set_of",
@@ -53,6 +55,9 @@ __all__ = [
     "DataSource",
     "Dataset",
     "Example",
+    "IdRule",
+    "Layout",
+    "OWN_LAYOUT",
     "ReadLimits",
     "Record",
     "Split",

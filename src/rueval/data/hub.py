@@ -19,11 +19,6 @@ from rueval.data.local import DataSource
 from rueval.data.reading import DEFAULT_LIMITS, Node, ReadLimits
 from rueval.data.records import Dataset
 
-REPOS = {
-    "rsg": ("RussianNLP/russian_super_glue", ["data/*.zip"]),
-    "tape": ("RussianNLP/tape", ["dummy/raw/*", "dummy/episodes/*"]),
-}
-
 
 def download(repo_id: str, patterns: list[str]) -> Path:
     """The local snapshot of a dataset repo; a separate function so tests can point it at a folder."""
@@ -31,22 +26,24 @@ def download(repo_id: str, patterns: list[str]) -> Path:
 
 
 class HubSource(DataSource):
-    """Downloads a benchmark's repo the first time one of its tasks is asked for."""
+    """Downloads a benchmark's repo (its tasks' ``layout.hub``) the first time one of its tasks is asked for."""
 
     def __init__(self, limits: ReadLimits = DEFAULT_LIMITS, tape_set: str = "episodes") -> None:
         super().__init__([], "hf", limits, tape_set)
         self._roots: dict[str, list[Node]] = {}
 
     def roots(self, task: Dataset) -> Sequence[Node]:
-        if task.benchmark not in self._roots:
-            repo_id, patterns = REPOS[task.benchmark]
+        repo_id = task.layout.hub
+        if not repo_id:
+            raise RuevalError(f"--data hf: {task.name} has no copy on the Hugging Face hub; pass --data DIR")
+        if repo_id not in self._roots:
             try:
-                path = download(repo_id, patterns)
+                path = download(repo_id, list(task.layout.hub_files))
             except Exception as e:  # network, auth and cache errors all mean the same to the user
                 raise RuevalError(
                     f"--data hf: could not get {repo_id} from the Hugging Face hub ({type(e).__name__}: {e}); "
                     "download it where there is network, or pass --data DIR with a local copy"
                 ) from None
             archives: list[Node] = [zipfile.Path(z) for z in sorted(path.rglob("*.zip"))]
-            self._roots[task.benchmark] = [*archives, path]
-        return self._roots[task.benchmark]
+            self._roots[repo_id] = [*archives, path]
+        return self._roots[repo_id]

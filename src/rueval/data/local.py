@@ -6,7 +6,7 @@ so `combined/RCB/`, `dummy/raw/winograd/` and a bare `RCB/` are all found; two f
 task at the same depth (`a/PARus/`, `b/parus/`) are an error, never a silent pick.
 
 Split files are read within bounds (rueval.data.reading); each record's id is checked by its
-layout's rule (rueval.data.records.id_rule) and is unique in its split.
+layout's rule (the task's ``layout.ids``) and is unique in its split.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import progress
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
-from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields, id_rule
+from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
 SEARCH_DEPTH = 3
@@ -79,6 +79,10 @@ class DataSource:
 
     def roots(self, task: Dataset) -> Sequence[Node]:
         return self._given_roots
+
+    def benchmark_of(self, task: Dataset) -> str:
+        """The benchmark whose files the task is read from: its own, unless the source holds another's."""
+        return task.benchmark
 
     def folders(self, task: Dataset) -> list[Node]:
         """Every folder of the task under the roots, best first (two equally good ones are an error); a
@@ -167,7 +171,7 @@ def parse_examples(
     ``limit`` counts records of every kind, as they come in the file. Ids are checked per group (SplitIds)."""
     groups: dict[str | None, list[Example]] = {None: []}
     ids: dict[str | None, SplitIds] = {}
-    rule = id_rule(task.benchmark)
+    rule = task.layout.ids
     unlabelled_line: dict[str | None, int] = {}
     labelled_line: dict[str | None, int] = {}
     records, complete = 0, True
@@ -319,5 +323,8 @@ def open_directory_or_zip(spec: str, limits: ReadLimits = DEFAULT_LIMITS, tape_s
     raise RuevalError(f"--data {spec}: no such directory or zip file")
 
 
+BUNDLED_SAMPLES = "bundled samples"  # their description, which a run records as its data
+
+
 def bundled_samples() -> DataSource:
-    return DataSource([SAMPLES_DIR], "bundled samples")
+    return DataSource([SAMPLES_DIR], BUNDLED_SAMPLES)

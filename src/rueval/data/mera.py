@@ -23,7 +23,7 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
-from rueval.data.mera_tasks import MERA, MERA_TASKS, MeraRecord
+from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord
 from rueval.data.reading import DEFAULT_LIMITS, JsonLines, ReadLimits, decode_line, read_whole
 from rueval.data.records import Dataset
 
@@ -101,6 +101,9 @@ class MeraSource(DataSource):
 
     def has_split(self, task: Dataset, split: str) -> bool:
         return self._mera_split(task, split) is not None
+
+    def benchmark_of(self, task: Dataset) -> str:
+        return NAME  # MERA's files: its scores are MERA's, never the papers' of the task's own benchmark
 
     def split_file(self, task: Dataset, split: str, folder: Any = None) -> Path | None:
         name = self._mera_split(task, split)
@@ -184,5 +187,5 @@ def _converted(
     for number, data in records:
         record = MeraRecord(data, file, number, None if numbered else number)
         converted = mera.convert(record, mera.answers)
-        converted["mera"] = {key: data.get(key) for key in ("instruction", "inputs", "outputs")}
+        converted[RECORD_FIELD] = {key: data.get(key) for key in ("instruction", "inputs", "outputs")}
         yield number, json.dumps(converted, ensure_ascii=False).encode()

@@ -33,6 +33,8 @@ from typing import Any
 
 from rueval.core.errors import DataError
 
+NAME = "mera"  # the benchmark's name: -t mera, and the benchmark of a task read from its files
+RECORD_FIELD = NAME  # the field of a converted record that keeps MERA's own
 FEWSHOT_SEED = 1234
 GENERATION_STOP = ("\n",)
 MAX_GEN_TOKS = 256

@@ -28,21 +28,21 @@ class IdRule:
         return next((name for name in self.fields if name in data), None)
 
 
-# As the official files have them. RussianSuperGLUE: every record, MuSeRC question and answer and
-# RuCoS query has an integer idx (MERA's meta.id, an integer too, becomes the idx of its records).
-# TAPE: chegeka's question_id (integers) and ru_openbook's ID (text, "14-1486"); an idx where a record
-# carries one (MERA's records, rueval perturb's copies); the other TAPE files have no id at all.
 # A task of one's own (a YAML task) may give its records an idx, an integer or text, or none.
-ID_RULES = {
-    "rsg": IdRule(("idx",), (int,), required=True),
-    "tape": IdRule(("ID", "question_id", "idx"), (int, str), required=False),
-}
 OWN_IDS = IdRule(("idx",), (int, str), required=False)
 
 
-def id_rule(benchmark: str) -> IdRule:
-    """The id rule of a task's layout, by its benchmark."""
-    return ID_RULES.get(benchmark, OWN_IDS)
+@dataclass(frozen=True)
+class Layout:
+    """How a benchmark's official files are laid out: where a record keeps its id, and the Hugging
+    Face hub dataset holding them (``--data hf``: the files matching ``hub_files`` are fetched)."""
+
+    ids: IdRule = OWN_IDS
+    hub: str = ""  # a dataset repository id; "" where the benchmark has no copy on the hub
+    hub_files: tuple[str, ...] = ()
+
+
+OWN_LAYOUT = Layout()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,7 @@ class Record:
     line: int
     position: int  # 0-based index among the file's records
     path: str = ""  # where a nested object sits in its line, e.g. "passage.questions[1]."
-    ids: IdRule = OWN_IDS  # where its layout keeps a record's id (ID_RULES), and what an id is there
+    ids: IdRule = OWN_IDS  # where its layout keeps a record's id (Layout.ids), and what an id is there
 
     def error(self, field: str | None, message: str) -> DataError:
         return DataError(self.file, message, line=self.line, field=None if field is None else self.path + field)
@@ -198,6 +198,7 @@ class Dataset(Protocol):
 
     name: str
     benchmark: str
+    layout: Layout
     folder: str
     label_field: str
     split_files: Mapping[str, tuple[str, ...]]

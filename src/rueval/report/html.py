@@ -18,12 +18,12 @@ from typing import Any
 from rueval import __version__
 from rueval.core.files import atomic_path, write_text
 from rueval.report import examples, plots
-from rueval.report.leaderboard import BENCHMARK_TITLES, Board, boards, format_score
+from rueval.report.leaderboard import Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
 from rueval.report.runs import Run, load_runs
 from rueval.results import INDUSTRIAL_FIELDS, PromptScores
-from rueval.tasks import TASKS
+from rueval.tasks import BENCHMARKS, TASKS
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto;
@@ -67,8 +67,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, assets: Path | None = None
 def all_plots(runs: Sequence[Run]) -> list[Plot]:
     """Every figure the runs have data for, in page order."""
     drawn = [
-        plots.score_plot(runs, "rsg"),
-        plots.score_plot(runs, "tape"),
+        *(plots.score_plot(runs, benchmark) for benchmark in BENCHMARKS.values() if benchmark.references),
         plots.fewshot_plot(runs),
         plots.attack_plot(runs),
         *plots.slice_plots(runs),
@@ -83,7 +82,7 @@ def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
     by_name = {f.name: f for f in figures}
     sections = [
         ("runs", "Runs", _runs_table(runs)),
-        *((b.benchmark, BENCHMARK_TITLES[b.benchmark], _board_section(b, by_name)) for b in boards(runs)),
+        *((b.benchmark.name, b.benchmark.title, _board_section(b, by_name)) for b in boards(runs)),
         ("metrics", "Per-task metrics", _metrics_table(runs)),
         ("fewshot", "Few-shot curves", _figure(by_name.get("fewshot"))),
         (
@@ -145,11 +144,13 @@ def _board_section(board: Board, figures: Mapping[str, Plot]) -> str:
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     intro = (
         "<p class=muted>Runs (highlighted) ranked among the papers' rows, which are cited in the Source column and "
-        "were scored on the official test sets, not on this run's data. Cells: each metric of the task, in the "
-        "order of the column header; ± is the std over few-shot episodes.</p>"
+        "were scored on the official test sets, not on this run's data. A run of part of each split (partial), "
+        "or of other data than the official files (not comparable: the bundled samples, or another number of "
+        "records), is shown unranked. Cells: each metric of the task, in the order of the column header; ± is "
+        "the std over few-shot episodes.</p>"
     )
     notes_list = f"<ul class=muted>{notes_html}</ul>" if notes else ""
-    return intro + table + notes_list + _figure(figures.get(f"scores-{board.benchmark}"))
+    return intro + table + notes_list + _figure(figures.get(f"scores-{board.benchmark.name}"))
 
 
 def _metrics_table(runs: Sequence[Run]) -> str:

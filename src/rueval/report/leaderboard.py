@@ -19,30 +19,33 @@ from rueval.core.files import write_text
 from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
 from rueval.report.runs import Run, load_runs
 from rueval.scoring.metrics import metric
-from rueval.tasks import BENCHMARKS, TASKS
-
-BENCHMARK_TITLES = {"rsg": "RussianSuperGLUE", "tape": "TAPE"}
+from rueval.tasks import BENCHMARKS, TASKS, Benchmark, tasks_of
 
 
 @dataclass(frozen=True)
 class Board:
     """A ranked table: the score rows in order, and how to print them."""
 
-    benchmark: str
+    benchmark: Benchmark
     rows: list[ScoreRow]
     tasks: tuple[str, ...]
 
     @property
     def title(self) -> str:
-        return f"{BENCHMARK_TITLES[self.benchmark]} leaderboard"
+        return f"{self.benchmark.title} leaderboard"
+
+    @property
+    def totals(self) -> tuple[str, ...]:
+        """The total's columns in the CSV."""
+        return self.benchmark.total.columns if self.benchmark.total else ()
 
     @property
     def show_k(self) -> bool:
         return any(row.k is not None for row in self.rows)
 
     def header(self) -> list[str]:
-        total = "Total" if self.benchmark == "rsg" else "Avg (F1 / Acc)"
-        columns = ["#", "Name", *(["k"] if self.show_k else []), total]
+        total = [self.benchmark.total.title] if self.benchmark.total else []
+        columns = ["#", "Name", *(["k"] if self.show_k else []), *total]
         columns += [f"{TASKS[t].title} ({'/'.join(metric(m).title for m in TASKS[t].metrics)})" for t in self.tasks]
         return [*columns, "Source"]
 
@@ -50,12 +53,14 @@ class Board:
         """One row as printed text: rank (runs and papers alike), name, k, total, task cells, source."""
         total = row.reported_total()
         cells = [str(rank) if rank else "", row.name, *([_k(row.k)] if self.show_k else [])]
-        cells.append(" / ".join(map(format_score, total)) if total else "–")
+        if self.benchmark.total:
+            cells.append(" / ".join(map(format_score, total)) if total else "–")
         cells += [task_cell(row, t) for t in self.tasks]
         return [*cells, row.source]
 
     def ranked(self) -> list[tuple[int | None, ScoreRow]]:
-        """Rows with a total ranked by it (TAPE: by average F1); rows without one, and partial runs, last, unranked."""
+        """Rows with a total ranked by it (TAPE: by average F1); rows without one, partial runs and runs
+        not comparable with the papers' rows last, unranked."""
         ordered = sorted((r for r in self.rows if r.ranked), key=lambda r: -r.reported_total()[0])
         return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.ranked]
 
@@ -77,7 +82,7 @@ class Board:
             if any(m in r.metrics.get(t, {}) for r in self.rows)
         ]
         std_keys = [(t, m) for t, m in keys if any(m in r.std.get(t, {}) for r in self.rows)]
-        totals = ["total"] if self.benchmark == "rsg" else ["avg_f1", "avg_acc"]
+        totals = self.totals
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(
@@ -123,13 +128,15 @@ def markdown_text(text: str) -> str:
 
 
 def boards(runs: Sequence[Run]) -> list[Board]:
-    """One board per benchmark any run has tasks of: the runs' rows and the papers' rows."""
+    """One board per benchmark with papers' rows that any run has tasks of: the runs' rows among the
+    papers'. Tasks of a benchmark without any (a task file's, MERA's) are ranked against none."""
     result = []
-    for benchmark in ("rsg", "tape"):
-        rows = [row for run in runs for row in run.score_rows(benchmark)]
+    for benchmark in BENCHMARKS.values():
+        papers = references(benchmark)
+        rows = [row for run in runs for row in run.score_rows(benchmark)] if papers else []
         if rows:
-            order = tuple(t.name for t in BENCHMARKS[benchmark])  # the papers' column order
-            result.append(Board(benchmark, [*rows, *references(benchmark)], order))
+            order = tuple(t.name for t in tasks_of(benchmark))  # the papers' column order, then tasks added
+            result.append(Board(benchmark, [*rows, *papers], order))
     return result
 
 
@@ -162,7 +169,8 @@ def write_leaderboard(run_dirs: Sequence[Path], out: Path) -> list[tuple[Board, 
     """Write OUT/leaderboard_<benchmark>.md and .csv for every benchmark the runs cover."""
     written = []
     for board in boards(load_runs(run_dirs)):
-        md, csv_path = out / f"leaderboard_{board.benchmark}.md", out / f"leaderboard_{board.benchmark}.csv"
+        name = board.benchmark.name
+        md, csv_path = out / f"leaderboard_{name}.md", out / f"leaderboard_{name}.csv"
         write_text(md, f"# {board.title}\n\n{board.markdown()}\n{citations(board)}")
         write_text(csv_path, board.csv())
         written.append((board, md, csv_path))
@@ -173,7 +181,16 @@ def citations(board: Board) -> str:
     """The sources of the board's paper rows, and their notes, as Markdown."""
     sources = dict.fromkeys(row.source for row in board.rows if row.is_reference)
     lines = [f"- **{source}**: {CITATIONS[source]}" for source in sources]
-    notes = dict.fromkeys(f"{row.name} ({row.source}): {row.note}" for row in board.rows if row.note)
+    notes = dict.fromkeys(
+        f"{row.name} ({row.source}): {row.note}" for row in board.rows if row.note and row.is_reference
+    )
     lines += [f"- Note, {note}" for note in notes]
-    lines.append("- Paper rows are the papers' scores on the official test sets; runs are scored on their own data.")
+    # a run's label is the user's text: shown as text
+    unranked = (markdown_text(f"{row.name}: {row.note}") for row in board.rows if row.note and not row.is_reference)
+    lines += [f"- {line}" for line in dict.fromkeys(unranked)]
+    lines.append(
+        "- Paper rows are the papers' scores on the official test sets; runs are scored on their own data. "
+        "A run of part of each split (partial), or of other data than the official files (not comparable), "
+        "is shown unranked."
+    )
     return "\n".join(lines) + "\n"

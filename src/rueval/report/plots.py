@@ -19,22 +19,24 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from rueval.report.reference import HEURISTICS, RSG, TAPE, ScoreRow, reference
+from rueval.report.reference import HEURISTICS, RSG, TAPE, ScoreRow, reference, references
 from rueval.report.runs import Run
 from rueval.results import TaskResult
-from rueval.tasks import BENCHMARKS, TASKS
+from rueval.tasks import TAPE as TAPE_BENCHMARK
+from rueval.tasks import TASKS, Benchmark, tasks_of
 
 # Reference rows drawn beside the runs' task scores: the human level and a few baselines per benchmark.
-SCORE_REFERENCES: dict[str, tuple[tuple[str, str, int | None], ...]] = {
-    "rsg": (
-        (RSG, "Human", None),
-        (RSG, "RuBERT", None),
-        (RSG, "TF-IDF", None),
-        (HEURISTICS, "Majority", None),
-        (HEURISTICS, "Random balanced", None),
-    ),
-    "tape": ((TAPE, "Human", None), (TAPE, "ruGPT-3 Large", 0), (TAPE, "Random", None), (TAPE, "Linear", None)),
-}
+SCORE_REFERENCES: tuple[tuple[str, str, int | None], ...] = (
+    (RSG, "Human", None),
+    (RSG, "RuBERT", None),
+    (RSG, "TF-IDF", None),
+    (HEURISTICS, "Majority", None),
+    (HEURISTICS, "Random balanced", None),
+    (TAPE, "Human", None),
+    (TAPE, "ruGPT-3 Large", 0),
+    (TAPE, "Random", None),
+    (TAPE, "Linear", None),
+)
 REFERENCE_MARKERS = ("*", "D", "s", "^", "v")
 FEWSHOT_REFERENCE = "ruGPT-3 Large"  # TAPE's few-shot curve drawn under the runs' curves
 METRIC_STYLES = ("-", "--", ":")
@@ -62,13 +64,14 @@ def run_colors(runs: Sequence[Run]) -> dict[str, Any]:
     return {run.label: palette[i % len(palette)] for i, run in enumerate(runs)}
 
 
-def score_plot(runs: Sequence[Run], benchmark: str) -> Plot | None:
+def score_plot(runs: Sequence[Run], benchmark: Benchmark) -> Plot | None:
     """Each run's task scores as bars, with the papers' human and baseline scores as markers."""
-    tasks = [t.name for t in BENCHMARKS[benchmark] if any(t.name in run.tasks for run in runs)]
+    tasks = [t.name for t in tasks_of(benchmark) if any(t.name in run.tasks for run in runs)]
     if not tasks:
         return None
     colors = run_colors(runs)
-    refs = [reference(benchmark, source, name, k) for source, name, k in SCORE_REFERENCES[benchmark]]
+    papers = {(row.source, row.name, row.k): row for row in references(benchmark)}
+    refs = [papers[key] for key in SCORE_REFERENCES if key in papers]
     with _figure(len(tasks) * (0.16 * len(runs) + 0.3) + 1.0) as fig:
         ax = fig.add_subplot()
         _bars(
@@ -96,10 +99,10 @@ def score_plot(runs: Sequence[Run], benchmark: str) -> Plot | None:
         ax.set_xlim(min(0, *_all_scores(runs, tasks)) - 2, 102)
         ax.grid(axis="x", alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-        title = f"{benchmark.upper()}: task scores beside the papers' numbers"
+        title = f"{benchmark.name.upper()}: task scores beside the papers' numbers"
         return _plot(
             fig,
-            f"scores-{benchmark}",
+            f"scores-{benchmark.name}",
             title,
             "Bars: runs (whiskers: confidence interval when the run has "
             "one). Markers: papers' reference rows on their own test sets, not on this data.",
@@ -374,7 +377,7 @@ def _reference_curve(ax: Axes, task: str, metric: str, style: str) -> None:
     """TAPE's few-shot curve for the task and metric, when Table 3 has one."""
     points = []
     for k in (0, 1, 4, 8):
-        row = reference("tape", TAPE, FEWSHOT_REFERENCE, k)
+        row = reference(TAPE_BENCHMARK, TAPE, FEWSHOT_REFERENCE, k)
         if task in row.metrics and metric in row.metrics[task]:
             points.append((k, row.metrics[task][metric], row.std.get(task, {}).get(metric, 0.0)))
     if not points:

@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from rueval.scoring.task_scores import rsg_total
-from rueval.tasks import BENCHMARKS, TASKS
+from rueval.core.named import named
+from rueval.tasks import BENCHMARKS, TASKS, Benchmark
+from rueval.tasks import RSG as RSG_BENCHMARK
+from rueval.tasks import TAPE as TAPE_BENCHMARK
 
 RSG = "Shavrina et al. (2020), Table 2"
 HEURISTICS = "Iazykova et al. (2021), Table 8"
@@ -49,7 +51,7 @@ class ScoreRow:
     """
 
     name: str
-    benchmark: str  # "rsg" or "tape"
+    benchmark: str  # its benchmark's name
     source: str  # a citation key of CITATIONS, or a run directory
     metrics: Mapping[str, Mapping[str, float]]
     std: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
@@ -57,16 +59,21 @@ class ScoreRow:
     kind: str = "baseline"  # human | baseline | model (the leaderboard's best) | run | partial (a --limit run)
     counterpart: str | None = None  # the rueval model that computes the same baseline
     printed_total: tuple[float, ...] = ()
-    note: str = ""
+    note: str = ""  # a paper row's transcription note; why a run is not comparable with the papers' rows
 
     @property
     def is_reference(self) -> bool:
         return self.kind not in ("run", "partial")
 
     @property
+    def comparable(self) -> bool:
+        """A partial run scored part of each split, and a run with a note other data than the official
+        files: they are shown, never ranked among the papers' rows."""
+        return self.is_reference or (self.kind == "run" and not self.note)
+
+    @property
     def ranked(self) -> bool:
-        """A partial run scored part of each split: it is shown, never ranked among the papers' rows."""
-        return self.kind != "partial" and bool(self.reported_total())
+        return self.comparable and bool(self.reported_total())
 
     def task_score(self, task: str) -> float | None:
         """The task score: the mean of its metrics, as RSG defines it; None when not reported."""
@@ -74,15 +81,15 @@ class ScoreRow:
         return fmean(values.values()) if values else None
 
     def total(self) -> tuple[float, ...] | None:
-        """RSG: (mean of the nine task scores,). TAPE: (mean F1, mean accuracy/EM) over the seven
-        tasks, as TAPE's Avg column. None unless every task of the benchmark is reported."""
-        if self.benchmark == "rsg":
-            total = rsg_total({t: s for t in self.metrics if (s := self.task_score(t)) is not None})
-            return None if total is None else (total,)
-        tasks = [task.name for task in BENCHMARKS["tape"]]
-        if not all(self.metrics.get(t) for t in tasks):
-            return None
-        return tuple(fmean(self.metrics[t][TASKS[t].metrics[i]] for t in tasks) for i in range(2))
+        """The benchmark's total (rueval.tasks.Total): RSG's mean of the nine task scores, TAPE's mean
+        F1 and mean accuracy/EM over the seven tasks. None unless every task of the total is reported."""
+        rule = BENCHMARKS[self.benchmark].total
+        return None if rule is None else rule.of({task: self._in_order(task) for task in self.metrics})
+
+    def _in_order(self, task: str) -> list[float]:
+        """The task's values in its metric order; a task-level value alone where the paper printed one."""
+        values = self.metrics[task]
+        return [values[m] for m in TASKS[task].metrics if m in values] or list(values.values())
 
     def reported_total(self) -> tuple[float, ...] | None:
         """The total a table shows: the paper's own for reference rows, computed for runs."""
@@ -126,9 +133,9 @@ def _row(
     )
 
 
-# The registry declares each benchmark's tasks in its paper's column order.
-RSG_TASK_ORDER = tuple(task.name for task in BENCHMARKS["rsg"])
-TAPE_TASK_ORDER = tuple(task.name for task in BENCHMARKS["tape"])
+# Each benchmark declares its tasks in its paper's column order.
+RSG_TASK_ORDER = tuple(task.name for task in RSG_BENCHMARK.tasks)
+TAPE_TASK_ORDER = tuple(task.name for task in TAPE_BENCHMARK.tasks)
 
 
 def _rsg_cells(*cells: str) -> dict[str, str]:
@@ -253,24 +260,35 @@ def _kind(name: str) -> str:
     return "model" if name.startswith("SOTA") else "baseline"
 
 
-REFERENCES: tuple[ScoreRow, ...] = (
-    *(_row(name, "rsg", RSG, cells, _RSG_TABLE_2_AVERAGE[name]) for name, cells in _RSG_TABLE_2.items()),
+# The papers' rows of each benchmark, named by its declaration (Benchmark.references).
+RSG_ROWS: tuple[ScoreRow, ...] = (
+    *(_row(name, RSG_BENCHMARK.name, RSG, cells, _RSG_TABLE_2_AVERAGE[name]) for name, cells in _RSG_TABLE_2.items()),
     *(
-        _row(name, "rsg", HEURISTICS, cells, _HEURISTICS_TABLE_8_TOTAL[name], _HEURISTICS_COUNTERPART.get(name))
+        _row(
+            name,
+            RSG_BENCHMARK.name,
+            HEURISTICS,
+            cells,
+            _HEURISTICS_TABLE_8_TOTAL[name],
+            _HEURISTICS_COUNTERPART.get(name),
+        )
         for name, cells in _HEURISTICS_TABLE_8.items()
     ),
-    *(_row(name, "tape", TAPE, _tape_cells(*cells), total, k=k) for name, k, cells, total in _TAPE_TABLE_3),
+)
+TAPE_ROWS: tuple[ScoreRow, ...] = tuple(
+    _row(name, TAPE_BENCHMARK.name, TAPE, _tape_cells(*cells), total, k=k) for name, k, cells, total in _TAPE_TABLE_3
 )
 
 
-def references(benchmark: str, source: str | None = None) -> list[ScoreRow]:
-    """The reference rows of a benchmark ("rsg" or "tape"), optionally of one source only."""
-    return [r for r in REFERENCES if r.benchmark == benchmark and (source is None or r.source == source)]
+def references(benchmark: Benchmark, source: str | None = None) -> list[ScoreRow]:
+    """The papers' rows of a benchmark (none for one without), optionally of one source only."""
+    rows = named(benchmark.references, f"{benchmark.name}'s papers' rows") if benchmark.references else ()
+    return [r for r in rows if source is None or r.source == source]
 
 
-def reference(benchmark: str, source: str, name: str, k: int | None = None) -> ScoreRow:
+def reference(benchmark: Benchmark, source: str, name: str, k: int | None = None) -> ScoreRow:
     """One reference row by its source and name (and k for TAPE's ruGPT-3 rows)."""
     for row in references(benchmark, source):
         if row.name == name and row.k == k:
             return row
-    raise KeyError((benchmark, source, name, k))
+    raise KeyError((benchmark.name, source, name, k))

@@ -111,9 +111,9 @@ def read_predictions(task: Task, path: Path) -> list[PredictionRow]:
 class TaskResult:
     """Everything a run records for one task (OUT/tasks/<task>.json and results.json's tasks.<task>)."""
 
-    benchmark: str
+    benchmark: str  # whose files the task was read from: its own benchmark's, or another's (MERA's)
     split: str
-    n: int
+    n: int  # examples scored (MuSeRC: answers, RuCoS: queries)
     score: float | None  # None: predicted, not scored (no answers, or --predict-only)
     metrics: dict[str, float]
     breakdown: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -129,12 +129,15 @@ class TaskResult:
     unmatched_answers: int | None = None  # generate-match: generated answers that named no option (scored wrong)
     wall_time_s: float = 0.0
     fingerprint: str = ""
+    # records of the split read; an earlier rueval's file has none (read as n where a record is one example)
+    records: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "benchmark": self.benchmark,
             "split": self.split,
             "n": self.n,
+            "records": self.records,
             "score": self.score,
             "metrics": self.metrics,
             "breakdown": self.breakdown,
@@ -216,6 +219,7 @@ class TaskResult:
             else int(check.number(data["unmatched_answers"], f"{at}unmatched_answers")),
             wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
             fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
+            records=None if data.get("records") is None else int(check.number(data["records"], f"{at}records")),
         )
 
     @classmethod
@@ -231,6 +235,8 @@ def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> T
     names them today; a predicted task's (``predicted``) with no score."""
     at = f"{'tasks' if scored else 'predicted'}.{name}."
     result = TaskResult.from_json(data, check, at)
+    if result.records is None and not TASKS[name].nested:
+        result.records = result.n  # written before rueval recorded records: one example each
     if not scored:
         if result.score is not None or result.metrics:
             raise check.fail(f"{at}score", "a predicted task has no score nor metrics")

@@ -25,7 +25,7 @@ from rueval.core.errors import RuevalError
 from rueval.core.files import atomic_path
 from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train, submission_ids
 from rueval.data.mera import MeraSource
-from rueval.data.mera_tasks import ANSWERS, MERA_TASKS
+from rueval.data.mera_tasks import ANSWERS, MERA_TASKS, RECORD_FIELD
 from rueval.results import PredictionRow, RunResult, TaskResult
 from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
@@ -43,7 +43,7 @@ def _entry(task: Task, example: Example, prediction: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"id": example.idx}
     if task.name in ANSWERS:
         return {"outputs": ANSWERS[task.name][prediction], "meta": meta}
-    if task.name != "multiq" or not isinstance((example.fields.get("mera") or {}).get("outputs"), list):
+    if task.name != "multiq" or not isinstance((example.fields.get(RECORD_FIELD) or {}).get("outputs"), list):
         return {"outputs": str(prediction), "meta": meta}
     segment = str(prediction)
     offset = example.fields["main_text"].find(segment) if segment else -1

@@ -30,7 +30,7 @@ from rueval.run.store import RunStore, fingerprint
 from rueval.scoring.task_scores import rsg_total, score_task
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import TaskAnswers
-from rueval.tasks import Example, Task
+from rueval.tasks import TAPE, Example, Task
 from rueval.tasks.fewshot import demonstrations
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def score_and_record(prepared: Prepared, predicted: Predicted) -> TaskResult:
         if prepared.robustness:  # scores and attack success rates per perturbation (TAPE Table 4)
             read = records_read(predicted.data, spec.limit)
             result.perturbations = prepared.robustness.evaluate(prepared.source, task, predicted, read)
+    result.benchmark = prepared.source.benchmark_of(task)  # MERA's files: MERA's scores, not the task's paper's
     result.fingerprint = task_fingerprint(prepared, task, predicted.data)
     result.wall_time_s = predicted.seconds + time.perf_counter() - started
     samples = predicted.samples if spec.log_samples else None
@@ -237,8 +238,9 @@ def unscored(predicted: Predicted) -> TaskResult:
             "file": data.eval.file,
             "train_file": data.train.file if data.train else None,
             "sha256": data.sha256,
-            **({"tape_set": tape_set_of(data.eval.file)} if task.benchmark == "tape" else {}),
+            **({"tape_set": tape_set_of(data.eval.file)} if task.benchmark == TAPE.name else {}),
         },
+        records=len({_record(example) for example in data.eval.examples}),
         requests_computed=predicted.requests_computed,
         protocol=predicted.protocol,
         unmatched_answers=predicted.unmatched_answers,

@@ -21,12 +21,12 @@ from rueval.data import DataSource, Split, TaskData, check_written_ids, load_tra
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.tasks import Example, Task
+from rueval.tasks.shapes import AnswerCheck
 
 
 def submission_lines(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> list[dict[str, Any]]:
-    to_label = task.extra.get("submission_label", lambda label: label)
-    labels = [to_label(p) for p in preds]
-    if examples and isinstance(examples[0].idx, tuple) and len(examples[0].idx) == 3:
+    labels = [task.submission_label(p) for p in preds] if task.submission_label else list(preds)
+    if isinstance(task.shape, AnswerCheck):  # MuSeRC: answers nested as its records nest them
         return _muserc_lines(examples, labels)
     return [{"idx": _own_idx(e.idx), "label": label} for e, label in zip(examples, labels, strict=True)]
 
@@ -50,10 +50,10 @@ def _muserc_lines(examples: Sequence[Example], labels: Sequence[Any]) -> list[di
 
 
 def write_submission(spec: RunSpec, out: Path) -> dict[str, int]:
-    """Predict the test set of every task of ``spec`` (RSG's) and write the leaderboard zip; returns
-    lines written per file. A language model answers with the spec's first number of shots (episode
-    0). The solver learns from train and val together (label priors from both, as the heuristics
-    paper's submissions took them)."""
+    """Predict the test set of every task of ``spec`` (RSG's: ``RSG.submission`` names this writer) and
+    write the leaderboard zip; returns lines written per file. A language model answers with the
+    spec's first number of shots (episode 0). The solver learns from train and val together (label
+    priors from both, as the heuristics paper's submissions took them)."""
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
     solver = spec.solver()
     pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in spec.task_list]

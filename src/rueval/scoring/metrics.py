@@ -77,13 +77,13 @@ def _unicode_punctuation() -> np.ndarray:
 
 # Answer normalisations by name (Task.normalization): the official ones and rueval's opt-in.
 NORMALIZATIONS: dict[str, Callable[[str], str]] = {
-    "rsg": squad_normalize,  # RuCoS, as RSG's ReCoRD-derived scorer
+    "record": squad_normalize,  # RuCoS, as RSG's ReCoRD-derived scorer
     "squad": squad_normalize,  # MultiQ, CheGeKa, as TAPE's SQuAD-style scoring
     "russian": normalize_answer,
 }
 # The scorers differ only when an answer has no token left: ReCoRD's F1 is then 0 (no overlap),
 # SQuAD 2.0's and rueval's 1 if neither has a token.
-_F1_WITHOUT_TOKENS_IS_ZERO = frozenset({"rsg"})
+_F1_WITHOUT_TOKENS_IS_ZERO = frozenset({"record"})
 
 
 def normalizer(normalization: str) -> Callable[[str], str]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
-from rueval.tasks import BENCHMARKS, Example, Task
+from rueval.tasks import RSG, Example, Task
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) ->
     metrics = task_statistics(task, examples, preds).point()
     if task.kind == "multilabel":
         return Scores(metrics, _per_category(task, examples, preds))
-    if "tags" in task.extra:
-        return Scores(metrics, lidirus_tag_mcc(examples, preds, task.extra["tags"]))
+    if task.tags:
+        return Scores(metrics, lidirus_tag_mcc(examples, preds, task.tags))
     return Scores(metrics)
 
 
@@ -184,7 +184,6 @@ def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
 def rsg_total(task_scores: Mapping[str, float]) -> float | None:
     """RSG total: the mean of the nine task scores (Shavrina et al., 2020, Section 3.2).
     None unless every RSG task was scored: a partial mean is not the benchmark's number."""
-    names = [task.name for task in BENCHMARKS["rsg"]]
-    if not all(name in task_scores for name in names):
-        return None
-    return fmean(task_scores[name] for name in names)
+    assert RSG.total is not None
+    total = RSG.total.of({name: (score,) for name, score in task_scores.items()})
+    return None if total is None else total[0]

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
 from rueval.serve.disclosure import Disclosure, shown
+from rueval.tasks import RSG
 
 
 class Ranked(NamedTuple):
@@ -109,7 +110,7 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
         total = shown(fmean(scores.values()))
         scores = {task: shown(score) for task, score in scores.items()}
         rows.append(Row(TITLES[model], "computed", scores, total, source="rueval on this gold"))
-    for paper in references("rsg"):
+    for paper in references(RSG):
         scores = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
         reported = paper.reported_total()
         rows.append(Row(paper.name, paper.kind, scores, shown(reported[0]) if reported else None, source=paper.source))

@@ -17,7 +17,7 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.data import Split, load_train, open_data
 from rueval.data.records import Example
-from rueval.tasks import BENCHMARKS, Task
+from rueval.tasks import RSG, Task
 
 
 def submission_id(example: Example) -> Any:
@@ -61,7 +61,7 @@ class Gold:
         answers (a public test file given as gold by mistake)."""
         source = open_data(str(folder))
         tasks = {}
-        for task in BENCHMARKS["rsg"]:
+        for task in RSG.tasks:
             if not source.has_split(task, "test"):
                 continue
             test = source.load(task, "test")
@@ -69,7 +69,7 @@ class Gold:
                 raise DataError(test.file, "no answers: the gold needs each task's test file with its labels")
             tasks[task.name] = GoldTask(task, test, load_train(source, task), _ids(test))
         if not tasks:
-            folders = ", ".join(task.folder for task in BENCHMARKS["rsg"])
+            folders = ", ".join(task.folder for task in RSG.tasks)
             raise RuevalError(f"--gold {folder}: no RSG test file found (looked for the folders {folders})")
         digest = hashlib.sha256()
         for name, gold in tasks.items():
@@ -79,7 +79,7 @@ class Gold:
     @property
     def complete(self) -> bool:
         """Whether the gold has every RSG task, so that a full submission's total is the RSG total."""
-        return len(self.tasks) == len(BENCHMARKS["rsg"])
+        return len(self.tasks) == len(RSG.tasks)
 
 
 def _ids(test: Split) -> dict[Any, int]:

@@ -22,15 +22,12 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import parse_json_line
 from rueval.data.reading import JsonLines, ReadLimits, decode_line
-from rueval.data.records import Record, id_rule
+from rueval.data.records import Record
 from rueval.serve.gold import Gold, GoldTask
-from rueval.tasks import BENCHMARKS, Task
+from rueval.tasks import RSG, Task
 
 MB = 2**20
-RSG_FOLDERS = {name: task for task in BENCHMARKS["rsg"] for name in task.names}
-
-
-RSG_IDS = id_rule("rsg")  # a submission's ids are the test set's: RSG's rule
+RSG_FOLDERS = {name: task for task in RSG.tasks for name in task.names}
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,7 @@ def _task_of(filename: str) -> Task:
     stem, dot, suffix = filename.rpartition(".")
     task = RSG_FOLDERS.get(stem.lower()) if dot and suffix.lower() == "jsonl" else None
     if task is None:
-        names = ", ".join(f"{t.folder}.jsonl" for t in BENCHMARKS["rsg"])
+        names = ", ".join(f"{t.folder}.jsonl" for t in RSG.tasks)
         raise RuevalError(f"upload: member {shown}: not an RSG task file; expected any of: {names}")
     return task
 
@@ -134,7 +131,9 @@ def _read_task(archive: zipfile.ZipFile, info: zipfile.ZipInfo, gold: GoldTask, 
     predictions: list[Any] = [None] * len(gold.examples)
     seen: dict[Any, int] = {}
     for number, line in _lines(archive, info, limits):
-        record = Record(parse_json_line(line, info.filename, number), info.filename, number, len(seen), ids=RSG_IDS)
+        data = parse_json_line(line, info.filename, number)
+        # a submission's ids are the test set's: its layout's rule
+        record = Record(data, info.filename, number, len(seen), ids=gold.task.layout.ids)
         pairs = _muserc_answers(record) if gold.nested else [(record, (record.id(),))]
         for answer, path in pairs:
             key = path if gold.nested else path[0]
@@ -163,7 +162,7 @@ def _muserc_answers(record: Record) -> list[tuple[Record, tuple[int, int, int]]]
 def label_forms(task: Task) -> dict[tuple[type, Any], Any]:
     """How a label may be written in a submission -> the label: as the official sample writes it, or
     as its JSON value where that differs (true for RUSSE's "true"). Types are kept apart (1 is not true)."""
-    to_label = task.extra.get("submission_label", lambda label: label)
+    to_label = task.submission_label or (lambda label: label)
     return {(type(form), form): label for label in task.labels for form in (label, to_label(label))}
 
 

@@ -1,7 +1,8 @@
 """The task registry: every task rueval knows, found by name, alias or benchmark.
 
-rueval's own tasks are declared in the modules named by ``DECLARATIONS`` (a ``TASKS`` tuple each);
-tasks of one's own come from YAML files (``rueval.tasks.include``) or from ``register``.
+rueval's own tasks are declared in the modules named by ``DECLARATIONS``: a ``BENCHMARK``
+(rueval.tasks.benchmark) each, or ``TASKS`` of benchmarks declared elsewhere. Tasks of one's own come
+from YAML files (``rueval.tasks.include``) or from ``register``, benchmarks from ``declare``.
 """
 
 from __future__ import annotations
@@ -12,13 +13,19 @@ from typing import TypeVar
 
 from rueval.core.errors import RuevalError
 from rueval.tasks.base import Example, Record, Task, Template
+from rueval.tasks.benchmark import Benchmark, Total
 from rueval.tasks.inline_options import split_options
+from rueval.tasks.mera import BENCHMARK as MERA
+from rueval.tasks.rsg import BENCHMARK as RSG
+from rueval.tasks.tape import BENCHMARK as TAPE
 
 # The modules of rueval.tasks that declare rueval's own tasks, in the order the tasks are listed.
-DECLARATIONS = ("rsg", "tape")
+DECLARATIONS = ("rsg", "tape", "mera")
+EVERY_TASK = "all"  # -t all: every task known
 
 TASKS: dict[str, Task] = {}
-BENCHMARKS: dict[str, tuple[Task, ...]] = {}  # benchmark -> its tasks; "all" -> every task
+# name -> benchmark: the declared ones, and a plain one for each other name a task gives (a YAML tag)
+BENCHMARKS: dict[str, Benchmark] = {}
 
 
 def register(*tasks: Task) -> None:
@@ -31,12 +38,22 @@ def register(*tasks: Task) -> None:
                 where = other.source or "rueval's own tasks"
                 raise RuevalError(f"{task.source or task.name}: task name '{clash.pop()}' is taken (by {where})")
         TASKS[task.name] = task
-    grouped: dict[str, list[Task]] = {}
-    for task in TASKS.values():
-        grouped.setdefault(task.benchmark, []).append(task)
-    BENCHMARKS.clear()
-    BENCHMARKS.update({name: tuple(members) for name, members in grouped.items()})
-    BENCHMARKS["all"] = tuple(TASKS.values())
+        BENCHMARKS.setdefault(task.benchmark, Benchmark(task.benchmark))
+
+
+def declare(benchmark: Benchmark) -> None:
+    """Make a benchmark known with its tasks (those of another benchmark it shares are not registered again)."""
+    if benchmark.name == EVERY_TASK or any(benchmark.name in task.names for task in TASKS.values()):
+        raise RuevalError(f"benchmark name '{benchmark.name}' is taken by a task, or means every task")
+    BENCHMARKS[benchmark.name] = benchmark
+    register(*(task for task in benchmark.tasks if TASKS.get(task.name) is not task))
+
+
+def tasks_of(benchmark: Benchmark) -> tuple[Task, ...]:
+    """Every task of a benchmark: its declared tasks, then those declared into it (``benchmark=`` its name)."""
+    own = (task.name for task in benchmark.tasks)
+    joined = (name for name, task in TASKS.items() if task.benchmark == benchmark.name)
+    return tuple(TASKS[name] for name in dict.fromkeys([*own, *joined]) if name in TASKS)
 
 
 def get_task(name: str) -> Task:
@@ -44,14 +61,18 @@ def get_task(name: str) -> Task:
     for task in TASKS.values():
         if wanted in task.names:
             return task
-    raise RuevalError(f"unknown task '{name}'; expected one of: {', '.join(TASKS)} (or {', '.join(BENCHMARKS)})")
+    groups = ", ".join([*BENCHMARKS, EVERY_TASK])
+    raise RuevalError(f"unknown task '{name}'; expected one of: {', '.join(TASKS)} (or {groups})")
 
 
 def resolve_tasks(spec: str) -> list[Task]:
-    """'rcb,parus' -> those tasks; 'rsg', 'tape', 'all' -> a benchmark's tasks. Order kept, no repeats."""
+    """'rcb,parus' -> those tasks; a benchmark's name -> its tasks; 'all' -> every task. Order kept, no repeats."""
     tasks: list[Task] = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
-        for task in BENCHMARKS.get(part.lower()) or (get_task(part),):
+        wanted = part.lower()
+        benchmark = BENCHMARKS.get(wanted)
+        members = tuple(TASKS.values()) if wanted == EVERY_TASK else tasks_of(benchmark) if benchmark else ()
+        for task in members or (get_task(part),):
             if task not in tasks:
                 tasks.append(task)
     if not tasks:
@@ -85,20 +106,32 @@ class PerTask(Mapping[str, Value]):
 
 
 for _module in DECLARATIONS:
-    register(*import_module(f"{__name__}.{_module}").TASKS)
+    _declared = import_module(f"{__name__}.{_module}")
+    if hasattr(_declared, "BENCHMARK"):
+        declare(_declared.BENCHMARK)
+    else:
+        register(*_declared.TASKS)
 
 
 __all__ = [
     "BENCHMARKS",
     "DECLARATIONS",
+    "EVERY_TASK",
+    "MERA",
+    "RSG",
+    "TAPE",
     "TASKS",
+    "Benchmark",
     "Example",
     "PerTask",
     "Record",
     "Task",
     "Template",
+    "Total",
+    "declare",
     "get_task",
     "register",
     "resolve_tasks",
     "split_options",
+    "tasks_of",
 ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from rueval.data.records import Example, Record
+from rueval.data.records import OWN_LAYOUT, Example, Layout, Record
 from rueval.tasks.inline_options import split_options
 from rueval.tasks.shapes import InlineChoice, Shape
 
@@ -38,7 +38,7 @@ class Task:
     """
 
     name: str
-    benchmark: str  # "rsg" or "tape" for the papers' tasks; a task of one's own names its own
+    benchmark: str  # the name of its benchmark (rueval.tasks.benchmark.Benchmark); a task of one's own names its own
     folder: str  # the official folder name
     description: str
     shape: Shape
@@ -46,7 +46,10 @@ class Task:
     split_files: Mapping[str, tuple[str, ...]]  # split -> accepted file names, first match wins
     aliases: tuple[str, ...] = ()
     train_from: Task | None = None  # whose train split gives label priors when the task has none
-    extra: Mapping[str, Any] = field(default_factory=dict)  # task-specific settings (e.g. LiDiRus tag fields)
+    layout: Layout = OWN_LAYOUT  # where its official files keep a record's id, and their copy on the hub
+    tags: tuple[str, ...] = ()  # fields tagging an example's linguistic features: scored per tag (LiDiRus)
+    # how the official submission writes a label (RUSSE's "true"); None: as it is
+    submission_label: Callable[[Any], Any] | None = None
     normalization: str = (
         ""  # span tasks: how answers are normalised before matching (rueval.scoring.metrics.NORMALIZATIONS)
     )

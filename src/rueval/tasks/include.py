@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
-from rueval.tasks import BENCHMARKS, Task, Template, register
+from rueval.tasks import BENCHMARKS, EVERY_TASK, TASKS, Task, Template, register
 from rueval.tasks.prompts.template import compile_template, environment
 from rueval.tasks.shapes import Answer, Choice, Shape, Texts
 
@@ -199,7 +199,8 @@ def _benchmark(declaration: Declaration) -> str:
     tags = [tag] if isinstance(tag, str) else tag
     if len(tags) != 1 or not isinstance(tags[0], str) or not NAME.fullmatch(tags[0]):
         raise declaration.error("tag", "expected one benchmark name of letters, digits, '_', '-' and '.'")
-    taken = {"rsg", "tape", "all", *(name for task in BENCHMARKS["all"] for name in task.names)}
+    declared = (name for name, benchmark in BENCHMARKS.items() if benchmark.tasks)  # not another file's tag
+    taken = {*declared, EVERY_TASK, *(name for task in TASKS.values() for name in task.names)}
     if tags[0].lower() in taken:
         raise declaration.error("tag", f"{tags[0]!r} already names a task or benchmark; choose another")
     return tags[0].lower()

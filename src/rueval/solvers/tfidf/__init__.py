@@ -30,7 +30,7 @@ from rueval.core.paths import cache_dir
 from rueval.core.progress import step, warn
 from rueval.solvers.base import Solver
 from rueval.solvers.tfidf import fields, official
-from rueval.tasks import Example, Task
+from rueval.tasks import RSG, Example, Task
 
 Model = fields.Model | official.Model
 VARIANTS = {"official": "tfidf", "fields": "tfidf-fields"}  # variant -> model name
@@ -67,7 +67,7 @@ class TfidfSolver(Solver):
         return self._model.predict(task, examples) if examples else []
 
     def _model_for(self, task: Task) -> Model:
-        if task.benchmark == "rsg" and self.variant == "official":
+        if task.benchmark == RSG.name and self.variant == "official":  # the RSG repository's scripts
             return official.official_model(task, self.seed)
         return fields.fields_model(task, self.seed)
 

@@ -14,7 +14,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from rueval.core.errors import RuevalError
-from rueval.tasks import Task
+from rueval.tasks import RSG, TAPE, Task
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,10 @@ class LinearConfig:
         return TfidfVectorizer(ngram_range=self.ngram_range, max_features=self.max_features, preprocessor=preprocessor)
 
 
+# By benchmark name: each paper's settings.
 CONFIGS = {
-    "rsg": LinearConfig(ngram_range=(1, 1), max_features=10_000),  # Shavrina et al. (2020), Section 4.1.1
-    "tape": LinearConfig(ngram_range=(1, 4), max_features=150_000),  # Taktasheva et al. (2022), Section 5.1
+    RSG.name: LinearConfig(ngram_range=(1, 1), max_features=10_000),  # Shavrina et al. (2020), Section 4.1.1
+    TAPE.name: LinearConfig(ngram_range=(1, 4), max_features=150_000),  # Taktasheva et al. (2022), Section 5.1
 }
 # The RSG repository's tfidf_baseline scripts: TfidfVectorizer(max_features=10000) as it is (the paper's
 # 10,000 words), LogisticRegression() with every default, 100 iterations included.

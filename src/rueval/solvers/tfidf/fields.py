@@ -30,7 +30,7 @@ from rueval.core.progress import progress
 from rueval.core.text import sentences
 from rueval.scoring.task_scores import is_correct
 from rueval.solvers.tfidf.features import CONFIGS, Fields, FieldVectors, LinearConfig, fit_classifier
-from rueval.tasks import Example, Task, split_options
+from rueval.tasks import TAPE, Example, Task, split_options
 from rueval.tasks.shapes import Answer, Choice, Cloze, Coreference, InlineChoice, MultiLabel
 
 PREDICT_BATCH = 256  # examples whose options are featurised at once
@@ -224,7 +224,7 @@ def fields_model(task: Task, seed: int) -> Model:
     classifier and pick the best: PARus' choices (with the premise and cause/effect), the inline options
     (A), (B), ... (with the stem), RuCoS' entities in the query (against the passage), MultiQ's 1-3-word spans
     of the main text (with their sentence and the question)."""
-    config = CONFIGS.get(task.benchmark, CONFIGS["tape"])
+    config = CONFIGS.get(task.benchmark, CONFIGS[TAPE.name])
     match task.shape:
         case Choice():
             return OptionModel(_choice_options, config, seed)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rueval.core.errors import RuevalError
-from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, MeraTask
+from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, RECORD_FIELD, MeraTask
 from rueval.tasks.base import Example
 from rueval.tasks.inline_options import split_options
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
@@ -28,7 +28,7 @@ from rueval.tasks.prompts.common import gold_continuation
 
 
 class MeraInstructionPrompt(TaskPrompt):
-    """The task's prompt, except for examples that carry MERA's record (field "mera")."""
+    """The task's prompt, except for examples that carry MERA's record (field RECORD_FIELD)."""
 
     def __init__(self, mera: MeraTask, own: TaskPrompt):
         self.mera, self.own = mera, own
@@ -36,13 +36,13 @@ class MeraInstructionPrompt(TaskPrompt):
         self.max_new_tokens, self.stop = own.max_new_tokens, own.stop
 
     def questions(self, example: Example) -> list[Question]:
-        record = example.fields.get("mera")
+        record = example.fields.get(RECORD_FIELD)
         if not record:
             return self.own.questions(example)
         return [self._question(example, _filled(example, record["instruction"], record).strip())]
 
     def demonstration(self, example: Example, position: int) -> list[Question]:
-        record = example.fields.get("mera")
+        record = example.fields.get(RECORD_FIELD)
         if not record:
             return self.own.demonstration(example, position)
         if position > 0:
@@ -51,19 +51,19 @@ class MeraInstructionPrompt(TaskPrompt):
         return [self._question(example, instruction + ANSWER_CUE if self.mera.cued else instruction.strip())]
 
     def after_demonstrations(self, example: Example) -> list[Question]:
-        record = example.fields.get("mera")
+        record = example.fields.get(RECORD_FIELD)
         if not record:
             return self.own.after_demonstrations(example)
         return [self._question(example, _filled(example, self.mera.demo, record, self._option_lines(example)))]
 
     def prediction(self, example: Example, answers: list[Any]) -> Any:
-        if example.fields.get("mera") and self.mera.generated:
+        if example.fields.get(RECORD_FIELD) and self.mera.generated:
             return str(answers[0]).lstrip()
         return self.own.prediction(example, answers)
 
     def _question(self, example: Example, context: str) -> Question:
         if self.mera.generated:
-            target = None if example.label is None else " " + _answer_text(example.fields["mera"].get("outputs"))
+            target = None if example.label is None else " " + _answer_text(example.fields[RECORD_FIELD].get("outputs"))
             return Question(context, (), target)
         choices = self._choices(example)
         return Question(context, choices, gold_continuation(choices, example.label, example))
@@ -80,7 +80,7 @@ class MeraInstructionPrompt(TaskPrompt):
         """A multiple-choice record's options, one a line, as MERA's demonstrations list them."""
         if not self.mera.letters:
             return ""
-        inputs = example.fields["mera"]["inputs"]
+        inputs = example.fields[RECORD_FIELD]["inputs"]
         return "\n".join(
             OPTION_LINE.format(letter=letter, text=inputs.get(f"option_{letter.lower()}", text))
             for letter, text in self._options(example).items()
