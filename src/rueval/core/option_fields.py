@@ -45,9 +45,13 @@ def unscored(cls: Any) -> tuple[str, ...]:
 
 
 def read_by(cls: Any, backend: str) -> tuple[str, ...]:
-    """The fields of ``cls`` the ``backend`` reads (those declared for no backend in particular too)."""
+    """The fields of ``cls`` the ``backend`` reads: those declared for it or for no backend in
+    particular; all of them for a backend no declaration names (one registered from outside)."""
+    named = {name for declared in declarations(cls).values() for name in declared.read_by}
     return tuple(
-        name for name, declared in declarations(cls).items() if backend in declared.read_by or not declared.read_by
+        name
+        for name, declared in declarations(cls).items()
+        if backend in declared.read_by or not declared.read_by or backend not in named
     )
 
 

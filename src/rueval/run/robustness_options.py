@@ -24,10 +24,10 @@ class RobustnessOptions:
     back-translate and write AddSent's distractors."""
 
     perturbations: tuple[tuple[str, float], ...] = option(  # (name, rate) in PERTURBATIONS' order
-        help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],...", set_by=("perturb",)
+        help="The perturbations --perturb names, with their rates."
     )
     requested: tuple[str, ...] | None = option(  # None: all (the data's perturbed copies too)
-        None, help="The perturbations named, or all.", set_by=("perturb",)
+        None, help="The perturbations named, or all."
     )
     filter_model: str | None = option(  # None: character 3-gram similarity, offline
         None,

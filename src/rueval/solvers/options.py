@@ -165,7 +165,7 @@ class LMOptions:
     @classmethod
     def unscored(cls, model: str) -> tuple[str, ...]:
         """ModelOptions' unscored options, and those ``model``'s backend does not read."""
-        read = read_by(ModelOptions, ModelSpec.parse(model).backend) if ModelSpec.is_lm(model) else MODEL_NAMES
+        read = read_by(ModelOptions, model.partition(":")[0])  # a model in memory's JSON has none of them
         return (*unscored(ModelOptions), *(name for name in MODEL_NAMES if name not in read))
 
     @classmethod

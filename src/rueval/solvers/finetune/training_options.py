@@ -25,7 +25,7 @@ class FinetuneOptions:
     max_length: int = option(256, help="finetune: tokens per input.")
     seed: int = option(0, help="finetune: training seed. Default: --seed.")
     gradient_accumulation: int = option(1, help="finetune: gradient accumulation.")
-    precision: str = option("fp32", help="finetune: fp32, or fp16/bf16 on a GPU.", choices=PRECISIONS)
+    precision: str = option("fp32", help="finetune: fp32, or fp16/bf16 on a GPU.")
     # 0 keeps the last checkpoint
     heldout: float = option(0.1, help="finetune: share of train held out to pick the model.")
     # no command-line option: the Python API's
