@@ -39,7 +39,7 @@ def declarations(cls: Any) -> dict[str, Declared]:
     return {field.name: field.metadata[KEY] for field in dataclasses.fields(cls) if KEY in field.metadata}
 
 
-def unscored(cls: Any) -> tuple[str, ...]:
+def unscored_fields(cls: Any) -> tuple[str, ...]:
     """The fields of ``cls`` no number depends on."""
     return tuple(name for name, declared in declarations(cls).items() if not declared.scored)
 
@@ -55,13 +55,12 @@ def read_by(cls: Any, backend: str) -> tuple[str, ...]:
     )
 
 
-def check_choices(value: Any, spell: Mapping[str, str] | None = None) -> None:
-    """Each declared option with choices holds one of them (None: not given); ``spell``: an option's
-    name on the command line when not ``--`` and the field's."""
+def check_choices(value: Any) -> None:
+    """Each declared option of a dataclass value with choices holds one of them (None: not given)."""
     for name, declared in declarations(type(value)).items():
         given = getattr(value, name)
         if declared.choices and given is not None and given not in declared.choices:
-            flag = (spell or {}).get(name) or "--" + name.replace("_", "-")
+            flag = "--" + name.replace("_", "-")
             raise RuevalError(f"{flag} {given}: expected one of {', '.join(declared.choices)}")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import RuevalError
-from rueval.core.option_fields import check_choices, option, to_json, unscored
+from rueval.core.option_fields import check_choices, option, to_json, unscored_fields
 from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
 from rueval.models.factory import BACKENDS
 from rueval.results.checks import Checker, read_json_file
@@ -291,7 +291,7 @@ class RunSpec:
 # What a run records that no number depends on (declared so): which tasks it scores (each task's own
 # fingerprint names it, and runs of the same settings share a directory), sample logs, the read limits,
 # where YAML tasks were found. A family's options say their own (rueval.solvers.options: UNSCORED).
-UNSCORED = unscored(RunSpec)
+UNSCORED = unscored_fields(RunSpec)
 
 
 def read_spec(path: Path, resolved: Sequence[str] = ()) -> RunSpec:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from rueval.core.errors import DataError, RuevalError
-from rueval.core.option_fields import declarations, option, read_by, unscored
+from rueval.core.option_fields import declarations, option, read_by, unscored_fields
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.results.checks import Checker
 from rueval.solvers.lm import SCORINGS, ChatFormat, GenerationSettings
@@ -30,7 +30,7 @@ class PlainOptions:
     @classmethod
     def unscored(cls, model: str) -> tuple[str, ...]:
         """The keys of its JSON no number of ``model``'s runs depends on: those declared unscored."""
-        return unscored(cls)
+        return unscored_fields(cls)
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> Self:
@@ -166,7 +166,7 @@ class LMOptions:
     def unscored(cls, model: str) -> tuple[str, ...]:
         """ModelOptions' unscored options, and those ``model``'s backend does not read."""
         read = read_by(ModelOptions, model.partition(":")[0])  # a model in memory's JSON has none of them
-        return (*unscored(ModelOptions), *(name for name in MODEL_NAMES if name not in read))
+        return (*unscored_fields(ModelOptions), *(name for name in MODEL_NAMES if name not in read))
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int, in_memory: bool = False) -> LMOptions:
