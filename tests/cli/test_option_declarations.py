@@ -72,25 +72,31 @@ def test_the_python_apis_arguments_say_what_their_declarations_say():
     for name, default in arguments.items():
         declared_default = options[name][0][2]
         assert default == declared_default or name in RESOLVED_IN_THE_API | {"tasks"}, name
+    assert [name for name in arguments if f"``{name}``" not in (evaluate.__doc__ or "")] == []  # its help
     missing = set(declarations(RunSpec)) - set(arguments) - COMMAND_LINE_ONLY - API_ONLY
     assert missing == set(), "add these to rueval.evaluate, or to COMMAND_LINE_ONLY with the reason"
+
+
+# a value other than the default of each model option
+OTHER_VALUES = {
+    "batch_size": 8, "device": "cuda", "dtype": "float16", "trust_remote_code": True,
+    "base_url": "http://other:8000/v1", "concurrency": 2, "tokenizer": "text", "timeout": 5.0, "cache": "off",
+    "chat_scoring": "generate", "revision": "v2", "device_map": "auto", "peft": "/adapter", "load_in": "8bit",
+}  # fmt: skip
 
 
 def test_an_option_a_backend_does_not_read_leaves_its_runs_fingerprint_unchanged():
     def fingerprint(model: str, **given: Any) -> str:
         return RunSpec.create("rcb", model, given).fingerprint()
 
+    assert set(OTHER_VALUES) == set(declarations(ModelOptions))
     for backend in BACKENDS:
         model = f"{backend}:some/model"
         for name, declared in declarations(ModelOptions).items():
-            other = {"batch_size": 8, "device": "cuda", "dtype": "float16", "trust_remote_code": True,
-                     "base_url": "http://other:8000/v1", "concurrency": 2, "tokenizer": "text", "timeout": 5.0,
-                     "cache": "off", "chat_scoring": "generate", "revision": "v2", "device_map": "auto",
-                     "peft": "/adapter", "load_in": "8bit"}[name]  # fmt: skip
             if name == "chat_scoring" and not BACKENDS[backend].renders_chat:
                 continue  # refused for the others
             if name == "tokenizer" and "tokenizer" not in BACKENDS[backend].keys:
                 continue  # refused when the model opens
             read = declared.scored and (not declared.read_by or backend in declared.read_by)
-            changed = fingerprint(model, **{name: other}) != fingerprint(model)
+            changed = fingerprint(model, **{name: OTHER_VALUES[name]}) != fingerprint(model)
             assert changed == read, (backend, name)
