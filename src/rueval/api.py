@@ -59,6 +59,8 @@ def evaluate(
     transformers causal LM with its ``tokenizer``, or any ``rueval.models.base.LanguageModel``.
     ``model_options``: ModelOptions' fields for a spec (device, dtype, batch_size, base_url, ...).
     ``shots``: numbers of demonstrations (language models); None: 0, or on MERA's files MERA's settings.
+    ``episodes``: demonstration sets per k > 0 (TAPE uses 5); ``scoring``: "loglik" or "ppl" (TAPE's perplexity).
+    ``split``: "val" or "test"; None: test when it is labelled, else val. ``seed``: seeds every random choice.
     ``prompts``: "default", or "all" to score each task under every prompt its paper ran (as --prompts).
     ``data``: a directory or zip in the official layout, MERA's files, "hf", or None for the bundled samples.
     ``predict_only``: predict without scoring (lm-eval's --predict_only); a split without answers always is.

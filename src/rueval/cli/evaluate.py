@@ -4,8 +4,9 @@ to the run layer and prints what came back."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -61,7 +62,8 @@ from rueval.tasks import TAPE
 
 if TYPE_CHECKING:
     from rueval.results import RunResult
-    from rueval.run.spec import RobustnessOptions, RunSpec
+    from rueval.run.robustness_options import RobustnessOptions
+    from rueval.run.spec import RunSpec
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
 
@@ -69,7 +71,7 @@ INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
 def robustness_options(perturbations: str, options: GroupValues, base_url: str | None) -> RobustnessOptions:
     """--perturb (or perturb's --perturbations) with the filter's and models' options; ``base_url``
     serves an `openai:` AddSent model."""
-    from rueval.run.spec import RobustnessOptions
+    from rueval.run.robustness_options import RobustnessOptions
 
     return RobustnessOptions.parse(perturbations, **options.values, base_url=base_url)
 
@@ -112,10 +114,32 @@ def run(
     """Score a model on tasks; write OUT/results.json and OUT/predictions/<task>.jsonl.
 
     Rerunning into the same OUT resumes: finished tasks and computed LM requests are reused."""
-    options = {name: value for name, value in locals().items() if name != "context"}
+    from rueval.run.spec import RunSpec
+
     set_level(quiet, verbose)
-    typed = [name for name in context.params if name not in RUN_ONLY and _typed(context, name)]
-    spec = resumed_spec(out, options, typed) if resume else spec_of(options)
+
+    def asked(
+        tasks: str | Sequence[str] = tasks, model: str = model, include_path: Sequence[str] | None = include_path
+    ) -> RunSpec:
+        """The spec the options ask for (--resume: with the run's model, tasks and include path unless typed)."""
+        name, given = lm_eval_model(model, solver.given)  # lm-eval's --model NAME --model_args: rueval's -m
+        chosen = None if perturb is None else robustness_options(perturb, robustness, solver.values["base_url"])
+        return RunSpec.create(
+            tasks, name, given, spell=flag, data=data, include_path=include_path or (),
+            split=split.value if split else None, seed=seed, limit=limit, episodes=episodes,
+            shots=parse_shots(shots if num_fewshot is None else str(num_fewshot)), prompts=prompts.value,
+            slices=slices or (), log_samples=log_samples, predict_only=predict_only, robustness=chosen,
+            tape_set=tape_set.value, **read_limits(limits),
+        )  # fmt: skip
+
+    if not resume:
+        spec = asked()
+    elif out is None:
+        raise RuevalError("--resume needs the run's output directory: -o OUT")
+    else:
+        from rueval.run.resume import resumed
+
+        spec = resumed(out, [name for name in context.params if name not in RUN_ONLY and _typed(context, name)], asked)
     run_and_show(spec, out, force)
 
 
@@ -126,91 +150,6 @@ def _typed(context: typer.Context, name: str) -> bool:
     """Whether the option was given (on the command line or in the environment), not left at its default."""
     source = context.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
-
-
-def spec_of(options: dict[str, Any]) -> RunSpec:
-    """The spec of `rueval run`'s options (its function's arguments)."""
-    from rueval.run.spec import RunSpec
-
-    solver, shots = options["solver"], options["shots"]
-    model, given = lm_eval_model(options["model"], solver.given)  # lm-eval's --model NAME --model_args: rueval's -m
-    perturb, split = options["perturb"], options["split"]
-    base_url = solver.values["base_url"]
-    robustness = None if perturb is None else robustness_options(perturb, options["robustness"], base_url)
-    return RunSpec.create(
-        options["tasks"],
-        model,
-        given,
-        spell=flag,
-        data=options["data"],
-        include_path=options["include_path"] or (),
-        split=split.value if split else None,
-        seed=options["seed"],
-        limit=options["limit"],
-        shots=parse_shots(shots if options["num_fewshot"] is None else str(options["num_fewshot"])),
-        episodes=options["episodes"],
-        prompts=options["prompts"].value,
-        slices=options["slices"] or (),
-        log_samples=options["log_samples"],
-        predict_only=options["predict_only"],
-        robustness=robustness,
-        tape_set=options["tape_set"].value,
-        **read_limits(options["limits"]),
-    )
-
-
-def resumed_spec(out: Path | None, options: dict[str, Any], typed: list[str]) -> RunSpec:
-    """The spec the run in OUT was started with (its run.json). Options typed beside --resume must say
-    what it says: those that change no number (--timeout, --log-samples, ...) apply to the rest of the
-    run; any other that differs is an error listing the differences."""
-    from rueval.run import RunStore
-    from rueval.run.spec import RunSpec, scored
-    from rueval.run.store import settings_differences
-
-    if out is None:
-        raise RuevalError("--resume needs the run's output directory: -o OUT")
-    stored = RunStore(out).load_spec()
-    if not typed:
-        return stored
-    recorded = stored.to_json()
-    # what the options typed ask for, the rest as recorded
-    kept = {"model": stored.model, "tasks": ",".join(stored.tasks), "include_path": stored.include_path}
-    asked = spec_of({**options, **{name: value for name, value in kept.items() if name not in typed}}).to_json()
-    merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
-    for name in typed:
-        for key in _spec_keys(name):
-            where, _, leaf = key.partition(".")
-            if leaf:
-                merged[where][leaf] = asked[where].get(leaf)
-            else:
-                merged[key] = asked[key]
-    differences = settings_differences(scored(recorded), scored(merged))
-    if differences:
-        raise RuevalError(
-            f"--resume continues the run in {out} as it was started, and these differ from it: {differences}; "
-            "give none of these to continue it, or a new -o for a new run"
-        )
-    return RunSpec.from_json(merged, str(out / "run.json"))
-
-
-def _spec_keys(option: str) -> tuple[str, ...]:
-    """The keys of a spec's JSON an option of `rueval run` sets (a solver option: one of its family's options)."""
-    from rueval.solvers.options import FINETUNE_NAMES
-
-    named = {
-        "model": ("model", "family"),
-        "num_fewshot": ("shots",),
-        "perturb": ("robustness",),
-        "max_line_mb": ("max_line_bytes",),
-        "max_file_mb": ("max_file_bytes",),
-        "model_args": ("model", "family", "solver_options"),  # lm-eval's form names the model and its options
-        "ft_save": ("solver_options.save_dir",),
-    }  # fmt: skip
-    if option in named:
-        return named[option]
-    if option in SOLVER_OPTIONS.names:
-        return (f"solver_options.{FINETUNE_NAMES.get(option, option)}",)
-    return ("robustness",) if option in ROBUSTNESS_OPTIONS.names else (option,)
 
 
 def run_and_show(spec: RunSpec, out: Path | None, force: bool) -> None:

@@ -18,6 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from rueval.core.errors import RuevalError
+from rueval.core.option_fields import check_choices, option
 from rueval.models.base import LanguageModel
 from rueval.models.engine import Engine
 
@@ -26,6 +27,7 @@ CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
 LOAD_IN = ("8bit", "4bit")
 CHAT_SCORINGS = ("auto", "logprobs", "generate")  # openai-chat: how options are scored
+SERVED = ("openai", "openai-chat")  # the backends of a model served over HTTP
 # vllm.LLM's engine settings a vllm: spec may carry (tensor and data parallel, memory, window)
 VLLM_ENGINE_KEYS = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_model_len")
 
@@ -104,39 +106,75 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How to run a language model; every field is JSON, so the options can go into a run's fingerprint."""
+    """How to run a language model, each option declared with the backends that read it (one a backend
+    does not read stays out of its runs' fingerprints); every field is JSON."""
 
-    device: str = "cpu"  # hf: a torch device
-    dtype: str = "auto"  # hf: weights dtype, one of DTYPES
-    batch_size: int | str = "auto"  # hf: rows per forward pass
-    trust_remote_code: bool = False  # hf: run code shipped with the model
+    device: str = option(
+        "cpu", help="hf: torch device, e.g. cpu, cuda, cuda:1. Default: cuda when there is a GPU.", read_by=("hf",)
+    )
+    dtype: str = option("auto", help="hf: weights dtype.", read_by=("hf", "vllm"), choices=DTYPES)
+    batch_size: int | str = option("auto", help="hf: rows per forward pass, or auto.", read_by=("hf",))
+    trust_remote_code: bool = option(False, help="hf: run code shipped with the model.", read_by=("hf", "vllm"))
     # serving and caching
-    base_url: str | None = None  # openai: the server, several comma-separated, or @FILE of them
-    concurrency: int = 8  # openai: HTTP requests in flight per server
-    # openai: where prompts' token ids come from (models/backends/token_ids.py: auto, server, text, or a path or hub id)
-    tokenizer: str = "auto"
-    timeout: float = 300.0  # openai: seconds one HTTP request may take, its retries included
-    cache: str = "on"  # the on-disk request cache: on, off, or refresh (compute again and overwrite)
-    chat_scoring: str = "auto"  # openai-chat: options by prompt logprobs, by a generated answer, or auto (probe)
+    base_url: str | None = option(
+        None,
+        help="openai: models (-m, --addsent-model): the server, e.g. http://localhost:8000/v1; "
+        "several comma-separated, or @FILE with one URL a line.",
+        read_by=SERVED,
+    )
+    # how requests are fetched, not what they return: unscored
+    concurrency: int = option(8, help="openai: HTTP requests in flight per server.", scored=False, read_by=SERVED)
+    # models/backends/token_ids.py: auto, server, text, or a path or hub id
+    tokenizer: str = option(
+        "auto",
+        help="openai: where prompts' token ids come from: the served model's tokenizer (a path or hub id); auto: "
+        "the server's own if it can be had, else text prompts, with a warning; server: the server's own or an "
+        "error; text: text prompts, tokenized by the server (scores may differ from hf:'s).",
+        read_by=("openai", "vllm"),
+    )
+    timeout: float = option(
+        300.0,
+        help="openai: seconds one HTTP request may take, retries included, before the run stops.",
+        scored=False,
+        read_by=SERVED,
+    )
+    cache: str = option(
+        "on",
+        help="LMs: the on-disk request cache; refresh computes every request again and overwrites.",
+        scored=False,
+        choices=CACHE_MODES,
+    )
+    chat_scoring: str = option(
+        "auto",
+        help="openai-chat: score options by prompt logprobs, or generate and match the answer; auto: ask.",
+        read_by=("openai-chat",),
+    )
     # large models on GPUs (hf)
-    revision: str | None = None  # a hub branch, tag or commit
-    device_map: str | None = None  # auto: spread the weights over the GPUs (accelerate)
-    peft: str | None = None  # a PEFT adapter directory, merged into the weights
-    load_in: str | None = None  # 8bit or 4bit (bitsandbytes, a CUDA GPU)
+    revision: str | None = option(None, help="hf: a hub branch, tag or commit.", read_by=("hf", "vllm"))
+    device_map: str | None = option(
+        None,
+        help="hf: auto spreads the weights over the GPUs (accelerate); --device is then unused.",
+        read_by=("hf",),
+        choices=DEVICE_MAPS,
+    )
+    peft: str | None = option(
+        None,
+        help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval\\[peft]').",
+        read_by=("hf",),
+    )
+    load_in: str | None = option(
+        None,
+        help="hf: quantize the weights on a CUDA GPU (pip install 'rueval\\[quantize]').",
+        read_by=("hf",),
+        choices=LOAD_IN,
+    )
 
     def to_json(self) -> dict:
         return asdict(self)
 
     def check(self) -> None:
         """Every value one of its choices, whichever backend reads it."""
-        for flag, value, allowed in (
-            ("--dtype", self.dtype, DTYPES),
-            ("--device-map", self.device_map, DEVICE_MAPS),
-            ("--load-in", self.load_in, LOAD_IN),
-            ("--cache", self.cache, CACHE_MODES),
-        ):
-            if value is not None and value not in allowed:
-                raise RuevalError(f"{flag} {value}: expected one of {', '.join(allowed)}")
+        check_choices(self)
         timeout = self.timeout
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
             raise RuevalError(f"--timeout {timeout}: expected a positive number of seconds")

@@ -17,7 +17,8 @@ from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslat
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.predict import Predicted
-from rueval.run.spec import RobustnessOptions, RunSpec
+from rueval.run.robustness_options import RobustnessOptions
+from rueval.run.spec import RunSpec
 from rueval.solvers import Setting
 from rueval.tasks import Example, Task
 

@@ -8,24 +8,24 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import RuevalError
+from rueval.core.option_fields import check_choices, option, to_json, unscored_fields
 from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
+from rueval.models.factory import BACKENDS
 from rueval.results.checks import Checker, read_json_file
-from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
-from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation
-from rueval.robustness.semantic_filter import CHAR_NGRAM_NOTE, CharNgramSimilarity, choose_similarity
-from rueval.robustness.targets import not_applied_notes
 from rueval.run.checks import check_limit, check_ranges, check_types, flag
 from rueval.run.mera_settings import MeraSettings, with_mera
 from rueval.run.predict import settings_of
+from rueval.run.robustness_options import ALL, RobustnessOptions
 from rueval.scoring.slices import check_slice_names, resolve_slices
 from rueval.solvers import (
     FAMILIES,
     LANGUAGE_MODEL,
+    NAMED,
     Family,
     Setting,
     Solver,
@@ -45,133 +45,106 @@ from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 # 3: MERA's files asked as the current MERA asks (MERA-Evaluation/MERA): zero-shot without "\nОтвет:" after
 #    the RSG instructions, MERA's demonstrations and shot counts, greedy generation with its stop and token limit
 PROTOCOL_VERSION = 3
-# What a run records that no number depends on: which tasks it scores (each task's own fingerprint
-# names it, and runs of the same settings share a directory), sample logs, the read limits, where
-# YAML tasks were found (each YAML task's file enters its own fingerprint). A family's options say
-# their own (rueval.solvers.options: UNSCORED).
-UNSCORED = ("tasks", "log_samples", "max_line_bytes", "max_file_bytes", "max_lines", "max_blank_lines", "include_path")
 SPLITS = ("val", "test")
-ALL = "all"
+JSON_KEYS = {"options": "solver_options"}  # the fields run.json writes under another name
 
 
-@dataclass(frozen=True)
-class RobustnessOptions:
-    """--perturb and the options of the models and filter behind it, resolved: each perturbation the
-    run makes, with its rate; the semantic filter's similarity and threshold; the models that
-    back-translate and write AddSent's distractors."""
-
-    perturbations: tuple[tuple[str, float], ...]  # (name, rate) in PERTURBATIONS' order
-    requested: tuple[str, ...] | None = None  # the names given; None: all (the data's perturbed copies too)
-    filter_model: str | None = None  # BERTScore's encoder; None: character 3-gram similarity, offline
-    filter_threshold: float = CharNgramSimilarity.default_threshold
-    filter_min_share: float = 0.0
-    translation_models: tuple[str, ...] | None = None  # back_translation's RU->EN and EN->RU models
-    addsent_model: str | None = None
-    base_url: str | None = None  # the server of an openai: AddSent model
-
-    def __post_init__(self) -> None:
-        for name, rate in self.perturbations:
-            if name not in PERTURBATIONS:
-                raise RuevalError(f"unknown perturbation '{name}'; expected all or some of: {', '.join(PERTURBATIONS)}")
-            if not 0 <= rate <= 1:
-                raise RuevalError(f"{name}: rate {rate} is not between 0 and 1")
-        if not 0 <= self.filter_threshold <= 1 or not 0 <= self.filter_min_share <= 1:
-            raise RuevalError("the semantic filter's threshold and minimum share must lie between 0 and 1")
-
-    @classmethod
-    def parse(
-        cls,
-        spec: str = ALL,
-        filter_model: str | None = None,
-        translation_model: str | None = None,
-        addsent_model: str | None = None,
-        filter_threshold: float | None = None,
-        filter_min_share: float = 0.0,
-        base_url: str | None = None,
-    ) -> RobustnessOptions:
-        """``--perturb all|NAME[:RATE],...`` and its options. In ``all`` the model-based perturbations come
-        only with their model option; named explicitly, BackTranslation falls back to OPUS-MT."""
-        rates = _parse_spec(spec)
-        chosen = []
-        for name, kind in PERTURBATIONS.items():
-            if rates is not None and name not in rates:
-                continue
-            if kind is BackTranslation and rates is None and translation_model is None:
-                continue
-            if kind is AddSent and addsent_model is None:
-                if rates is not None:
-                    raise RuevalError(f"{name} needs --addsent-model: a language model, hf:PATH_OR_HUB_ID")
-                continue
-            rate = None if rates is None else rates[name]
-            chosen.append((name, kind.default_rate if rate is None else rate))
-        names = [name for name, _ in chosen]
-        translation = _translation_models(translation_model) if BackTranslation.name in names else None
-        similarity, _ = choose_similarity(filter_model)  # TAPE's BERTScore when its encoder is at hand
-        threshold = similarity.default_threshold if filter_threshold is None else filter_threshold
-        return cls(
-            tuple(chosen), None if rates is None else tuple(rates), getattr(similarity, "model_name", None),
-            threshold, filter_min_share, translation, addsent_model, base_url,
-        )  # fmt: skip
-
-    def notes(self) -> list[str]:
-        """What `all` left out, and the tasks a perturbation is not applied to (as in TAPE)."""
-        names = [name for name, _ in self.perturbations]
-        notes = []
-        if self.requested is None and BackTranslation.name not in names:
-            notes.append(f"{BackTranslation.name} not included: give --translation-model RU_EN,EN_RU to include it")
-        if self.requested is None and AddSent.name not in names:
-            notes.append(f"{AddSent.name} not included: give --addsent-model MODEL to include it")
-        filtered = [] if self.filter_model else [CHAR_NGRAM_NOTE]
-        return notes + not_applied_notes(names) + filtered
-
-    def to_json(self, seed: int) -> dict[str, Any]:
-        """As JSON, each perturbation with the run's ``seed`` (it seeds them all)."""
-        data = asdict(self)
-        data["perturbations"] = [{"name": name, "rate": rate, "seed": seed} for name, rate in self.perturbations]
-        data["requested"] = ALL if self.requested is None else list(self.requested)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, check: Checker, at: str) -> RobustnessOptions:
-        data = dict(check.obj(data, at.rstrip(".")))
-        perturbations = []
-        for i, item in enumerate(check.typed(list, data.pop("perturbations", []), f"{at}perturbations")):
-            where = f"{at}perturbations[{i}]"
-            item = check.obj(item, where)
-            name = check.text(check.required(item, "name", f"{where}."), f"{where}.name")
-            perturbations.append((name, check.number(check.required(item, "rate", f"{where}."), f"{where}.rate")))
-        if data.get("requested") == ALL:
-            data["requested"] = None
-        return check.fields(cls, data, at, {"perturbations": tuple(perturbations)})
+_MODELS = [*NAMED, *(f"{name}:{backend.target}" for name, backend in BACKENDS.items())]
 
 
 @dataclass(frozen=True)
 class RunSpec:
     """What to run: the tasks and their data, the model with its family's options, the few-shot
-    settings, robustness, slices, limit and seed, every value resolved (no "default" left to look up)."""
+    settings, robustness, slices, limit and seed, every value resolved (no "default" left to look up).
+    Each field is an option declared once (rueval.core.option_fields): ``to_json``, the fingerprint
+    and --resume follow from the declarations."""
 
-    tasks: tuple[str, ...]
+    # which tasks a run scores changes none of their numbers: each task's fingerprint names it
+    tasks: tuple[str, ...] = option(help="Comma-separated task names, or rsg, tape, all.", scored=False)
     # -m: a solver's name, a model spec (hf:, openai:, finetune:), or the identity of an LM given in memory
-    model: str = "majority"
-    options: SolverOptions = NoOptions()  # the model's family's options (rueval.solvers.options)
-    data: str | None = None  # an absolute path, "hf", or None for the bundled samples
-    split: str | None = None  # None: test when it is labelled, else val
-    tape_set: str = "episodes"
-    max_line_bytes: int = DEFAULT_LIMITS.line_bytes  # each data file read within these (rueval.data.ReadLimits)
-    max_file_bytes: int = DEFAULT_LIMITS.file_bytes
-    max_lines: int = DEFAULT_LIMITS.lines
-    max_blank_lines: int = DEFAULT_LIMITS.blank_lines
-    shots: tuple[int, ...] = (0,)
-    episodes: int = 1
-    prompts: str = "default"  # --prompts: a language model asks with each task's default prompt, or all its paper ran
-    robustness: RobustnessOptions | None = None
-    slices: tuple[str, ...] = ()
-    limit: int | float | None = None  # the first N records of each task, or below 1 that share of them
-    seed: int = 0
-    log_samples: bool = False
-    include_path: tuple[str, ...] = ()  # folders of YAML task declarations (lm-eval's --include-path)
-    predict_only: bool = False  # lm-eval's --predict_only: predictions, no scores
-    mera: MeraSettings | None = None  # a language model on MERA's files: MERA's settings (rueval.run.mera_settings)
+    model: str = option("majority", help=", ".join(_MODELS) + ".", set_by=("model_args",))
+    options: SolverOptions = option(  # the model's family's options (rueval.solvers.options)
+        NoOptions(), help="The model's family's options (rueval.solvers.options).", set_by=("model_args",)
+    )
+    data: str | None = option(  # an absolute path, "hf", or None for the bundled samples
+        None, help="A directory or zip in the official layout, or 'hf'. Default: the bundled samples."
+    )
+    split: str | None = option(
+        None, help="Split to score. Default: test when it is labelled, else val.", choices=SPLITS
+    )
+    tape_set: str = option(
+        "episodes",
+        help="TAPE: score its episodes test sets (the paper's tables) or every raw record.",
+        choices=TAPE_SETS,
+    )
+    # each data file read within these (rueval.data.ReadLimits); how much is read changes no number
+    max_line_bytes: int = option(
+        DEFAULT_LIMITS.line_bytes,
+        help="Refuse data lines longer than this many MB (hostile input).",
+        scored=False,
+        set_by=("max_line_mb",),
+    )
+    max_file_bytes: int = option(
+        DEFAULT_LIMITS.file_bytes,
+        help="Refuse data files (zip members: inflated) larger.",
+        scored=False,
+        set_by=("max_file_mb",),
+    )
+    max_lines: int = option(DEFAULT_LIMITS.lines, help="Refuse data files with more lines.", scored=False)
+    max_blank_lines: int = option(
+        DEFAULT_LIMITS.blank_lines, help="Refuse data files with more blank lines.", scored=False
+    )
+    shots: tuple[int, ...] = option(
+        (0,),
+        help="LMs: numbers of few-shot demonstrations, e.g. 0,1,4,8. Default: 0; on MERA's files MERA's.",
+        set_by=("num_fewshot",),
+    )
+    episodes: int = option(1, help="LMs: demonstration sets per k > 0 (TAPE uses 5).")
+    prompts: str = option(
+        "default",
+        help="LMs: ask each task with its default prompt, or with all the prompts its paper ran (TAPE: Winograd, "
+        "Ethics), reporting each prompt's score and their mean ± std; the headline stays the default prompt's.",
+        choices=PROMPT_CHOICES,
+    )
+    robustness: RobustnessOptions | None = option(
+        None,
+        help="Also score perturbed examples and attack success rates: all, or NAME[:RATE],...",
+        set_by=(
+            "perturb",
+            "filter_model",
+            "filter_threshold",
+            "filter_min_share",
+            "translation_model",
+            "addsent_model",
+        ),
+    )
+    slices: tuple[str, ...] = option((), help="Score per TAPE subpopulation: all, or comma-separated slice names.")
+    limit: int | float | None = option(
+        None,
+        help="Score only the first N records of each task, or below 1 that share of them, rounded up (lm-eval's "
+        "--limit); limited scores are not the benchmark's.",
+    )
+    seed: int = option(0, help="Seed for every random choice.")
+    log_samples: bool = option(
+        False,
+        help="Write OUT/samples/samples_<task>_<date id>.jsonl: every example's prompts, scores and metrics "
+        "(lm-eval's name and shape).",
+        scored=False,
+    )
+    # folders of YAML task declarations (lm-eval's --include-path); each YAML task's file enters its own fingerprint
+    include_path: tuple[str, ...] = option(
+        (),
+        help="Also the tasks declared in YAML files (lm-eval's format) under this folder; repeatable.",
+        scored=False,
+    )
+    predict_only: bool = option(
+        False,
+        help="Predict and write the predictions without scoring them (lm-eval's flag); by default test. "
+        "A split without answers is always predicted, not scored.",
+    )
+    mera: MeraSettings | None = option(  # rueval.run.mera_settings
+        None, help="MERA's settings: a language model on MERA's files takes them (not an option of its own)."
+    )
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -182,10 +155,7 @@ class RunSpec:
             get_task(task)
         if not isinstance(self.options, self.family.options):
             raise RuevalError(f"{type(self.options).__name__}: not the options of {self.model} ({self.family.name})")
-        if self.split not in (None, *SPLITS):
-            raise RuevalError(f"--split {self.split}: expected one of {', '.join(SPLITS)}")
-        if self.tape_set not in TAPE_SETS:
-            raise RuevalError(f"--tape-set {self.tape_set}: expected one of {', '.join(TAPE_SETS)}")
+        check_choices(self)
         check_ranges(self.seed, self.shots, self.episodes)
         if set(self.shots) != {0} and not isinstance(self.options, LMOptions):
             raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
@@ -199,8 +169,6 @@ class RunSpec:
         check_slice_names(self.slices)
 
     def _check_prompts(self) -> None:
-        if self.prompts not in PROMPT_CHOICES:
-            raise RuevalError(f"--prompts {self.prompts}: expected one of {', '.join(PROMPT_CHOICES)}")
         if self.prompts == ALL and not isinstance(self.options, LMOptions):
             raise RuevalError(
                 "--prompts all needs a language model (-m hf:... or -m openai:...): only they are prompted"
@@ -285,31 +253,13 @@ class RunSpec:
         return self.family.make(self.model, self.options, self.seed, work_dir)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tasks": list(self.tasks),
-            "model": self.model,
-            "family": self.family.name,
-            "solver_options": self.options.to_json(),
-            "data": self.data,
-            "split": self.split,
-            "tape_set": self.tape_set,
-            "max_line_bytes": self.max_line_bytes,
-            "max_file_bytes": self.max_file_bytes,
-            "max_lines": self.max_lines,
-            "max_blank_lines": self.max_blank_lines,
-            "shots": list(self.shots),
-            "episodes": self.episodes,
-            "prompts": self.prompts,
-            "robustness": None if self.robustness is None else self.robustness.to_json(self.seed),
-            "slices": list(self.slices),
-            "limit": self.limit,
-            "seed": self.seed,
-            "log_samples": self.log_samples,
-            "include_path": list(self.include_path),
-            "predict_only": self.predict_only,
-            "mera": None if self.mera is None else self.mera.to_json(),
-            "protocol_version": PROTOCOL_VERSION,
-        }
+        """Every field (the model's options as ``solver_options``, with the model's family), the
+        protocol version with them."""
+        # each perturbation with the run's seed: it seeds them all
+        robustness = None if self.robustness is None else self.robustness.to_json(self.seed)
+        data = to_json(self, JSON_KEYS, {"robustness": robustness})
+        head = {"tasks": data["tasks"], "model": data["model"], "family": self.family.name}
+        return {**head, **data, "protocol_version": PROTOCOL_VERSION}
 
     def fingerprint(self) -> str:
         """A hash of every value a number of the run depends on, the protocol version with them."""
@@ -338,18 +288,24 @@ class RunSpec:
         return check.fields(cls, data, "", {"options": options, "robustness": robustness, "mera": mera})
 
 
+# What a run records that no number depends on (declared so): which tasks it scores (each task's own
+# fingerprint names it, and runs of the same settings share a directory), sample logs, the read limits,
+# where YAML tasks were found. A family's options say their own (rueval.solvers.options: UNSCORED).
+UNSCORED = unscored_fields(RunSpec)
+
+
 def read_spec(path: Path, resolved: Sequence[str] = ()) -> RunSpec:
     return RunSpec.from_json(read_json_file(path), str(path), resolved)
 
 
 def scored(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a run's numbers depend on: a spec's JSON (with what a run adds to it) without the
-    values no number depends on."""
+    values declared unscored, nor the options the model's backend does not read."""
     kept = {key: value for key, value in settings.items() if key not in UNSCORED}
     family = FAMILIES.get(str(kept.get("family")))
     if family is not None and isinstance(kept.get("solver_options"), Mapping):
-        options = kept["solver_options"].items()
-        kept["solver_options"] = {key: value for key, value in options if key not in family.options.UNSCORED}
+        options, unread = kept["solver_options"].items(), family.options.unscored(str(kept.get("model")))
+        kept["solver_options"] = {key: value for key, value in options if key not in unread}
     return kept
 
 
@@ -377,32 +333,3 @@ def _absolute_folders(include_path: str | Path | Sequence[str | Path]) -> list[s
     given = [include_path] if isinstance(include_path, str | Path) else include_path
     parts = [part.strip() for path in given for part in str(path).split(",") if part.strip()]
     return [str(Path(part).expanduser().resolve()) for part in parts]
-
-
-def _parse_spec(spec: str) -> dict[str, float | None] | None:
-    """``all`` -> None; ``butter_fingers,change_char_case:0.5`` -> {name: rate or None}."""
-    if spec.strip().lower() == ALL:
-        return None
-    rates: dict[str, float | None] = {}
-    for item in filter(None, (part.strip().lower() for part in spec.split(","))):
-        name, _, rate = item.partition(":")
-        if name == ALL:
-            raise RuevalError(f"--perturb {spec}: all takes no rate; give NAME:RATE for each perturbation to rate")
-        if name not in PERTURBATIONS:
-            raise RuevalError(f"unknown perturbation '{name}'; expected all or some of: {', '.join(PERTURBATIONS)}")
-        try:
-            rates[name] = float(rate) if rate else None
-        except ValueError:
-            raise RuevalError(f"{item}: the rate after ':' must be a number") from None
-    if not rates:
-        raise RuevalError("name at least one perturbation, or all")
-    return rates
-
-
-def _translation_models(option: str | None) -> tuple[str, str]:
-    if option is None:
-        return DEFAULT_TRANSLATION_MODELS
-    names = [name.strip() for name in option.split(",") if name.strip()]
-    if len(names) != 2:
-        raise RuevalError("--translation-model: give two models, Russian->English and English->Russian, with a comma")
-    return names[0], names[1]

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from rueval.core.errors import DataError, RuevalError
+from rueval.core.option_fields import declarations, option, read_by, unscored_fields
 from rueval.models.factory import ModelOptions, ModelSpec
 from rueval.results.checks import Checker
 from rueval.solvers.lm import SCORINGS, ChatFormat, GenerationSettings
@@ -21,11 +22,15 @@ if TYPE_CHECKING:
 
 
 class PlainOptions:
-    """A family's options that are plain fields, given, saved and read back by their own names.
-    ``NAMES``: the options a user gives it; ``UNSCORED``: those of its JSON no number depends on."""
+    """A family's options that are plain fields (each declared: rueval.core.option_fields), given,
+    saved and read back by their own names. ``NAMES``: the options a user gives it."""
 
     NAMES: ClassVar[tuple[str, ...]] = ()
-    UNSCORED: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def unscored(cls, model: str) -> tuple[str, ...]:
+        """The keys of its JSON no number of ``model``'s runs depends on: those declared unscored."""
+        return unscored_fields(cls)
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> Self:
@@ -53,8 +58,11 @@ class HeuristicOptions(PlainOptions):
 
     NAMES: ClassVar[tuple[str, ...]] = ("fallback", "rules")
 
-    fallback: str = "majority"
-    rules: str = "fitted"
+    fallback: str = option("majority", help="-m heuristic: the baseline for examples no rule covers.")
+    rules: str = option(
+        "fitted",
+        help="-m heuristic: fitted (the rules that beat the fallback on train) or all (every rule of the paper).",
+    )
 
     def __post_init__(self) -> None:
         if self.fallback not in STRATEGIES:
@@ -76,16 +84,19 @@ FINETUNE_NAMES = {
 }
 
 
+# the options given under another name than their key in run.json's solver_options
+GIVEN_KEYS = {**FINETUNE_NAMES, "ft_save": "save_dir"}
+
+
 @dataclass(frozen=True)
-class FinetuneRun:
+class FinetuneRun(PlainOptions):
     """-m finetune:ENCODER: how it is fine-tuned (its training seed the run's unless given), and
     where each task's model is also saved."""
 
     NAMES: ClassVar[tuple[str, ...]] = (*FINETUNE_NAMES, "ft_save")
-    UNSCORED: ClassVar[tuple[str, ...]] = ("save_dir",)
 
-    training: FinetuneOptions
-    save_dir: str | None = None
+    training: FinetuneOptions = option(help="finetune: how the encoder is fine-tuned (--ft-*).")
+    save_dir: str | None = option(None, help="finetune: also save each task's model here.", scored=False)
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int) -> FinetuneRun:
@@ -106,7 +117,32 @@ class FinetuneRun:
         return cls(training, check.typed(str | None, data.get("save_dir"), f"{at}save_dir"))
 
 
-CHAT_NAMES = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn")
+@dataclass(frozen=True)
+class LMOwnOptions:
+    """LMOptions' own options, as run.json writes them beside ModelOptions' (and a model given in memory
+    says so)."""
+
+    scoring: str = option(
+        "loglik", help="LMs: loglik (continuation log-likelihood) or ppl (TAPE's perplexity).", choices=SCORINGS
+    )
+    apply_chat_template: bool = option(
+        False, help="hf: render prompts through the tokenizer's chat template (lm-eval's option)."
+    )
+    system_instruction: str | None = option(
+        None, help="LMs: a system instruction before every prompt (a system turn with a template)."
+    )
+    fewshot_as_multiturn: bool = option(
+        False, help="hf, with --apply-chat-template: demonstrations as user/assistant turns."
+    )
+    gen_kwargs: dict = option(  # as JSON; given as lm-eval's text or a mapping
+        default_factory=dict,
+        help="LMs, generation tasks (lm-eval's form): temperature=0,top_p=...,max_gen_toks=N,until=TEXT,"
+        "do_sample=false. Default: TAPE's sampling, top_p 0.8 at temperature 1.",
+    )
+    in_memory: bool = option(False, help="A model given to rueval.evaluate in memory (not an option).")
+
+
+OWN_NAMES = tuple(name for name in declarations(LMOwnOptions) if name != "in_memory")
 MODEL_NAMES = tuple(f.name for f in fields(ModelOptions))
 
 
@@ -115,9 +151,7 @@ class LMOptions:
     """A language model: how options are scored, how prompts reach it (chat format), how open answers
     are generated, and how the model runs (ModelOptions; None for a model given in memory, used as it is)."""
 
-    NAMES: ClassVar[tuple[str, ...]] = ("scoring", *CHAT_NAMES, "gen_kwargs", *MODEL_NAMES)
-    # how requests are fetched, not what they return
-    UNSCORED: ClassVar[tuple[str, ...]] = ("cache", "concurrency", "timeout")
+    NAMES: ClassVar[tuple[str, ...]] = (*OWN_NAMES, *MODEL_NAMES)
 
     scoring: str = "loglik"
     chat: ChatFormat = ChatFormat()
@@ -127,6 +161,12 @@ class LMOptions:
     def __post_init__(self) -> None:
         if self.scoring not in SCORINGS:
             raise RuevalError(f"--scoring {self.scoring}: expected one of {', '.join(SCORINGS)}")
+
+    @classmethod
+    def unscored(cls, model: str) -> tuple[str, ...]:
+        """ModelOptions' unscored options, and those ``model``'s backend does not read."""
+        read = read_by(ModelOptions, model.partition(":")[0])  # a model in memory's JSON has none of them
+        return (*unscored_fields(ModelOptions), *(name for name in MODEL_NAMES if name not in read))
 
     @classmethod
     def from_given(cls, model: str, given: Mapping[str, Any], seed: int, in_memory: bool = False) -> LMOptions:
@@ -159,7 +199,7 @@ class LMOptions:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> LMOptions:
         data = check.obj(data, at.rstrip("."))
-        flat = check.fields(_FlatLM, {k: v for k, v in data.items() if k not in MODEL_NAMES}, at)
+        flat = check.fields(LMOwnOptions, {k: v for k, v in data.items() if k not in MODEL_NAMES}, at)
         engine = None if flat.in_memory else check.fields(ModelOptions, _pick(data, MODEL_NAMES), at)
         with check.refusals(f"{at}gen_kwargs"):
             generation = GenerationSettings.from_mapping(flat.gen_kwargs)
@@ -168,25 +208,13 @@ class LMOptions:
             return cls(flat.scoring, chat, generation, engine)
 
 
-@dataclass(frozen=True)
-class _FlatLM:
-    """LMOptions' JSON beside ModelOptions' fields."""
-
-    scoring: str = "loglik"
-    apply_chat_template: bool = False
-    system_instruction: str | None = None
-    fewshot_as_multiturn: bool = False
-    gen_kwargs: dict = field(default_factory=dict)
-    in_memory: bool = False
-
-
 # read by their own parsers: lm-eval's key=value text or a mapping, a number or "auto", a path, none for the default
 OWN_PARSERS = ("gen_kwargs", "batch_size", "peft", "device")
 
 
 def _check_types(given: Mapping[str, Any]) -> None:
     """Each option given of its field's type (`rueval.evaluate` takes any value): one line naming it."""
-    hints = typing.get_type_hints(_FlatLM) | typing.get_type_hints(ModelOptions)
+    hints = typing.get_type_hints(LMOwnOptions) | typing.get_type_hints(ModelOptions)
     check = Checker("")
     for name, value in given.items():
         if name in hints and name not in OWN_PARSERS:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from rueval.core.errors import RuevalError
+from rueval.core.option_fields import option
 from rueval.scoring.stats import SEED_MAX, is_seed
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -15,17 +16,24 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 class FinetuneOptions:
     """How an encoder is fine-tuned; every field is JSON-serialisable (the run's fingerprint holds them)."""
 
-    epochs: float = 10.0
-    lr: float = 1e-5
-    batch_size: int = 4  # per process; times gradient_accumulation and processes per optimizer step
-    max_length: int = 256  # tokens of a text pair (of each option for multiple choice)
-    seed: int = 0
-    gradient_accumulation: int = 1
-    precision: str = "fp32"  # fp16 / bf16 on a GPU
-    heldout: float = 0.1  # share of train held out to select the best checkpoint; 0 keeps the last
-    dynamic_padding: bool = True  # pad each batch to its longest input, not to max_length
-    group_by_length: bool = True  # batches of inputs of similar length
-    checkpoint_steps: int | None = None  # checkpoint (and select) every this many steps; None: every epoch
+    # the command line's --ft-* options (rueval.solvers.options.FINETUNE_NAMES)
+    epochs: float = option(10.0, help="finetune: epochs (jiant: 10).")
+    lr: float = option(1e-5, help="finetune: learning rate (jiant: 1e-5).")
+    # per process; times gradient_accumulation and processes per optimizer step
+    batch_size: int = option(4, help="finetune: batch size per process.")
+    # tokens of a text pair (of each option for multiple choice)
+    max_length: int = option(256, help="finetune: tokens per input.")
+    seed: int = option(0, help="finetune: training seed. Default: --seed.")
+    gradient_accumulation: int = option(1, help="finetune: gradient accumulation.")
+    precision: str = option("fp32", help="finetune: fp32, or fp16/bf16 on a GPU.")
+    # 0 keeps the last checkpoint
+    heldout: float = option(0.1, help="finetune: share of train held out to pick the model.")
+    # no command-line option: the Python API's
+    dynamic_padding: bool = option(True, help="Pad each batch to its longest input, not to max_length.")
+    group_by_length: bool = option(True, help="Batches of inputs of similar length.")
+    checkpoint_steps: int | None = option(
+        None, help="Checkpoint (and select) every this many steps; None: every epoch."
+    )
 
     def __post_init__(self) -> None:
         number, whole = _finite_number, _whole_number

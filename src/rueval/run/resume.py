@@ -1,0 +1,54 @@
+"""--resume: the run in OUT continues with the spec it was started with (its run.json). Options typed
+beside --resume must say what it says: those that change no number (--timeout, --log-samples, ...)
+apply to the rest of the run; any other that differs is an error listing the differences. Which keys
+of run.json an option sets follows from the options' declarations (RunSpec's fields and the solver
+families' options)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rueval.core.errors import RuevalError
+from rueval.core.option_fields import declarations
+from rueval.run.spec import JSON_KEYS, RunSpec, scored
+from rueval.run.store import SPEC_FILE, RunStore, settings_differences
+from rueval.solvers.options import GIVEN_KEYS
+
+# what the options typed need to be read as a spec: the recorded ones unless typed
+KEPT = ("model", "tasks", "include_path")
+
+
+def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> RunSpec:
+    """The spec of the run in ``out`` with the options ``typed`` (by their parameter names) applied;
+    ``asked(**kept)``: the spec the options given ask for, with ``kept`` (KEPT's recorded values, for
+    those not typed) in place of theirs."""
+    typed = list(typed)
+    stored = RunStore(out).load_spec()
+    if not typed:
+        return stored
+    recorded = stored.to_json()
+    wanted = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed}).to_json()
+    merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
+    for name in typed:
+        for key in keys_set_by(name):
+            where, _, leaf = key.partition(".")
+            if leaf:
+                merged[where][leaf] = wanted[where].get(leaf)
+            else:
+                merged[key] = wanted[key]
+    differences = settings_differences(scored(recorded), scored(merged))
+    if differences:
+        raise RuevalError(
+            f"--resume continues the run in {out} as it was started, and these differ from it: {differences}; "
+            "give none of these to continue it, or a new -o for a new run"
+        )
+    return RunSpec.from_json(merged, str(out / SPEC_FILE))
+
+
+def keys_set_by(option: str) -> tuple[str, ...]:
+    """The keys of a spec's JSON an option sets: the fields it is declared for (by its name or their
+    ``set_by``; the model names the family too), else one of the model's options in ``solver_options``."""
+    fields = [name for name, declared in declarations(RunSpec).items() if option in (name, *declared.set_by)]
+    keys = tuple(JSON_KEYS.get(name, name) for name in fields) + (("family",) if "model" in fields else ())
+    return keys or (f"solver_options.{GIVEN_KEYS.get(option, option)}",)
