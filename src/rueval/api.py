@@ -69,6 +69,7 @@ def evaluate(
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
+    from rueval.run.store import run_folder
 
     if out is not None and not isinstance(out, str | Path) or not isinstance(force, bool):
         raise RuevalError(f"out: expected a folder's path, and force true or false; got {out!r:.40}, {force!r:.40}")
@@ -83,7 +84,7 @@ def evaluate(
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
-        run_dir = Path(out) if out is not None else Path(scratch)
+        run_dir = run_folder(Path(out)) if out is not None else Path(scratch)  # out=FILE.json: lm-eval's form
         summary = run(spec, run_dir, force, solver)
         predictions = {
             task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in spec.task_list

@@ -259,7 +259,9 @@ def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
         console.print(industrial_text(summary.industrial), highlight=False)
     else:
         console.print("industrial: every task was reused; their figures are in OUT/tasks/*.json", highlight=False)
-    console.print(f"results: {out / 'results.json'}", highlight=False)
+    from rueval.run.store import run_folder
+
+    console.print(f"results: {run_folder(out) / 'results.json'}", highlight=False)
 
 
 @app.command()

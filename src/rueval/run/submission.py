@@ -55,8 +55,8 @@ def write_submission(spec: RunSpec, out: Path) -> dict[str, int]:
     0). The solver learns from train and val together (label priors from both, as the heuristics
     paper's submissions took them)."""
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
-    solver = spec.solver()
     pending = [(task, TaskData(source.load(task, "test"), _train_and_val(source, task))) for task in spec.task_list]
+    solver = spec.solver()  # once the data is read and checked: bad data fails before a model loads
     files: dict[str, str] = {}
     for predicted in predict_tasks(solver, pending, lambda task: spec.settings(task)[:1]):
         task, test = predicted.task, predicted.data.eval
