@@ -84,10 +84,11 @@ def evaluate(
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
-        run_dir = run_folder(Path(out)) if out is not None else Path(scratch)  # out=FILE.json: lm-eval's form
+        run_dir = Path(out) if out is not None else Path(scratch)
         summary = run(spec, run_dir, force, solver)
+        folder = run_folder(run_dir)  # out=FILE.json, lm-eval's form: the run's files are in FILE
         predictions = {
-            task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in spec.task_list
+            task.name: read_predictions(task, folder / "predictions" / f"{task.name}.jsonl") for task in spec.task_list
         }
     return Evaluation(**{f.name: getattr(summary, f.name) for f in fields(RunResult)}, predictions=predictions)
 

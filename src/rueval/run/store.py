@@ -245,7 +245,8 @@ class RunStore:
         if problem := self._changed(task):
             raise RuevalError(f"{problem}; {rerun}")
         if result.data.get("sha256") != data.sha256:
-            files = " or ".join(dict.fromkeys(split.file for split in (data.eval, data.train) if split))
+            # a MERA task.json holds both splits: "task.json#data.test" names the split, not the file
+            files = " or ".join(dict.fromkeys(split.file.split("#")[0] for split in (data.eval, data.train) if split))
             raise RuevalError(f"{files}: changed since the run computed {task}'s predictions from it; {rerun}")
 
     def _task_file(self, task: Task) -> Path:
