@@ -87,3 +87,44 @@ def test_a_prediction_that_is_none_of_the_tasks_answers_is_a_one_line_error(cli,
         f"error: {edited}: the prediction for id {first['idx']!r} is {value!r}, none of {task}'s answers ("
     )
     assert not (run.parent / "submission.zip").exists()
+
+
+@pytest.fixture
+def rsg_run(cli, tmp_path) -> Path:
+    """A majority run that predicted RSG's test splits (the bundled samples)."""
+    result = cli("run", "-m", "majority", "-t", "rsg", "--split", "test", "--predict-only", "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    return tmp_path / "run"
+
+
+def read_rsg_zip(path: Path) -> dict[str, list[dict]]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: [json.loads(line) for line in archive.read(name).splitlines()] for name in archive.namelist()}
+
+
+def test_rsgs_export_zips_the_runs_own_test_predictions_as_the_sample_submission_writes_them(cli, rsg_run):
+    result = cli("export", "--format", "rsg", rsg_run, "-o", rsg_run.parent / "rsg.zip")
+    assert result.exit_code == 0, result.output
+    files = read_rsg_zip(rsg_run.parent / "rsg.zip")
+    assert len(files) == 9
+    for folder, task in (("PARus", "parus"), ("RUSSE", "russe")):
+        rows = read_jsonl(rsg_run / "predictions" / f"{task}.jsonl")
+        written = {"PARus": lambda p: p, "RUSSE": lambda p: str(p).lower()}[folder]  # ints; "true"/"false"
+        assert files[f"{folder}.jsonl"] == [{"idx": row["idx"], "label": written(row["prediction"])} for row in rows]
+    muserc = files["MuSeRC.jsonl"]  # answers nested under their question and passage, every test answer once
+    answers = [(p["idx"], q["idx"], a["idx"]) for p in muserc for q in p["passage"]["questions"] for a in q["answers"]]
+    assert answers == [tuple(row["idx"]) for row in read_jsonl(rsg_run / "predictions" / "muserc.jsonl")]
+
+
+def test_rsgs_export_refuses_an_edited_prediction_and_a_run_that_did_not_predict_test(cli, rsg_run, tmp_path):
+    computed = read_jsonl(rsg_run / "predictions" / "rcb.jsonl")[0]["prediction"]
+    edited = edit_prediction(rsg_run, "rcb", "neutral" if computed != "neutral" else "entailment")
+    refused = cli("export", "--format", "rsg", rsg_run, "-o", tmp_path / "rsg.zip")
+    assert (refused.exit_code, refused.output) == (
+        2,
+        f"error: {edited}: changed since the run wrote it; compute rcb again: rueval run --resume -o {rsg_run}\n",
+    )
+    assert cli("run", "-m", "majority", "-t", "rcb", "-o", tmp_path / "val").exit_code == 0
+    on_val = cli("export", "--format", "rsg", tmp_path / "val", "-o", tmp_path / "rsg.zip")
+    assert on_val.exit_code == 2 and "predicted rcb (val), not the test split; run the RSG tasks with" in on_val.output
+    assert not (tmp_path / "rsg.zip").exists()

@@ -42,16 +42,20 @@ def tasks(include_path: IncludePathOption = None) -> None:
 @app.command()
 @user_errors
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
-    format: Annotated[str, typer.Option("--format", help="The submission format: mera.")] = "mera",
+    run_dir: Annotated[Path, typer.Argument(help="A run directory that predicted the test splits, or MERA's run.")],
+    format: Annotated[str, typer.Option("--format", help="The submission format: mera or rsg.")] = "mera",
     out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
 ) -> None:
-    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
-    if format != "mera":
-        raise RuevalError(f"--format {format}: expected mera (RSG's leaderboard zip: rueval submit)")
-    from rueval.run.mera_export import export_mera
+    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task;
+    rsg: RussianSuperGLUE's leaderboard zip), each checked to be as the run computed it."""
+    if format not in ("mera", "rsg"):
+        raise RuevalError(f"--format {format}: expected mera or rsg")
+    if format == "rsg":
+        from rueval.run.submission import export_rsg as export_zip
+    else:
+        from rueval.run.mera_export import export_mera as export_zip
 
-    written = export_mera(run_dir, out)
+    written = export_zip(run_dir, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
 
 

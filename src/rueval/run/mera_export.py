@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_fol
 from rueval.data.mera import MeraSource
 from rueval.data.mera_tasks import ANSWERS, MERA_TASKS
 from rueval.results import PredictionRow, RunResult, TaskResult
-from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
@@ -96,29 +95,9 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
 
 
 def _stored(store: RunStore, done: dict[str, TaskResult], data: dict[str, TaskData]) -> dict[str, list[PredictionRow]]:
-    """The run's own predictions of the test split, for the tasks it ran on test: as the run wrote them,
-    from the data as the run read it, each one of the task's answers."""
-    stored = {}
-    for name, result in done.items():
-        if result.split != "test":
-            continue
-        store.verify(name, data[name], result)
-        path = store.out / "predictions" / f"{name}.jsonl"
-        task = get_task(name)
-        stored[name] = read_predictions(task, path)
-        answers = ANSWERS.get(name) or (task.labels if task.kind == "classification" else ())
-        wrong = next((row for row in stored[name] if answers and not _one_of(row.prediction, answers)), None)
-        if wrong is not None:
-            raise RuevalError(
-                f"{path}: the prediction for id {wrong.idx!r:.40} is {wrong.prediction!r:.40}, none of {name}'s "
-                f"answers ({', '.join(map(repr, answers))}); run the task again into a new -o"
-            )
-    return stored
-
-
-def _one_of(prediction: Any, answers: Iterable[Any]) -> bool:
-    """Whether the prediction is one of the answers, of its type too (1 is not True)."""
-    return any(prediction == answer and type(prediction) is type(answer) for answer in answers)
+    """The run's own predictions of the test split, for the tasks it ran on test, as it computed them."""
+    tested = [name for name, result in done.items() if result.split == "test"]
+    return {name: store.computed(get_task(name), data[name], done[name]) for name in tested}
 
 
 def _predict(run_dir: Path, spec: RunSpec, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:

@@ -33,6 +33,7 @@ from rueval.data import TaskData
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
 from rueval.results.lm_eval import SAMPLES_DIR, results_file, sample_file, sample_files
+from rueval.results.run import read_predictions
 from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
@@ -238,16 +239,28 @@ class RunStore:
             results.notes.append(f"lm-eval's results file: {list(documents)[-1]}")
         write_json_files({self.out / "results.json": results.to_json(), **documents})
 
-    def verify(self, task: str, data: TaskData, result: TaskResult) -> None:
-        """That a finished task's files are as the run wrote them and its data as the run read it (the
-        checksums run.json and tasks/<task>.json record): an export ships only what the run computed."""
-        rerun = f"compute {task} again: rueval run --resume -o {self.out}"
-        if problem := self._changed(task):
+    def computed(self, task: Task, data: TaskData, result: TaskResult) -> list[PredictionRow]:
+        """A finished task's predictions, for an export to ship only what the run computed: its files as
+        the run wrote them and its data as the run read it (the checksums run.json and tasks/<task>.json
+        record; ``load_spec`` reads them), each prediction one of the task's labels. An error naming
+        the file and what to rerun otherwise."""
+        rerun = f"compute {task.name} again: rueval run --resume -o {self.out}"
+        if problem := self._changed(task.name):
             raise RuevalError(f"{problem}; {rerun}")
         if result.data.get("sha256") != data.sha256:
             # a MERA task.json holds both splits: "task.json#data.test" names the split, not the file
             files = " or ".join(dict.fromkeys(split.file.split("#")[0] for split in (data.eval, data.train) if split))
-            raise RuevalError(f"{files}: changed since the run computed {task}'s predictions from it; {rerun}")
+            raise RuevalError(f"{files}: changed since the run computed {task.name}'s predictions from it; {rerun}")
+        path = self.out / "predictions" / f"{task.name}.jsonl"
+        rows = read_predictions(task, path)
+        labels = task.labels if task.kind == "classification" else ()
+        wrong = next((row for row in rows if labels and not _one_of(row.prediction, labels)), None)
+        if wrong is not None:
+            raise RuevalError(
+                f"{path}: the prediction for id {wrong.idx!r:.40} is {wrong.prediction!r:.40}, none of "
+                f"{task.name}'s answers ({', '.join(map(repr, labels))}); run the task again into a new -o"
+            )
+        return rows
 
     def _task_file(self, task: Task) -> Path:
         return self.out / "tasks" / f"{task.name}.json"
@@ -265,6 +278,11 @@ def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
 def run_folder(out: Path) -> Path:
     """The run directory ``-o OUT`` names: OUT, or for lm-eval's file form FILE.json, FILE without .json."""
     return out.with_suffix("") if out.suffix == ".json" else out
+
+
+def _one_of(prediction: Any, labels: Sequence[Any]) -> bool:
+    """Whether the prediction is one of the labels, of its type too (True is not 1)."""
+    return any(prediction == label and type(prediction) is type(label) for label in labels)
 
 
 def _checksums(check: Checker, value: Any) -> dict[str, dict[str, str]]:
