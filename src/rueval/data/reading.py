@@ -15,6 +15,7 @@ import os
 import stat
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -200,30 +201,32 @@ class _DuplicateKey(Exception):
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) < len(pairs):
-        seen: set[str] = set()
-        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+        raise _DuplicateKey(next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1))
     return found
 
 
-def _line_of_duplicate(text: str) -> int:
+def _line_of_duplicate(text: str) -> int | None:
     """The line of a document where the object giving a key twice begins, found by reading it again
-    with the json module's pure-Python scanner, which knows positions (only on this error: it is slow)."""
+    with the json module's pure-Python scanner, the one that passes positions on (slow: only on this
+    error; undocumented, so the line is left out should it ever change)."""
     decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
     def parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
         try:
-            return json.decoder.JSONObject(s_and_end, *args)
+            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
         except _DuplicateKey as e:
             e.line = e.line or s_and_end[0].count("\n", 0, s_and_end[1]) + 1
             raise
 
-    decoder.parse_object = parse_object
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
     try:
+        decoder.parse_object = parse_object  # type: ignore[attr-defined]
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
         decoder.decode(text)
     except _DuplicateKey as e:
         return e.line
-    return 1
+    except (AttributeError, TypeError, RecursionError):
+        pass
+    return None
 
 
 def decode_line(raw: bytes, file: str, line_no: int) -> str:
