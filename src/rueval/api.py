@@ -71,6 +71,7 @@ def evaluate(
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
+    from rueval.run.store import run_folder
 
     if out is not None and not isinstance(out, str | Path) or not isinstance(force, bool):
         raise RuevalError(f"out: expected a folder's path, and force true or false; got {out!r:.40}, {force!r:.40}")
@@ -87,8 +88,9 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="rueval-") as scratch:
         run_dir = Path(out) if out is not None else Path(scratch)
         summary = run(spec, run_dir, force, solver)
+        folder = run_folder(run_dir)  # out=FILE.json, lm-eval's form: the run's files are in FILE
         predictions = {
-            task.name: read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl") for task in spec.task_list
+            task.name: read_predictions(task, folder / "predictions" / f"{task.name}.jsonl") for task in spec.task_list
         }
     return Evaluation(**{f.name: getattr(summary, f.name) for f in fields(RunResult)}, predictions=predictions)
 

@@ -193,12 +193,14 @@ def never_loading_weights(monkeypatch):
 
 
 def absent_cuda(data, monkeypatch, model_dir):
+    write_parus(data)  # the data is read first: valid, so the model's options are checked
     never_loading_weights(monkeypatch)
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     return ["--data", data, "-m", f"hf:{model_dir}", "--device", "cuda"], ["--device cuda", "no cuda device"]
 
 
 def unknown_device(data, monkeypatch, model_dir):
+    write_parus(data)
     never_loading_weights(monkeypatch)
     return ["--data", data, "-m", f"hf:{model_dir}", "--device", "gpu"], ["--device gpu", "not a torch device"]
 
@@ -206,6 +208,8 @@ def unknown_device(data, monkeypatch, model_dir):
 def missing_library(name):
     def setup(data, monkeypatch, model_dir):
         import rueval.models.backends
+
+        write_parus(data)
 
         monkeypatch.setattr(rueval.models.backends, "hf", sys.modules.get("rueval.models.backends.hf"), raising=False)
         for module in (

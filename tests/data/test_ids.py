@@ -239,6 +239,9 @@ def test_meras_export_refuses_a_run_whose_predictions_are_not_the_test_splits(cl
     write_task(root, "RCB", {"train": [rcb(1, "2"), rcb(2, "1")], "test": [rcb(7, "2"), rcb(9, "1")]})
     result = cli("export", "--format", "mera", tmp_path / "run", "-o", tmp_path / "mera.zip")
     assert result.exit_code == 2
-    assert "the submission's ids do not match the test split: idx 8 is not in the split; not written" in result.output
-    assert len(result.output.strip().splitlines()) == 1
+    # the test file the predictions were computed from has changed: found by its checksum, before the ids
+    assert result.output == (
+        f"error: {root / 'RCB' / 'task.json'}: changed since the run computed rcb's predictions from it; "
+        f"compute rcb again: rueval run --resume -o {tmp_path / 'run'}\n"
+    )
     assert not (tmp_path / "mera.zip").exists()

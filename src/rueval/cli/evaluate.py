@@ -187,7 +187,9 @@ def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
         console.print(industrial_text(summary.industrial), highlight=False)
     else:
         console.print("industrial: every task was reused; their figures are in OUT/tasks/*.json", highlight=False)
-    console.print(f"results: {out / 'results.json'}", highlight=False)
+    from rueval.run.store import run_folder
+
+    console.print(f"results: {run_folder(out) / 'results.json'}", highlight=False)
 
 
 @app.command()
@@ -251,8 +253,8 @@ def submit(
     public: PublicOption = False,
 ) -> None:
     """Predict the RSG test sets and write the leaderboard submission zip (and with --to, upload it)."""
-    from rueval.core.named import named
     from rueval.run.spec import RunSpec
+    from rueval.run.submission import write_submission
     from rueval.tasks import RSG
 
     set_level(quiet, verbose)
@@ -260,7 +262,7 @@ def submit(
     model, given = lm_eval_model(model, solver.given)
     names = ",".join(task.name for task in RSG.tasks)  # its own nine, whatever task joined the benchmark
     spec = RunSpec.create(names, model, given, spell=flag, data=data, seed=seed, shots=shots, **read_limits(limits))
-    written = named(RSG.submission, "RSG's submission writer")(spec, out)
+    written = write_submission(spec, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n} lines)" for name, n in written.items()), highlight=False)
     if board is not None:
         with board:

@@ -24,7 +24,7 @@ from rueval.cli.option_types import (
 )
 from rueval.core.errors import RuevalError
 from rueval.core.progress import info, set_level
-from rueval.tasks import MERA, TASKS, resolve_tasks
+from rueval.tasks import BENCHMARKS, MERA, TASKS, resolve_tasks
 from rueval.tasks.include import include
 
 
@@ -42,16 +42,19 @@ def tasks(include_path: IncludePathOption = None) -> None:
 @app.command()
 @user_errors
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory whose tasks were read from MERA's files.")],
-    format: Annotated[str, typer.Option("--format", help=f"The submission format: {MERA.name}.")] = MERA.name,
+    run_dir: Annotated[Path, typer.Argument(help="A run directory that predicted a benchmark's test splits.")],
+    format: Annotated[str, typer.Option("--format", help="The submission format: a benchmark's name.")] = MERA.name,
     out: Annotated[Path, typer.Option("--out", "-o", help="The zip file to write.")] = Path("submission.zip"),
 ) -> None:
-    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task)."""
-    if format != MERA.name:
-        raise RuevalError(f"--format {format}: expected {MERA.name} (RSG's leaderboard zip: rueval submit)")
+    """Write a run's test predictions as a benchmark's submission zip (MERA: one <Task>.json per task;
+    rsg: RussianSuperGLUE's leaderboard zip), each checked to be as the run computed it."""
     from rueval.core.named import named
 
-    written = named(MERA.submission, "MERA's submission writer")(run_dir, out)
+    formats = {name: benchmark for name, benchmark in BENCHMARKS.items() if benchmark.submission}
+    if format not in formats:
+        raise RuevalError(f"--format {format}: expected one of {', '.join(formats)}")
+    benchmark = formats[format]
+    written = named(benchmark.submission, f"{benchmark.title}'s submission writer")(run_dir, out)
     console.print(f"wrote {out}: " + ", ".join(f"{name} ({n})" for name, n in written.items()), highlight=False)
 
 

@@ -11,7 +11,6 @@ layout's rule (the task's ``layout.ids``) and is unique in its split.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import progress
-from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, reading
+from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, parse_json, reading
 from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -285,10 +284,7 @@ def decode_lines(raw: bytes, file: str) -> list[str]:
 
 def parse_json_line(line: str, file: str, line_no: int) -> dict:
     """One JSON Lines record, which must be an object; a DataError naming the file and line if not."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise DataError(file, f"malformed JSON ({e.msg}, column {e.colno})", line_no) from None
+    data = parse_json(line, file, line_no)
     if not isinstance(data, dict):
         raise DataError(file, f"expected a JSON object, got {type(data).__name__}", line_no)
     return data

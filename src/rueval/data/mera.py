@@ -24,7 +24,7 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
 from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord
-from rueval.data.reading import DEFAULT_LIMITS, JsonLines, ReadLimits, decode_line, read_whole
+from rueval.data.reading import DEFAULT_LIMITS, JsonLines, ReadLimits, decode_line, parse_json, read_whole
 from rueval.data.records import Dataset
 
 TASK_FILE = "task.json"
@@ -121,9 +121,9 @@ class MeraSource(DataSource):
                 return None
             raw = read_whole(path, self.limits)
             try:
-                document = json.loads(raw.decode("utf-8-sig"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise DataError(str(path), f"not a JSON document ({e})") from None
+                document = parse_json(raw.decode("utf-8-sig"), str(path))
+            except UnicodeDecodeError as e:
+                raise DataError(str(path), f"not UTF-8 text (byte {e.start})") from None
             splits = document.get("data") if isinstance(document, dict) else None
             if not isinstance(splits, dict) or not all(isinstance(v, list) for v in splits.values()):
                 raise DataError(str(path), 'expected {"data": {"train": [...], "test": [...]}}', field="data")
@@ -172,10 +172,7 @@ class MeraSource(DataSource):
 def _json_lines(lines: JsonLines) -> Iterator[tuple[int, Any]]:
     """A snapshot file's (line number, parsed record)."""
     for line_no, raw in lines:
-        try:
-            yield line_no, json.loads(decode_line(raw, lines.file, line_no))
-        except json.JSONDecodeError as e:
-            raise DataError(lines.file, f"malformed JSON ({e.msg}, column {e.colno})", line_no) from None
+        yield line_no, parse_json(decode_line(raw, lines.file, line_no), lines.file, line_no)
 
 
 def _converted(

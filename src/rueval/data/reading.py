@@ -8,15 +8,19 @@ file is expected is an error, found before anything opens it (so a pipe never bl
 from __future__ import annotations
 
 import hashlib
+import json
+import json.decoder
+import json.scanner
 import os
 import stat
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import BinaryIO, Self
+from typing import Any, BinaryIO, Self
 
 from rueval.core.errors import DataError, RuevalError
 
@@ -173,6 +177,56 @@ class JsonLines:
         _check_size(self.file, self._bytes, self.limits)
         self._digest.update(raw)
         return raw
+
+
+def parse_json(text: str | bytes, file: str, line: int | None = None) -> Any:
+    """A JSON text (a line of a JSON Lines file at ``line``, or a whole document) as Python values. A
+    DataError naming the file and line if it is malformed, or if one object gives a key twice (JSON
+    readers disagree on which value wins: never taken silently)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise DataError(file, f"malformed JSON ({e.msg}, column {e.colno})", line or e.lineno) from None
+    except _DuplicateKey as e:
+        where = line or _line_of_duplicate(text if isinstance(text, str) else text.decode("utf-8-sig"))
+        raise DataError(file, "given twice in one object", where, e.key) from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key, self.line = key, 0
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        raise _DuplicateKey(next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1))
+    return found
+
+
+def _line_of_duplicate(text: str) -> int | None:
+    """The line of a document where the object giving a key twice begins, found by reading it again
+    with the json module's pure-Python scanner, the one that passes positions on (slow: only on this
+    error; undocumented, so the line is left out should it ever change)."""
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
+        try:
+            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
+        except _DuplicateKey as e:
+            e.line = e.line or s_and_end[0].count("\n", 0, s_and_end[1]) + 1
+            raise
+
+    try:
+        decoder.parse_object = parse_object  # type: ignore[attr-defined]
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+        decoder.decode(text)
+    except _DuplicateKey as e:
+        return e.line
+    except (AttributeError, TypeError, RecursionError):
+        pass
+    return None
 
 
 def decode_line(raw: bytes, file: str, line_no: int) -> str:

@@ -37,9 +37,19 @@ Z_95 = 1.959964
 SAMPLES_DIR = "samples"
 
 
+def date_id(written: datetime) -> str:
+    """The time in lm-eval's file names: ISO 8601 with ``-`` for ``:``."""
+    return written.isoformat().replace(":", "-")
+
+
 def sample_file(folder: Path, task: str, written: datetime) -> Path:
     """Where a run writes a task's sample log, named as lm-eval names its own."""
-    return folder / SAMPLES_DIR / f"samples_{task}_{written.isoformat().replace(':', '-')}.jsonl"
+    return folder / SAMPLES_DIR / f"samples_{task}_{date_id(written)}.jsonl"
+
+
+def results_file(named: Path, written: datetime) -> Path:
+    """lm-eval's results file for ``--output_path FILE.json``: FILE_<date id>.json in FILE's folder."""
+    return named.with_name(f"{named.stem}_{date_id(written)}.json")
 
 
 def sample_files(folder: Path, task: str) -> list[Path]:

@@ -11,6 +11,11 @@ The test predictions are the run's own when it predicted MERA's test split (scor
 otherwise (a run that scored validation) the run's solver, made again from its saved spec
 (OUT/run.json), predicts the test split with the run's settings (seed, solver options, its first
 setting of demonstrations). Every test id is written once, checked before the zip is.
+
+Only what the run computed is shipped: the run's own predictions must match the checksums its run.json
+records, and MERA's files the checksum of the data they were computed from (tasks/<task>.json); an
+edited file is an error naming it and what to rerun, as is a prediction that is none of the task's
+answers.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_fol
 from rueval.data.mera import MeraSource
 from rueval.data.mera_tasks import ANSWERS, MERA_TASKS, RECORD_FIELD
 from rueval.results import PredictionRow, RunResult, TaskResult
-from rueval.results.run import read_predictions
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
@@ -62,17 +66,18 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
     done = {name: result for name, result in {**run.tasks, **run.predicted}.items() if name in MERA_TASKS}
     if not done:
         raise RuevalError(f"{run_dir}: scored none of the MERA tasks rueval shares ({', '.join(MERA_TASKS)})")
-    spec = RunStore(run_dir).load_spec()
+    store = RunStore(run_dir)
+    spec = store.load_spec()
     if spec.data is None or not is_mera_folder(Path(spec.data)):
         raise RuevalError(f"{run_dir}: was not run on MERA's task files (--data MERA_FOLDER), or they moved")
     source = MeraSource(Path(spec.data))
-    tests = {name: source.load(get_task(name), "test") for name in done}
+    data = {name: TaskData(source.load(get_task(name), "test"), load_train(source, get_task(name))) for name in done}
+    tests = {name: task_data.eval for name, task_data in data.items()}
     predictions = {
         name: in_split_order(tests[name], [row.idx for row in rows], [row.prediction for row in rows])
-        for name, rows in _stored(run_dir, done).items()
+        for name, rows in _stored(store, done, data).items()
     }
-    pending = [(get_task(name), TaskData(tests[name], load_train(source, get_task(name)))) for name in done]
-    pending = [(task, data) for task, data in pending if task.name not in predictions]
+    pending = [(get_task(name), data[name]) for name in done if name not in predictions]
     if pending:
         predictions |= _predict(run_dir, spec, pending)
     files = {
@@ -89,13 +94,10 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
     return {name: len(document["data"]["test"]) for name, document in files.items()}
 
 
-def _stored(run_dir: Path, done: dict[str, TaskResult]) -> dict[str, list[PredictionRow]]:
-    """The run's own predictions of the test split, for the tasks it ran on test."""
-    return {
-        name: read_predictions(get_task(name), run_dir / "predictions" / f"{name}.jsonl")
-        for name, result in done.items()
-        if result.split == "test"
-    }
+def _stored(store: RunStore, done: dict[str, TaskResult], data: dict[str, TaskData]) -> dict[str, list[PredictionRow]]:
+    """The run's own predictions of the test split, for the tasks it ran on test, as it computed them."""
+    tested = [name for name, result in done.items() if result.split == "test"]
+    return {name: store.computed(get_task(name), data[name], done[name]) for name in tested}
 
 
 def _predict(run_dir: Path, spec: RunSpec, pending: list[tuple[Task, TaskData]]) -> dict[str, list[Any]]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
+from rueval.core.errors import RuevalError
 from rueval.core.progress import detail
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
 from rueval.models.distributed import on_main, world
@@ -61,23 +62,22 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
     kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides
     reused = list(results)
     pending = [(task, data) for task, data in prepared.loaded if task.name not in results]
-    for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples, spec.prompts_of):
-        results[predicted.task.name] = score_and_record(prepared, predicted)
+    try:
+        for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples, spec.prompts_of):
+            results[predicted.task.name] = score_and_record(prepared, predicted)
+    except RuevalError:
+        prepared.store.withdraw()  # refused before a task finished: the run writes nothing
+        raise
     return summarise(prepared, kept, results, reused, started)
 
 
 def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
-    """Open the data, make the solver (fine-tuning checkpoints live in the run directory, so a killed
-    run resumes from them), and read every task's data: bad input fails before any work."""
+    """Read and check every task's data, then make the solver (fine-tuning checkpoints live in the run
+    directory, so a killed run resumes from them) and the perturbations: bad input fails before a
+    model loads or anything is asked of a server."""
     store = RunStore(out)
     store.check_folder()  # a user's own folder is refused before a model loads
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
-    solver = solver or spec.solver(out.resolve() / "finetune")
-    robustness = None
-    if spec.robustness:
-        from rueval.run.robustness import Robustness  # the perturbations load only when asked for
-
-        robustness = Robustness.build(spec.robustness, spec.seed)
     loaded = [(task, limited_data(source, task, spec.split, spec.limit, spec.predict_only)) for task in spec.task_list]
     for task, task_data in loaded:
         train_examples = task_data.train.examples if task_data.train else []
@@ -85,6 +85,12 @@ def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
             demonstrations(train_examples, setting.k, 0, setting.per_item_seed, 0, spec.seed, task.name)
         train = f", {len(task_data.train.examples)} train" if task_data.train else ""
         detail(f"{task.name}: {len(task_data.eval.examples)} {task_data.eval.name} examples{train}")
+    solver = solver or spec.solver(store.out.resolve() / "finetune")
+    robustness = None
+    if spec.robustness:
+        from rueval.run.robustness import Robustness  # the perturbations load only when asked for
+
+        robustness = Robustness.build(spec.robustness, spec.seed)
     identity = getattr(solver, "identity", spec.model)  # an LM's exact weights: a changed model recomputes
     settings = {**spec.to_json(), "model_identity": identity, "rueval_version": __version__}
     return Prepared(spec, store, source, loaded, solver, robustness, settings)

@@ -8,9 +8,14 @@ A finished task is committed when run.json records its files' checksums, after t
 a task whose files are missing, edited or were never recorded (a write that failed halfway, a kill
 between two files) is computed again, and the run says so; one whose fingerprint matches is reused as
 it was, so an interrupted run resumes where it stopped. The summary files are written together (both
-or neither). A directory that holds another run's results (other settings) is never overwritten
-silently: the run stops before any work unless told to replace them (``force``); a directory that
-holds anything else is never used.
+or neither). A directory that holds another run's results (other settings), or an unfinished run
+whose tasks this run would drop from its --resume, is never overwritten silently: the run stops
+before any work unless told to replace them (``force``); a directory that holds anything else is
+never used. A run refused before any of its tasks finished leaves the directory as it found it.
+
+``-o FILE.json`` is lm-eval's file form of --output_path: the run directory is then FILE without
+.json, and lm-eval's results are also written as lm-eval writes them, to FILE_<date id>.json in
+FILE's folder; never a directory named FILE.json.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
-from rueval.core.files import write_json, write_json_files, write_jsonl
+from rueval.core.files import atomic_path, write_json, write_json_files, write_jsonl
 from rueval.data import TaskData
 from rueval.results import Checker, PredictionRow, RunResult, TaskResult, read_json_file, write_predictions
 from rueval.results.lm_eval import FILE_NAME as LM_EVAL_FILE
-from rueval.results.lm_eval import SAMPLES_DIR, sample_file, sample_files
+from rueval.results.lm_eval import SAMPLES_DIR, results_file, sample_file, sample_files
+from rueval.results.run import read_predictions
 from rueval.run.spec import RunSpec, digest, read_spec, scored
 from rueval.tasks import Task
 
@@ -39,10 +45,13 @@ RUN_MARKS = (SPEC_FILE, "results.json")  # a directory holding either is a rueva
 
 class RunStore:
     def __init__(self, out: Path):
-        self.out = Path(out)
+        self.out = run_folder(Path(out))
+        self.lm_eval_file = Path(out) if self.out != Path(out) else None  # --output_path FILE.json
         self.notes: list[str] = []  # what the store did that the user should know (printed by the CLI)
         self.files: dict[str, dict[str, str]] = {}  # FILES: the finished tasks' files and their checksums
         self._settings: dict[str, Any] = {}
+        self._found: tuple[bool, bytes | None] | None = None  # claim: whether OUT was there, and its run.json
+        self._recorded = False  # a task of this run finished
         try:
             self.out.exists()
         except OSError as e:  # a name too long, a folder that cannot be searched
@@ -60,7 +69,9 @@ class RunStore:
         path = self.out / SPEC_FILE
         if not (path.exists() or path.is_symlink()):  # anything else of its name is refused as it is read
             raise RuevalError(f"{path}: not found; --resume continues a run started with rueval run -o {self.out}")
-        return read_spec(path, RESOLVED)
+        spec = read_spec(path, RESOLVED)
+        self.files = _checksums(Checker(str(path)), read_json_file(path).get(FILES) or {})
+        return spec
 
     # -- another run's results in the directory --------------------------------------------------------
     def claim(self, settings: Mapping[str, Any], tasks: Sequence[str], force: bool) -> dict[str, TaskResult]:
@@ -68,6 +79,8 @@ class RunStore:
         settings for tasks this run does not score (merged into its results.json, and said so);
         another run's results, or a damaged run.json, stop the run unless ``force`` replaces them."""
         self.check_folder()
+        spec = self.out / SPEC_FILE
+        self._found = (self.out.exists(), spec.read_bytes() if spec.is_file() else None)
         try:
             earlier = self._earlier_settings()
         except RuevalError:
@@ -89,14 +102,49 @@ class RunStore:
             self.notes.append(f"replaced the results of another run in {self.out} (--force)")
             return {}
         self.files = dict(earlier.get(FILES) or {}) if earlier else {}
-        if earlier is None or not (self.out / "results.json").is_file():
+        if earlier is None:
             return {}
-        previous = RunResult.read(self.out)
-        earlier_tasks = {**previous.tasks, **previous.predicted}
+        previous = RunResult.read(self.out) if (self.out / "results.json").is_file() else None
+        earlier_tasks = {**previous.tasks, **previous.predicted} if previous else {}
+        self._keep_unfinished(earlier["tasks"], earlier_tasks, tasks, force)
+        if previous is None:
+            return {}
         kept = {name: result for name, result in earlier_tasks.items() if name not in tasks}
         if kept:
             self.notes.append(f"kept {len(kept)} task(s) of the earlier run with the same settings: {', '.join(kept)}")
         return kept
+
+    def _keep_unfinished(
+        self, recorded: Sequence[str], finished: Mapping[str, Any], tasks: Sequence[str], force: bool
+    ) -> None:
+        """--resume continues the tasks run.json lists: a run of other tasks (same settings) in the folder
+        of an unfinished run would drop that run's unfinished tasks from it."""
+        dropped = [task for task in recorded if task not in tasks and task not in finished]
+        if not dropped:
+            return
+        shown = ", ".join(dropped[:5]) + (", ..." if len(dropped) > 5 else "")
+        if not force:
+            raise RuevalError(
+                f"{self.out}: holds an unfinished run whose {len(dropped)} other task(s) this run would drop "
+                f"({shown}); continue it with rueval run --resume -o {self.out}, give a new -o, "
+                "or --force to run these tasks in its place"
+            )
+        self.notes.append(f"dropped the unfinished task(s) of the earlier run in {self.out}: {shown} (--force)")
+
+    def withdraw(self) -> None:
+        """Undo the claim of a run refused before any of its tasks finished: run.json as it was (or
+        none), OUT removed if the run made it and it is empty. The refused run writes nothing, and the
+        corrected one is not taken for another run."""
+        if self._found is None or self._recorded:
+            return  # not claimed here, or a task finished: finished work is kept
+        existed, spec = self._found
+        if spec is not None:
+            with atomic_path(self.out / SPEC_FILE) as tmp:
+                tmp.write_bytes(spec)
+            return
+        (self.out / SPEC_FILE).unlink(missing_ok=True)
+        if not existed and self.out.is_dir() and not any(self.out.iterdir()):
+            self.out.rmdir()
 
     def check_folder(self) -> None:
         """OUT is a folder that is empty, not there yet, or a rueval run's: never a user's own files."""
@@ -120,11 +168,7 @@ class RunStore:
             if spec.exists() or spec.is_symlink():
                 read_spec(spec, RESOLVED)
                 earlier = dict(Checker(str(spec)).obj(read_json_file(spec), ""))
-                files = Checker(str(spec)).obj(earlier.get(FILES) or {}, FILES)
-                return {
-                    **earlier,
-                    FILES: {task: dict(Checker(str(spec)).obj(v, f"{FILES}.{task}")) for task, v in files.items()},
-                }
+                return {**earlier, FILES: _checksums(Checker(str(spec)), earlier.get(FILES) or {})}
             if results.exists():
                 raise RuevalError(f"{spec}: missing beside {results.name} (it records the run's settings and files)")
         except RuevalError as e:
@@ -181,13 +225,42 @@ class RunStore:
         result.write(written[1])
         self.files[task.name] = {str(file.relative_to(self.out)): _sha256(file) for file in written}
         self.save_spec(self._settings)
+        self._recorded = True
 
     def has_samples(self, task: Task) -> bool:
         return bool(sample_files(self.out, task.name))
 
     def write_results(self, results: RunResult, lm_eval: Mapping[str, Any]) -> None:
-        """results.json and its lm-eval twin, together: a failed write leaves both as they were."""
-        write_json_files({self.out / "results.json": results.to_json(), self.out / LM_EVAL_FILE: lm_eval})
+        """results.json and its lm-eval twin (and for -o FILE.json lm-eval's FILE_<date id>.json),
+        together: a failed write leaves them as they were."""
+        documents = {self.out / LM_EVAL_FILE: lm_eval}
+        if self.lm_eval_file is not None:
+            documents[results_file(self.lm_eval_file, datetime.now())] = lm_eval
+            results.notes.append(f"lm-eval's results file: {list(documents)[-1]}")
+        write_json_files({self.out / "results.json": results.to_json(), **documents})
+
+    def computed(self, task: Task, data: TaskData, result: TaskResult) -> list[PredictionRow]:
+        """A finished task's predictions, for an export to ship only what the run computed: its files as
+        the run wrote them and its data as the run read it (the checksums run.json and tasks/<task>.json
+        record; ``load_spec`` reads them), each prediction one of the task's labels. An error naming
+        the file and what to rerun otherwise."""
+        rerun = f"compute {task.name} again: rueval run --resume -o {self.out}"
+        if problem := self._changed(task.name):
+            raise RuevalError(f"{problem}; {rerun}")
+        if result.data.get("sha256") != data.sha256:
+            # a MERA task.json holds both splits: "task.json#data.test" names the split, not the file
+            files = " or ".join(dict.fromkeys(split.file.split("#")[0] for split in (data.eval, data.train) if split))
+            raise RuevalError(f"{files}: changed since the run computed {task.name}'s predictions from it; {rerun}")
+        path = self.out / "predictions" / f"{task.name}.jsonl"
+        rows = read_predictions(task, path)
+        labels = task.labels if task.kind == "classification" else ()
+        wrong = next((row for row in rows if labels and not _one_of(row.prediction, labels)), None)
+        if wrong is not None:
+            raise RuevalError(
+                f"{path}: the prediction for id {wrong.idx!r:.40} is {wrong.prediction!r:.40}, none of "
+                f"{task.name}'s answers ({', '.join(map(repr, labels))}); run the task again into a new -o"
+            )
+        return rows
 
     def _task_file(self, task: Task) -> Path:
         return self.out / "tasks" / f"{task.name}.json"
@@ -200,6 +273,16 @@ def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
     if task.revision:  # a task declared in a YAML file: an edited file is another task
         key["task_revision"] = task.revision
     return digest(key)
+
+
+def run_folder(out: Path) -> Path:
+    """The run directory ``-o OUT`` names: OUT, or for lm-eval's file form FILE.json, FILE without .json."""
+    return out.with_suffix("") if out.suffix == ".json" else out
+
+
+def _one_of(prediction: Any, labels: Sequence[Any]) -> bool:
+    """Whether the prediction is one of the labels, of its type too (True is not 1)."""
+    return any(prediction == label and type(prediction) is type(label) for label in labels)
 
 
 def _checksums(check: Checker, value: Any) -> dict[str, dict[str, str]]:

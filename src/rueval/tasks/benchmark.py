@@ -61,7 +61,8 @@ class Benchmark:
     # task -> split -> records in the official files; a run of another count is not comparable with the papers
     official_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     references: str = ""  # "module:NAME" of its papers' rows (rueval.report.reference.ScoreRow); "" for none
-    submission: str = ""  # "module:NAME" of the function writing its submission zip; "" for none
+    # "module:NAME" of the function writing its submission zip from a run's folder (`rueval export`); "" for none
+    submission: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "title", self.title or self.name.upper())

@@ -149,5 +149,5 @@ BENCHMARK = Benchmark(
     total=Total(tuple(task.name for task in TASKS)),  # the mean of the nine task scores (Section 3.2)
     official_counts=OFFICIAL_COUNTS,
     references="rueval.report.reference:RSG_ROWS",
-    submission="rueval.run.submission:write_submission",
+    submission="rueval.run.submission:export_rsg",
 )
