@@ -93,6 +93,9 @@ def fill(template: str, fields: Mapping[str, Any]) -> str:
     """``template`` with its ``{name}`` fields filled from ``fields``; a FormatError (naming the field,
     where one is at fault) if it names anything else, asks for too wide a spec or too long a text."""
     try:
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if spec and "{" in spec:
+                raise FormatError(f"format spec {spec[:40]!r}: a field inside a spec is not filled", name)
         return FieldFormatter().vformat(template, (), fields)
     except FormatError:
         raise
