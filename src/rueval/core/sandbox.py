@@ -25,7 +25,7 @@ from typing import Any
 import jinja2
 from jinja2 import filters, nodes
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, safe_range
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, SecurityError, safe_range
 
 from rueval.core.formatting import MAX_TEXT, MAX_WIDTH, BoundedFormatter, FormatError, Length, printf
 
@@ -278,6 +278,10 @@ class Sandbox(ImmutableSandboxedEnvironment):
             return SandboxFormatter(self).vformat(template, args, kwargs)
 
         return bounded
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        """An unsafe attribute is an error where it is read, never an undefined value printed later."""
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe.")
 
     def loop_items(self, iterable: Iterable) -> Iterator:
         budget = _current()
