@@ -143,14 +143,14 @@ BOMBS = [
 @pytest.mark.parametrize("bomb", BOMBS)
 def test_a_template_cannot_take_gigabytes_or_minutes(bomb):
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the machine's load does not count
     try:
         with pytest.raises(jinja2.TemplateError) as refused:
             environment().from_string(bomb).render(text="Привет")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert peak < 12 * MAX_TEXT  # a few texts at the bound (4 bytes a character at most), not gigabytes
     assert "\n" not in str(refused.value)
 

@@ -34,14 +34,14 @@ def test_an_alias_bomb_is_refused_quickly_in_little_memory(tmp_path):
     file = tmp_path / "bomb.yaml"
     file.write_text(billion_laughs(), encoding="utf-8")
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the machine's load does not count
     try:
         with pytest.raises(DataError, match=f"more than {MAX_VALUES} values once its aliases are expanded") as refused:
             read_mapping(file)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert peak < 20 * 2**20
     assert str(refused.value).startswith(f"{file}:")
 
@@ -93,7 +93,7 @@ def test_an_error_message_shows_a_part_of_a_large_value():
     shared = ["lol"] * 9
     for _ in range(9):
         shared = [shared] * 9  # 9**10 texts when rendered whole
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the machine's load does not count
     assert len(shown(shared)) <= 60 and shown(shared).startswith("[[[[...], [...]")
     assert len(shown("x" * 10**6)) <= 60 and "..." in shown("x" * 10**6)
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1

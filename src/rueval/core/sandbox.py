@@ -25,6 +25,7 @@ from typing import Any
 import jinja2
 from jinja2 import filters, nodes
 from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import FilterArgumentError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, SecurityError, safe_range
 
 from rueval.core.formatting import MAX_TEXT, MAX_WIDTH, BoundedFormatter, FormatError, Length, printf
@@ -110,7 +111,7 @@ def _replace(eval_ctx: Any, s: str, old: str, new: str, count: int | None = None
 
 def _format(value: str, *args: Any, **kwargs: Any) -> str:
     if args and kwargs:
-        raise jinja2.FilterArgumentError("can't handle positional and keyword arguments at the same time")
+        raise FilterArgumentError("can't handle positional and keyword arguments at the same time")
     return printf(str(value), kwargs or args)
 
 
@@ -173,7 +174,8 @@ class BoundedCodeGenerator(CodeGenerator):
 
     def _call(self, method: str, argument: nodes.Expr, lineno: int) -> nodes.Call:
         call = nodes.Call(nodes.EnvironmentAttribute(method), [argument], [], None, None, lineno=lineno)
-        return call.set_environment(self.environment)
+        call.set_environment(self.environment)
+        return call
 
     def _refuse_dunder(self, name: Any, lineno: int) -> None:
         if isinstance(name, str) and name.startswith("__"):
@@ -197,11 +199,11 @@ class BoundedCodeGenerator(CodeGenerator):
         super().visit_Filter(node, frame)
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
-        node.iter = self._call("loop_items", node.iter, node.lineno)
+        node.iter = self._call("loop_items", node.iter, node.lineno)  # type: ignore[arg-type]  # an expression
         super().visit_For(node, frame)
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
-        self.visit(self._call("concat", nodes.Tuple(node.nodes, "load", lineno=node.lineno), node.lineno), frame)
+        self.visit(self._call("joined", nodes.Tuple(node.nodes, "load", lineno=node.lineno), node.lineno), frame)
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
@@ -257,7 +259,8 @@ class Sandbox(ImmutableSandboxedEnvironment):
             _arguments(*args, *kwargs.values())
         if isinstance(owner, str) and args:
             if name == "replace":
-                _replaced_size(owner, str(args[0]), str(args[1]) if len(args) > 1 else "", *args[2:3])
+                count = args[2] if len(args) > 2 else None
+                _replaced_size(owner, str(args[0]), str(args[1]) if len(args) > 1 else "", count)
             elif name == "join":
                 args = (list(args[0]),)
                 _joined_size(args[0], owner)
@@ -274,7 +277,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
             if format_map:
                 if kwargs or len(args) != 1:
                     raise TypeError("format_map() takes exactly one mapping")
-                args, kwargs = (), args[0]
+                return SandboxFormatter(self).vformat(template, (), args[0])
             return SandboxFormatter(self).vformat(template, args, kwargs)
 
         return bounded
@@ -289,7 +292,8 @@ class Sandbox(ImmutableSandboxedEnvironment):
             budget.step()
             yield item
 
-    def concat(self, pieces: tuple) -> str:
+    def joined(self, pieces: tuple) -> str:
+        """``a ~ b ~ c``, within the bound."""
         texts = [str(piece) for piece in pieces]
         Length(sum(map(len, texts)))
         return "".join(texts)
