@@ -47,6 +47,8 @@ TASK_FILE_TEMPLATES = [
     "{% set context %}{{ premise }} {{ question }}{% endset %}{{ context | wordwrap(20) | indent(2) | center(60) }}",
     "{{ choices.text | batch(2) | list }} {{ choices.text | slice(2) | list }} {{ choices | dictsort | first }}",
     "Ответ: {{ ['нет', 'да'][label] | capitalize }}\n",
+    "{{ '{:,}'.format(146150789) }} {{ dict(population=146150789) }} {{ question.split(' ', 100000) }}",
+    "{% macro big(n) %}{{ n * 2 }}{% endmacro %}{{ big(5000000000) }} {{ 'a\tb'.expandtabs(4) }}",
 ]
 
 
@@ -137,6 +139,9 @@ BOMBS = [
     "{{ range(100000) | map('string') | join('y' * 9000) }}",
     "{{ ('y' * 9000).join(range(100000) | map('string')) }}",
     "{{ lipsum(10000000) }}",
+    "{{ ('\\t' * 9000).expandtabs(9000) }}",
+    "{{ ('a' * 9000).translate({97: 'b' * 9000}) }}",
+    "{{ (text * 9000).encode().center(1500000000) }}",
 ]
 
 
@@ -162,6 +167,7 @@ def test_whatever_a_template_raises_is_one_template_error_line():
         ("{{ text | regex_replace('(', '') }}", "error: missing ), unterminated subpattern"),
         ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "RecursionError"),
         ("{% include 'other.yaml' %}", "other.yaml"),
+        ("{{ text }} {{ '\\ud800' }}", "UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'"),
     ]:
         with pytest.raises(jinja2.TemplateError, match=re.escape(message)):
             sandbox.from_string(source).render(text="x")

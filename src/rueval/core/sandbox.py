@@ -26,13 +26,14 @@ import jinja2
 from jinja2 import filters, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import FilterArgumentError
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, SecurityError, safe_range
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, SecurityError
 
 from rueval.core.formatting import MAX_TEXT, MAX_WIDTH, BoundedFormatter, FormatError, Length, printf
 
 MAX_STEPS = 1_000_000  # loop iterations in one rendering
 MAX_BUFFERED = 8 * MAX_TEXT  # characters captured by {% set %} blocks, macros and calls in one rendering
 MAX_INT_BITS = 2**16  # an integer that * or ** may build
+WIDTH_METHODS = ("center", "ljust", "rjust", "zfill", "to_bytes")  # a method whose size argument sizes its result
 ATTRIBUTE_FILTERS = ("attr", "selectattr", "rejectattr", "groupby")  # their first argument names an attribute
 
 
@@ -219,7 +220,10 @@ class BoundedTemplate(jinja2.Template):
             for piece in self.generate(*args, **kwargs):
                 length.add(len(piece))
                 pieces.append(piece)
-            return "".join(pieces)
+            text = "".join(pieces)
+            if not text.isascii():
+                text.encode("utf-8")  # a lone surrogate ('\ud800' in a Jinja string) is no text a model reads
+            return text
         except jinja2.TemplateError:
             raise
         except Exception as e:  # noqa: BLE001 - a template's own failure (1/0, a bound, a bad regex)
@@ -253,9 +257,8 @@ class Sandbox(ImmutableSandboxedEnvironment):
         return _checked(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja2's signature
-        name = getattr(__obj, "__name__", "")
-        owner = getattr(__obj, "__self__", None)
-        if __obj is not safe_range:  # jinja2 bounds range() itself (MAX_RANGE)
+        name, owner = getattr(__obj, "__name__", ""), getattr(__obj, "__self__", None)
+        if name in WIDTH_METHODS and owner is not None:
             _arguments(*args, *kwargs.values())
         if isinstance(owner, str) and args:
             if name == "replace":
@@ -264,8 +267,11 @@ class Sandbox(ImmutableSandboxedEnvironment):
             elif name == "join":
                 args = (list(args[0]),)
                 _joined_size(args[0], owner)
-            elif name in ("translate", "expandtabs"):
-                raise FormatError(f"str.{name} is not available in a template")
+            elif name == "expandtabs" and isinstance(args[0], int):
+                Length(len(owner) + owner.count("\t") * args[0])
+            elif name == "translate" and isinstance(args[0], dict):
+                longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)
+                Length(len(owner) * longest)
         return _checked(super().call(__context, __obj, *args, **kwargs))
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
