@@ -177,3 +177,9 @@ def test_a_dunder_name_is_refused_when_the_template_is_compiled_with_its_line():
     with pytest.raises(jinja2.TemplateSyntaxError, match="'__class__': names starting with '__'") as refused:
         environment().from_string("Вопрос:\n{{ text.__class__ }}")
     assert refused.value.lineno == 2
+
+
+@pytest.mark.parametrize("nesting", ["(" * 5000 + "1" + ")" * 5000, "[" * 3000 + "]" * 3000, "x" + "|lower" * 20000])
+def test_a_template_nested_too_deeply_is_a_syntax_error(nesting):
+    with pytest.raises(jinja2.TemplateSyntaxError, match="nested too deeply"):
+        environment().from_string("{{ " + nesting + " }}")

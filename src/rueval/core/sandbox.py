@@ -242,6 +242,12 @@ class Sandbox(ImmutableSandboxedEnvironment):
     template_class = BoundedTemplate
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
+    def compile(self, source: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().compile(source, *args, **kwargs)
+        except RecursionError:  # jinja2's parser and code generator recurse once per level of nesting
+            raise jinja2.TemplateSyntaxError("nested too deeply to be compiled", 1) from None
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "%" and isinstance(left, str):
             return printf(left, right)
