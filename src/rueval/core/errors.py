@@ -16,3 +16,15 @@ class DataError(RuevalError):
         if field is not None:
             where += f": field '{field}'"
         super().__init__(f"{where}: {message}")
+
+
+def shown(value: object, width: int = 60) -> str:
+    """``value`` as an error message shows it: its repr cut to ``width`` characters, built without rendering
+    the whole of a large or deeply nested value (reprlib)."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 3, width, width
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
+    text = short.repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

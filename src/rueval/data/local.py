@@ -19,7 +19,16 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import progress
-from rueval.data.reading import DEFAULT_LIMITS, JsonLines, Node, ReadLimits, decode_line, parse_json, reading
+from rueval.data.reading import (
+    DEFAULT_LIMITS,
+    JsonLines,
+    Node,
+    ReadLimits,
+    check_unicode,
+    decode_line,
+    parse_json,
+    reading,
+)
 from rueval.data.records import Dataset, Example, IdRule, Record, RecordFields
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -287,6 +296,7 @@ def parse_json_line(line: str, file: str, line_no: int) -> dict:
     data = parse_json(line, file, line_no)
     if not isinstance(data, dict):
         raise DataError(file, f"expected a JSON object, got {type(data).__name__}", line_no)
+    check_unicode(data, file, line_no, line)
     return data
 
 

@@ -22,9 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
+from rueval.core.formatting import FormatError, fill
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
 from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord
-from rueval.data.reading import DEFAULT_LIMITS, JsonLines, ReadLimits, decode_line, parse_json, read_whole
+from rueval.data.reading import (
+    DEFAULT_LIMITS,
+    NOT_UNICODE,
+    JsonLines,
+    ReadLimits,
+    decode_line,
+    parse_json,
+    read_whole,
+    surrogate_field,
+)
 from rueval.data.records import Dataset
 
 TASK_FILE = "task.json"
@@ -185,4 +195,20 @@ def _converted(
         record = MeraRecord(data, file, number, None if numbered else number)
         converted = mera.convert(record, mera.answers)
         converted[RECORD_FIELD] = {key: data.get(key) for key in ("instruction", "inputs", "outputs")}
-        yield number, json.dumps(converted, ensure_ascii=False).encode()
+        try:
+            text = json.dumps(converted, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise record.error(surrogate_field(data) or None, NOT_UNICODE) from None
+        _check_instruction(record)
+        yield number, text
+
+
+def _check_instruction(record: MeraRecord) -> None:
+    """A record's instruction fills with its inputs as MERA fills it (``instruction.format(**inputs)``),
+    naming plain fields only, within bounds (rueval.core.formatting)."""
+    instruction, inputs = record.data.get("instruction"), record.data.get("inputs")
+    if isinstance(instruction, str) and isinstance(inputs, dict):
+        try:
+            fill(instruction, inputs)
+        except FormatError as e:
+            raise record.error("instruction", str(e)) from None

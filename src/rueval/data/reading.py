@@ -12,6 +12,7 @@ import json
 import json.decoder
 import json.scanner
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -25,6 +26,7 @@ from typing import Any, BinaryIO, Self
 from rueval.core.errors import DataError, RuevalError
 
 Node = Path | zipfile.Path
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # JSON's only way to write a surrogate
 MAX_LINE_BYTES = 20 * 2**20  # the longest JSON line read (official MuSeRC lines, the longest, are tens of KB)
 
 
@@ -235,3 +237,43 @@ def decode_line(raw: bytes, file: str, line_no: int) -> str:
         return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
     except UnicodeDecodeError as e:
         raise DataError(file, f"not UTF-8 text (byte {e.start} of the line)", line_no) from None
+
+
+def surrogate_field(value: Any, path: str = "") -> str | None:
+    """The field (``passage.questions[1].text``) of the first text or key in ``value`` holding a lone
+    surrogate (valid JSON, ``"\\ud800"``, but not Unicode text, so no model or file can take it); None if none."""
+    if isinstance(value, str):
+        return None if value.isascii() or not _has_surrogate(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            field = f"{path}.{key}" if path else str(key)
+            if _has_surrogate(str(key)):
+                return field
+            if (found := surrogate_field(item, field)) is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if (found := surrogate_field(item, f"{path}[{index}]")) is not None:
+                return found
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_unicode(data: Any, file: str, line: int | None, text: str | None = None) -> None:
+    """A DataError naming the field if a parsed JSON value holds a lone surrogate; ``text``, the JSON it
+    was parsed from, if given, spares the search where it writes no surrogate at all."""
+    if text is not None and not ESCAPED_SURROGATE.search(text):
+        return
+    field = surrogate_field(data)
+    if field is not None:
+        raise DataError(file, NOT_UNICODE, line, field or None)
+
+
+NOT_UNICODE = "a lone surrogate (\\ud800-\\udfff) in a text: not Unicode text"

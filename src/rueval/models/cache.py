@@ -34,7 +34,7 @@ def request_key(identity: str, request: Request) -> str:
     kind = type(request).__name__
     fields = [identity, kind, asdict(request)] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
     payload = json.dumps(fields, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate: no error
 
 
 class RequestCache:
@@ -86,7 +86,7 @@ class RequestCache:
                 self._db.execute("BEGIN")
                 self._db.executemany(
                     "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
-                    [(key, json.dumps(value, ensure_ascii=False)) for key, value in items.items()],
+                    [(key, _stored(value)) for key, value in items.items()],
                 )
         except sqlite3.Error as e:
             self._give_up(f"it cannot be written ({e})")
@@ -101,3 +101,14 @@ class RequestCache:
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
+
+
+def _stored(value: Any) -> str:
+    """A result as its row holds it: JSON, readable UTF-8; escaped (``\\ud800``) where a text holds a lone
+    surrogate (a server's answer may), which SQLite cannot store as text."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text

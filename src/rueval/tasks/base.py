@@ -27,6 +27,8 @@ class Template:
     delimiter: str = " "
     stop: tuple[str, ...] = ("\n",)
     max_new_tokens: int = 32
+    file: str = ""  # where ``text`` was written (a task file and its line), for errors
+    line: int | None = None
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rueval.core.errors import DataError, RuevalError
+from rueval.core.errors import DataError, RuevalError, shown
+from rueval.core.yaml_files import read_mapping
 from rueval.tasks import BENCHMARKS, EVERY_TASK, TASKS, Task, Template, register
-from rueval.tasks.prompts.template import compile_template, environment
+from rueval.tasks.prompts.template import compile_template
 from rueval.tasks.shapes import Answer, Choice, Shape, Texts
 
 SUFFIXES = (".yaml", ".yml")
@@ -102,7 +103,7 @@ class Declaration:
             return default
         value = self.entries[key].value
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-            raise self.error(key, f"expected {_kind(kind)}, got {value!r:.60}")
+            raise self.error(key, f"expected {_kind(kind)}, got {shown(value)}")
         return value
 
     def base(self, key: str) -> Path:
@@ -122,7 +123,7 @@ def _read(file: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Entry], li
     if "include" in entries:
         entry = entries.pop("include")
         if not isinstance(entry.value, str):
-            raise entry.error("include", f"expected a file name, got {entry.value!r:.60}")
+            raise entry.error("include", f"expected a file name, got {shown(entry.value)}")
         included = (file.parent / entry.value).resolve()
         if included in seen or included == file.resolve():
             raise entry.error("include", f"{entry.value} includes itself")
@@ -135,32 +136,7 @@ def _read(file: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Entry], li
 
 def _mapping(file: Path) -> dict[str, Entry]:
     """The top-level keys of a YAML file with their lines; a DataError naming the file and line if it is bad."""
-    import yaml  # only where YAML tasks are read: the command line starts without it
-
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(str(file), f"cannot read: {e}") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if not isinstance(node, yaml.MappingNode):
-            line = node.start_mark.line + 1 if node is not None else None
-            raise DataError(str(file), "expected a mapping of keys (task: ..., doc_to_text: ...)", line)
-        return {
-            str(loader.construct_object(key, deep=True)): Entry(
-                loader.construct_object(value, deep=True), file, key.start_mark.line + 1
-            )
-            for key, value in node.value
-        }
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        problem = e.problem or "malformed"
-        if "!function" in problem:
-            problem = "!function runs Python; rueval runs no code from a task file"
-        raise DataError(str(file), f"not valid YAML: {problem}", mark.line + 1 if mark else None) from None
-    finally:
-        loader.dispose()
+    return {key: Entry(value, file, line) for key, (value, line) in read_mapping(file).items()}
 
 
 def load_task(file: Path) -> Task:
@@ -173,7 +149,7 @@ def load_task(file: Path) -> Task:
             raise entry.error(key, f"unknown key; rueval reads: {', '.join(sorted(READ - {'num_fewshot'}))}")
     name = declaration.get("task", str)
     if not NAME.fullmatch(name):
-        raise declaration.error("task", f"{name!r}: a name of letters, digits, '_', '-' and '.'")
+        raise declaration.error("task", f"{shown(name)}: a name of letters, digits, '_', '-' and '.'")
     shape, template = _shape_and_prompt(declaration)
     data_dir, split_files = _data(declaration)
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in declaration.files))
@@ -202,7 +178,7 @@ def _benchmark(declaration: Declaration) -> str:
     declared = (name for name, benchmark in BENCHMARKS.items() if benchmark.tasks)  # not another file's tag
     taken = {*declared, EVERY_TASK, *(name for task in TASKS.values() for name in task.names)}
     if tags[0].lower() in taken:
-        raise declaration.error("tag", f"{tags[0]!r} already names a task or benchmark; choose another")
+        raise declaration.error("tag", f"{shown(tags[0])} already names a task or benchmark; choose another")
     return tags[0].lower()
 
 
@@ -212,8 +188,8 @@ def _template_fields(declaration: Declaration, key: str) -> tuple[str, ...]:
 
     source = declaration.get(key, str)
     try:
-        tree = environment().parse(source)
-        compile_template(source)
+        compiled = compile_template(source)
+        tree = compiled.environment.parse(source)
     except jinja2.TemplateSyntaxError as e:
         raise declaration.error(key, f"not a Jinja2 template: {e.message} (its line {e.lineno})") from None
     names = [node.name for node in tree.find_all(jinja2.nodes.Name) if node.ctx == "load"]
@@ -237,12 +213,13 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
     if declaration.get("fewshot_delimiter", str, "\n\n") != "\n\n":
         raise declaration.error("fewshot_delimiter", 'rueval separates demonstrations by "\\n\\n" only')
     text = declaration.get("doc_to_text", str)
+    written = {"file": str(declaration.entries["doc_to_text"].file), "line": declaration.entries["doc_to_text"].line}
     if output == "generate_until":
         stop, budget = _generation(declaration)
         shape = Answer(texts[-1], texts[:-1], answer=gold)
-        return shape, Template(text, delimiter=delimiter, stop=stop, max_new_tokens=budget)
+        return shape, Template(text, delimiter=delimiter, stop=stop, max_new_tokens=budget, **written)
     if output != "multiple_choice":
-        raise declaration.error("output_type", f"{output!r}: expected multiple_choice or generate_until")
+        raise declaration.error("output_type", f"{shown(output)}: expected multiple_choice or generate_until")
     if "generation_kwargs" in declaration.entries:
         raise declaration.error("generation_kwargs", "a multiple_choice task's answers are scored, not generated")
     choices = declaration.get("doc_to_choice", (list, str))
@@ -250,7 +227,7 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
         if len(choices) < 2 or not all(isinstance(c, str) for c in choices) or len(set(choices)) < len(choices):
             raise declaration.error("doc_to_choice", "expected two or more distinct answer texts")
         shape = Texts(texts, tuple(choices), label_index=True, label_field=gold)
-        return shape, Template(text, tuple(choices), delimiter)
+        return shape, Template(text, tuple(choices), delimiter, **written)
     match = OPTION_FIELDS.fullmatch(choices)
     if match is None:
         raise declaration.error("doc_to_choice", "expected a list of answers, or a record's option fields: {{[a, b]}}")
@@ -258,7 +235,7 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
     context = tuple(field for field in texts if field not in options)
     if len(options) < 2 or not context:
         raise declaration.error("doc_to_choice", "expected two or more option fields besides doc_to_text's context")
-    return Choice(context, options, label_field=gold), Template(text, delimiter=delimiter)
+    return Choice(context, options, label_field=gold), Template(text, delimiter=delimiter, **written)
 
 
 def _generation(declaration: Declaration) -> tuple[tuple[str, ...], int]:
@@ -274,7 +251,7 @@ def _generation(declaration: Declaration) -> tuple[tuple[str, ...], int]:
     if not isinstance(until, list) or not all(isinstance(stop, str) and stop for stop in until):
         raise declaration.error("generation_kwargs", "until: expected a list of stop texts")
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-        raise declaration.error("generation_kwargs", f"max_gen_toks: expected a positive integer, got {budget!r}")
+        raise declaration.error("generation_kwargs", f"max_gen_toks: expected a positive integer, got {shown(budget)}")
     return tuple(until), budget
 
 
@@ -287,7 +264,7 @@ def _metrics(declaration: Declaration, predicts: str) -> tuple[str, ...]:
     for item in listed:
         name = item.get("metric") if isinstance(item, dict) else None
         if name not in known:
-            raise declaration.error("metric_list", f"{name!r}: expected one of: {', '.join(known)}")
+            raise declaration.error("metric_list", f"{shown(name)}: expected one of: {', '.join(known)}")
         if item.get("aggregation", "mean") != "mean" or item.get("higher_is_better", True) is not True:
             raise declaration.error("metric_list", f"{name}: rueval averages over examples, higher is better")
         metrics.append(known[name])
@@ -309,7 +286,7 @@ def _data(declaration: Declaration) -> tuple[Path, dict[str, tuple[str, ...]]]:
             continue
         name = declaration.get(key, str)
         if files is not None and name not in files:
-            raise declaration.error(key, f"{name!r}: not among dataset_kwargs' data_files ({', '.join(files)})")
+            raise declaration.error(key, f"{shown(name)}: not among dataset_kwargs' data_files ({', '.join(files)})")
         file_name = name if name.endswith(".jsonl") else f"{name}.jsonl"  # a split in a folder: NAME.jsonl
         chosen[split] = files[name] if files is not None else folder / file_name
         if not chosen[split].is_file():

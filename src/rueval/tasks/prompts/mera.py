@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rueval.core.errors import RuevalError
+from rueval.core.formatting import FormatError, fill
 from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, RECORD_FIELD, MeraTask
 from rueval.tasks.base import Example
 from rueval.tasks.inline_options import split_options
@@ -103,10 +104,6 @@ def _filled(example: Example, template: Any, record: Mapping[str, Any], options:
     if not isinstance(template, str) or not isinstance(inputs, dict):
         raise RuevalError(f"example {example.key}: MERA's record needs an instruction text and an inputs object")
     try:
-        return template.format(**{**inputs, **({"options": options} if options else {})})
-    except KeyError as e:
-        raise RuevalError(
-            f"example {example.key}: the MERA instruction names {{{e.args[0]}}}, not in its inputs"
-        ) from None
-    except (IndexError, ValueError) as e:
-        raise RuevalError(f"example {example.key}: the MERA instruction is not a template ({e})") from None
+        return fill(template, {**inputs, **({"options": options} if options else {})})
+    except FormatError as e:
+        raise RuevalError(f"example {example.key}: the MERA instruction cannot be filled: {e}") from None

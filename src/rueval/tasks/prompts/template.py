@@ -1,14 +1,13 @@
 """The prompt of a task declared as data (a YAML task): Jinja2 templates over the example's fields,
-rendered as lm-evaluation-harness renders them (undefined names are errors, a trailing newline is
-kept). The answers follow the context after the template's delimiter: a classification task's
-choices, a choice task's option texts, or a generated answer."""
+rendered in rueval's sandbox (rueval.core.sandbox) with lm-evaluation-harness's options (undefined
+names are errors, a trailing newline is kept). The answers follow the context after the template's
+delimiter: a classification task's choices, a choice task's option texts, or a generated answer."""
 
 from __future__ import annotations
 
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from rueval.core.errors import RuevalError
+from rueval.core.errors import DataError, RuevalError
 from rueval.tasks.base import Example, Template
 from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
@@ -19,15 +18,11 @@ if TYPE_CHECKING:
     import jinja2
 
 
-@cache
-def environment() -> jinja2.Environment:
-    import jinja2  # only where a template is compiled: the command line starts without it
-
-    return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
-
 def compile_template(source: str) -> jinja2.Template:
-    """The template, compiled once; a jinja2.TemplateSyntaxError (with its line) when it is not one."""
+    """The template, compiled once in rueval's sandbox; a jinja2.TemplateSyntaxError (with its line) when
+    it is not one, or when it names what the sandbox refuses (``__class__``...)."""
+    from rueval.core.sandbox import environment  # jinja2, only where a template is compiled
+
     return environment().from_string(source)
 
 
@@ -45,7 +40,10 @@ class TemplatePrompt(TaskPrompt):
         try:
             context = self.context.render(example.fields)
         except jinja2.TemplateError as e:
-            raise RuevalError(f"example {example.key}: the prompt template cannot be filled: {e}") from None
+            message = f"example {example.key}: the prompt template cannot be filled: {e}"
+            if self.template.file:
+                raise DataError(self.template.file, message, self.template.line, "doc_to_text") from None
+            raise RuevalError(message) from None
         delimiter = self.template.delimiter
         if self.generated:
             target = None if example.label is None else delimiter + example.label[0]
