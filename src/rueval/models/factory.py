@@ -159,12 +159,12 @@ class ModelOptions:
     )
     peft: str | None = option(
         None,
-        help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval\\[peft]').",
+        help="hf: a PEFT adapter directory to merge into the weights (pip install 'rueval[peft]').",
         read_by=("hf",),
     )
     load_in: str | None = option(
         None,
-        help="hf: quantize the weights on a CUDA GPU (pip install 'rueval\\[quantize]').",
+        help="hf: quantize the weights on a CUDA GPU (pip install 'rueval[quantize]').",
         read_by=("hf",),
         choices=LOAD_IN,
     )
