@@ -226,3 +226,24 @@ def test_a_limit_beyond_every_split_cuts_nothing_and_the_run_is_not_partial(cli,
     }
     cut = cli("run", "-m", "majority", "-t", "rcb,parus", "--limit", "20", "-o", tmp_path / "cut")
     assert results(tmp_path / "cut")["partial"] is (cut.exit_code == 0 and "cut no task" not in cut.stdout)
+
+
+def test_resume_never_gives_consent_to_run_a_models_code_for_the_user(cli, tiny_gpt2_dir, tmp_path):
+    """A run folder can be shared: its run.json saying --trust-remote-code must not make a bare
+    --resume run the model's own code; the user who resumes gives the consent again."""
+    out = tmp_path / "shared"
+    started = cli("run", "-m", f"hf:{tiny_gpt2_dir}", "--trust-remote-code", "-t", "rcb", "--limit", "2", "-o", out)
+    assert started.exit_code == 0, started.output
+    assert recorded(out)["solver_options"]["trust_remote_code"] is True
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    for given in ((), ("-t", "rcb")):
+        refused = cli("run", "--resume", "-o", out, *given)
+        assert refused.exit_code == 2
+        assert refused.stderr == (
+            f"error: {out / 'run.json'}: solver_options.trust_remote_code: the run was started with "
+            "--trust-remote-code; --resume does not give that consent again for you: add --trust-remote-code "
+            "to run the model's own code\n"
+        )
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+    again = cli("run", "--resume", "-o", out, "--trust-remote-code")
+    assert again.exit_code == 0, again.output

@@ -17,6 +17,8 @@ from rueval.solvers.options import GIVEN_KEYS
 
 # what the options typed need to be read as a spec: the recorded ones unless typed
 KEPT = ("model", "tasks", "include_path")
+# consent to run code from elsewhere: each command gives it anew, run.json never gives it for a user
+CONSENTS = {"trust_remote_code": "--trust-remote-code"}
 
 
 def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> RunSpec:
@@ -25,10 +27,16 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
     those not typed) in place of theirs."""
     typed = list(typed)
     stored = RunStore(out).load_spec()
-    if not typed:
-        return stored
     recorded = stored.to_json()
     wanted = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed}).to_json()
+    for consent, flag in CONSENTS.items():
+        if recorded["solver_options"].get(consent) and not wanted["solver_options"].get(consent):
+            raise RuevalError(
+                f"{out / SPEC_FILE}: solver_options.{consent}: the run was started with {flag}; --resume does "
+                f"not give that consent again for you: add {flag} to run the model's own code"
+            )
+    if not typed:
+        return stored
     merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
     for name in typed:
         for key in keys_set_by(name):
