@@ -12,8 +12,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -165,3 +168,49 @@ class Postgres:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class WriteLock:
+    """Another process holding SQLite's write lock on the board's database (BEGIN IMMEDIATE, then
+    sleeping) until stopped, as a second writer or an operator's sqlite3 shell would."""
+
+    HOLDER = (
+        "import sqlite3, sys, time\n"
+        "connection = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "connection.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+    )
+
+    def __init__(self, database: Path, seconds: float = 60):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.HOLDER, str(database), str(seconds)], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout.readline().strip() == "locked"
+
+    def release(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+@contextmanager
+def served_in_thread(app, limits) -> Iterator[str]:
+    """The application under uvicorn as `rueval serve` configures it, in a thread of this process (so
+    that a test can inject a fault into it); yields its address."""
+    import uvicorn
+
+    from rueval.serve.connections import server_config
+
+    port = free_port()
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

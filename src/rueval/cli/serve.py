@@ -57,9 +57,20 @@ def serve(
     secure_cookies: Annotated[
         bool, typer.Option(help="Behind HTTPS: send the sign-in cookies over HTTPS only.")
     ] = False,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Connections open at once; beyond: 503 and closed (keep it under ulimit -n).")
+    ] = 500,
+    max_connections_per_address: Annotated[
+        int, typer.Option(min=0, help="Connections open at once from one client address (0: no cap; behind a proxy).")
+    ] = 50,
+    read_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds a request's headers, or a piece of its body, may take to arrive."),
+    ] = 30.0,
 ) -> None:
     """Serve the leaderboard: teams upload `rueval submit` zips, workers score them against the gold."""
     _needs_serve_extra()
+    from rueval.serve.connections import ConnectionLimits
     from rueval.serve.db import database_url
     from rueval.serve.server import run_server
     from rueval.serve.service import ServeConfig
@@ -67,7 +78,8 @@ def serve(
 
     limits = UploadLimits(upload_bytes=megabytes(max_upload_mb, "--max-upload-mb"))
     config = ServeConfig(gold, store, database_url(db, store), daily_limit, limits, secure_cookies)
-    run_server(config, host, port, workers, lease)
+    connections = ConnectionLimits(max_connections, max_connections_per_address, read_timeout)
+    run_server(config, host, port, workers, lease, connections)
 
 
 @app.command("serve-worker")

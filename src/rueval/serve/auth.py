@@ -88,7 +88,7 @@ class Auth:
             if len(self._verified) >= _REMEMBERED:
                 self._verified.clear()
             self._verified[digest] = team_id
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             return session.get(Team, team_id)
 
     def _verify(self, token: str) -> int | None:
@@ -96,7 +96,7 @@ class Auth:
         key, _, secret = rest.partition("_")
         if prefix != TOKEN_PREFIX or not key or not secret or len(token) > 200:
             return None
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             row = session.scalars(select(Token).where(Token.key == key)).first()
         if row is None:
             return None
@@ -124,7 +124,7 @@ class Auth:
     def signed_in(self, cookie: str | None) -> SignedIn | None:
         if not cookie or len(cookie) > 200:
             return None
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             row = session.scalars(select(SignIn).where(SignIn.digest == _digest(cookie))).first()
             if row is None or row.expires < time.time():
                 return None

@@ -1,6 +1,7 @@
 """`rueval serve`: the database migrated, the gold read and its reference models stored, scoring
-workers started as processes of their own (`rueval serve-worker`), then the web application under
-uvicorn until interrupted; the workers stop with it."""
+workers started as processes of their own (`rueval serve-worker`) and restarted if they exit, then
+the web application under uvicorn (rueval.serve.connections) until interrupted; the workers stop
+with it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,21 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
+from dataclasses import dataclass, field
 
 from rueval.core.errors import RuevalError
 from rueval.serve.app import create_app
+from rueval.serve.connections import ConnectionLimits, server_config
+from rueval.serve.faults import Backoff
+from rueval.serve.logs import configure_logging
 from rueval.serve.queue import check_lease
 from rueval.serve.service import ServeConfig, Service
 
 log = logging.getLogger("rueval.serve")
+STEADY_S = 60.0  # a worker that ran this long before it exited is restarted after the shortest delay
+WATCH_S = 0.5
 
 
 def worker_command(config: ServeConfig, lease_s: float, parent: int | None = None) -> list[str]:
@@ -24,26 +33,84 @@ def worker_command(config: ServeConfig, lease_s: float, parent: int | None = Non
     return command + (["--parent", str(parent)] if parent else [])
 
 
-def run_server(config: ServeConfig, host: str, port: int, workers: int, lease_s: float) -> None:
+def run_server(
+    config: ServeConfig,
+    host: str,
+    port: int,
+    workers: int,
+    lease_s: float,
+    limits: ConnectionLimits,
+) -> None:
     import uvicorn
 
     check_lease(lease_s)  # before anything starts: the workers would refuse it one by one
     _check_address(host, port)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    configure_logging()
     service = Service.open(config)
-    started = [subprocess.Popen(worker_command(config, lease_s, os.getpid())) for _ in range(workers)]
+    pool = Workers(worker_command(config, lease_s, os.getpid()), workers)
     try:
         log.info("board on http://%s:%d with %d worker(s), gold %s", host, port, workers, config.gold)
-        uvicorn.run(create_app(service), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+        app = create_app(service, limits.read_timeout_s)
+        uvicorn.Server(server_config(app, host, port, limits)).run()
     finally:
-        for worker in started:
-            worker.terminate()
-        for worker in started:
-            try:
-                worker.wait(10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        pool.stop()
         service.db.close()
+
+
+@dataclass
+class _Slot:
+    process: subprocess.Popen
+    started: float
+    backoff: Backoff = field(default_factory=Backoff)
+    restart_at: float | None = None  # set while it waits to be restarted
+
+
+class Workers:
+    """The scoring workers `rueval serve` starts, each restarted when it exits (killed, out of memory,
+    a bug): after 1 s, twice as long after each exit in a row (up to 60 s), and after 1 s again once
+    it had run STEADY_S. One log line per restart."""
+
+    def __init__(self, command: list[str], count: int):
+        self.command = command
+        self.slots = [self._start() for _ in range(count)]
+        self._stopping = threading.Event()
+        self._watching = threading.Thread(target=self._watch, name="rueval-workers", daemon=True)
+        self._watching.start()
+
+    def _start(self, slot: _Slot | None = None) -> _Slot:
+        process = subprocess.Popen(self.command)
+        log.info("started scoring worker %d", process.pid)
+        if slot is None:
+            return _Slot(process, time.monotonic())
+        slot.process, slot.started, slot.restart_at = process, time.monotonic(), None
+        return slot
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_S):
+            now = time.monotonic()
+            for slot in self.slots:
+                if slot.restart_at is None and slot.process.poll() is not None:
+                    if now - slot.started >= STEADY_S:
+                        slot.backoff.reset()
+                    delay = slot.backoff.next()
+                    slot.restart_at = now + delay
+                    code = slot.process.returncode
+                    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                    log.warning("scoring worker %d %s; restarting it in %g s", slot.process.pid, how, delay)
+                elif slot.restart_at is not None and now >= slot.restart_at:
+                    self._start(slot)
+
+    def stop(self) -> None:
+        """Stop watching, then each worker (it finishes the submission it is scoring first)."""
+        self._stopping.set()
+        self._watching.join()
+        for slot in self.slots:
+            slot.process.terminate()
+        for slot in self.slots:
+            try:
+                slot.process.wait(10)
+            except subprocess.TimeoutExpired:
+                slot.process.kill()
 
 
 def _check_address(host: str, port: int) -> None:
