@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from board_support import Server, WriteLock, bearer, served_in_thread, wait_for
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from rueval.serve import db as db_module
 from rueval.serve.app import create_app
@@ -31,10 +31,15 @@ def cli_team(cli, store, name: str) -> str:
     return result.output.strip().splitlines()[-1]
 
 
-def test_a_read_only_session_cannot_write_and_a_write_session_can(tmp_path):
-    db = Database(database_url(None, tmp_path))
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_read_only_session_cannot_write_and_a_write_session_can(tmp_path, request, backend):
+    if backend == "sqlite":
+        db, refusal = Database(database_url(None, tmp_path)), "attempt to write a readonly database"
+    else:
+        url = request.getfixturevalue("postgres").create_database("read_only")
+        db, refusal = Database(url), "read-only transaction"
     try:
-        with pytest.raises(OperationalError, match="readonly database"), db.session(read_only=True) as session:
+        with pytest.raises(DBAPIError, match=refusal), db.session(read_only=True) as session:
             session.add(Team(name="t", created=time.time()))
         with db.session() as session:
             session.add(Team(name="t", created=time.time()))
