@@ -147,11 +147,6 @@ def log_size(server: Server) -> int:
     return Path(server.log.name).stat().st_size
 
 
-def whole_log(server: Server) -> str:
-    server.log.flush()
-    return Path(server.log.name).read_text(errors="replace")
-
-
 def token_flood(work: Path, seconds: float) -> dict[str, Any]:
     server, token, _ = board(work, "token")
     try:
@@ -231,7 +226,7 @@ def upload_flood(work: Path, count: int, concurrency: int, addresses: int, secon
         outcomes = asyncio.run(_flood(server.port, count, concurrency, sources, seconds))
         during = probe.stop()
         took = time.monotonic() - started
-        log = whole_log(server)
+        log = server.read_log(tail=None)
         load = {"uploads": count, "concurrency": concurrency, "addresses": addresses, "seconds": round(took, 1)}
         return {
             "scenario": f"half-sent uploads from {addresses} address{'es' if addresses > 1 else ''}",
@@ -253,12 +248,12 @@ def worker_killed(work: Path, data: bytes) -> dict[str, Any]:
         for _ in range(2):  # the second one is scored by a worker that has started
             started = time.monotonic()
             alive = scored_after(server, token, upload(server, token, data).json()["id"], started)
-        [pid] = re.findall(r"started scoring worker (\d+)", whole_log(server))
+        [pid] = re.findall(r"started scoring worker (\d+)", server.read_log(tail=None))
         os.kill(int(pid), signal.SIGKILL)
         started = time.monotonic()
         id = upload(server, token, data).json()["id"]
         killed = scored_after(server, token, id, started)
-        restarts = whole_log(server).count("restarting it in")
+        restarts = server.read_log(tail=None).count("restarting it in")
         return {"scenario": "worker killed", "scored_s_alive": alive, "scored_s_killed": killed, "restarts": restarts}
     finally:
         server.stop()

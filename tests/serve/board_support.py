@@ -99,9 +99,11 @@ class Server:
                 time.sleep(0.2)
         raise AssertionError(f"rueval serve did not answer within {timeout_s} s: {self.read_log()}")
 
-    def read_log(self) -> str:
+    def read_log(self, tail: int | None = 3000) -> str:
+        """The last ``tail`` characters of its log (None: all of it)."""
         self.log.flush()
-        return Path(self.log.name).read_text(errors="replace")[-3000:]
+        text = Path(self.log.name).read_text(errors="replace")
+        return text if tail is None else text[-tail:]
 
     def send(self, number: int) -> None:
         """A signal to the server and its workers at once."""

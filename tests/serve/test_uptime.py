@@ -86,13 +86,13 @@ def test_a_killed_worker_is_restarted_once_and_scores_what_was_uploaded_meanwhil
     token = cli_team(cli, store, "alpha")
     server = Server(gold_dir, store)
     servers.append(server)
-    [first] = re.findall(r"started scoring worker (\d+)", server.read_log())
+    [first] = re.findall(r"started scoring worker (\d+)", server.read_log(tail=None))
     os.kill(int(first), signal.SIGKILL)
     with httpx.Client(base_url=server.url, headers=bearer(token), timeout=60) as client:
         uploaded = client.post("/api/submissions", files={"file": ("m.zip", submission_zip("majority"))})
         assert uploaded.status_code == 202
         assert wait_for(client, uploaded.json()["id"], token, timeout_s=60)["status"] == "done"
-    log = server.read_log()
+    log = server.read_log(tail=None)
     assert log.count(f"scoring worker {first} was killed by signal 9; restarting it in 1 s") == 1
     assert len(set(re.findall(r"started scoring worker (\d+)", log)) - {first}) == 1
 

@@ -62,7 +62,7 @@ class LimitedH11Protocol(H11Protocol):
         if len(self.connections) >= self.limits.connections:
             return f"{len(self.connections)} connections open, the board's limit"
         if self.limits.per_address:
-            mine = sum(1 for other in self.connections if other.client and other.client[0] == host)
+            mine = len([other for other in self.connections if (getattr(other, "client", None) or ("",))[0] == host])
             if mine >= self.limits.per_address:
                 return f"{mine} connections open from {host}, the board's limit for one address"
         return None

@@ -6,6 +6,7 @@ with it."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import subprocess
@@ -62,13 +63,13 @@ class _Slot:
     process: subprocess.Popen
     started: float
     backoff: Backoff = field(default_factory=Backoff)
-    restart_at: float | None = None  # set while it waits to be restarted
+    restart_at: float | None = None  # None while it runs; when it is restarted (inf: never)
 
 
 class Workers:
-    """The scoring workers `rueval serve` starts, each restarted when it exits (killed, out of memory,
-    a bug): after 1 s, twice as long after each exit in a row (up to 60 s), and after 1 s again once
-    it had run STEADY_S. One log line per restart."""
+    """The scoring workers `rueval serve` starts, each restarted when it fails (killed, out of memory,
+    a bug: any exit but a stop it was asked for, code 0): after 1 s, twice as long after each failure
+    in a row (up to 60 s), and after 1 s again once it had run STEADY_S. One log line per restart."""
 
     def __init__(self, command: list[str], count: int):
         self.command = command
@@ -89,7 +90,10 @@ class Workers:
         while not self._stopping.wait(WATCH_S):
             now = time.monotonic()
             for slot in self.slots:
-                if slot.restart_at is None and slot.process.poll() is not None:
+                if slot.restart_at is None and slot.process.poll() == 0:  # stopped when asked (SIGTERM)
+                    log.info("scoring worker %d stopped", slot.process.pid)
+                    slot.restart_at = math.inf
+                elif slot.restart_at is None and slot.process.poll() is not None:
                     if now - slot.started >= STEADY_S:
                         slot.backoff.reset()
                     delay = slot.backoff.next()
