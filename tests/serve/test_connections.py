@@ -14,8 +14,6 @@ from board_support import Server
 
 from rueval.serve.logs import RepeatFilter
 
-pytestmark = pytest.mark.slow
-
 # a multipart upload that declares 1,000 bytes of body and sends 100, as the flood's did
 HALF_UPLOAD = (
     b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
@@ -49,6 +47,7 @@ def get_from(url: str, source: str, path: str = "/") -> httpx.Response:
         return client.get(url + path)
 
 
+@pytest.mark.slow
 def test_caps_per_address_and_in_all_refuse_with_503_and_the_read_timeout_frees_their_places(
     gold_dir, tmp_path, servers
 ):
@@ -84,6 +83,21 @@ def test_caps_per_address_and_in_all_refuse_with_503_and_the_read_timeout_frees_
     log = server.read_log(tail=None)
     assert "refused a connection from 127.0.0.5" in log and "Traceback" not in log
     assert log.count("refused a connection from") <= 50 + 2  # held back past 50 in 10 s
+
+
+def test_more_connections_than_the_process_may_open_files_is_refused_before_anything_starts(cli, gold_dir, tmp_path):
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard limit on open files here")
+    result = cli("serve", "--gold", gold_dir, "--store", tmp_path / "board", "--max-connections", hard)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: --max-connections {hard}: this process may open at most {hard} files (ulimit -Hn); "
+        f"give at most {hard - 100}\n"
+    )
+    assert not (tmp_path / "board").exists()
 
 
 def test_repeated_lines_are_held_back_and_counted_a_traceback_of_a_kind_written_once_per_window():

@@ -58,7 +58,7 @@ def serve(
         bool, typer.Option(help="Behind HTTPS: send the sign-in cookies over HTTPS only.")
     ] = False,
     max_connections: Annotated[
-        int, typer.Option(min=1, help="Connections open at once; beyond: 503 and closed (keep it under ulimit -n).")
+        int, typer.Option(min=1, help="Connections open at once; beyond: 503 and closed (at most ulimit -Hn - 100).")
     ] = 500,
     max_connections_per_address: Annotated[
         int, typer.Option(min=0, help="Connections open at once from one client address (0: no cap; behind a proxy).")

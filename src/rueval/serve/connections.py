@@ -7,8 +7,9 @@
   or of its previous response) is closed. A body that stops arriving for as long is refused by the
   application (rueval.serve.app.Guard: 408).
 
-uvicorn's own ``limit_concurrency`` answers 503 while as many requests are in progress, and its
-keep-alive timeout closes a connection idle after a response.
+uvicorn's own ``limit_concurrency`` answers 503 while as many requests are in progress, its
+keep-alive timeout closes a connection idle after a response, and h11 refuses request headers over
+16 KiB (400).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from rueval.serve.queue import check_lease
 from rueval.serve.service import ServeConfig, Service
 
 log = logging.getLogger("rueval.serve")
+FILES_BESIDE = 100  # files the server opens beside its connections: the database, the store, pipes
 STEADY_S = 60.0  # a worker that ran this long before it exited is restarted after the shortest delay
 WATCH_S = 0.5
 
@@ -46,6 +47,7 @@ def run_server(
 
     check_lease(lease_s)  # before anything starts: the workers would refuse it one by one
     _check_address(host, port)
+    _allow_open_files(limits.connections)
     configure_logging()
     service = Service.open(config)
     pool = Workers(worker_command(config, lease_s, os.getpid()), workers)
@@ -124,3 +126,22 @@ def _check_address(host: str, port: int) -> None:
             pass
     except OSError as e:  # an address that is no host's, a port in use or reserved
         raise RuevalError(f"--host {host} --port {port}: cannot listen there ({e.strerror or e})") from None
+
+
+def _allow_open_files(connections: int) -> None:
+    """The process may open ``connections`` files and FILES_BESIDE more, so the caps, not the system,
+    refuse a flood ("Too many open files"): its soft limit is raised to that if the hard one allows."""
+    try:
+        import resource
+    except ImportError:  # not a Unix: no such limit to raise
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = connections + FILES_BESIDE
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise RuevalError(
+            f"--max-connections {connections}: this process may open at most {hard} files (ulimit -Hn); "
+            f"give at most {hard - FILES_BESIDE}"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
