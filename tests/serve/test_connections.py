@@ -53,7 +53,7 @@ def test_caps_per_address_and_in_all_refuse_with_503_and_the_read_timeout_frees_
 ):
     server = Server(
         gold_dir, tmp_path / "store", None, "--workers", "0",
-        "--max-connections", "6", "--max-connections-per-address", "3", "--read-timeout", "1.5",
+        "--max-connections", "6", "--max-connections-per-address", "3", "--read-timeout", "3",
     )  # fmt: skip
     servers.append(server)
     files_before = open_files(server.process.pid)
@@ -63,16 +63,16 @@ def test_caps_per_address_and_in_all_refuse_with_503_and_the_read_timeout_frees_
     assert over.startswith(b"HTTP/1.1 503") and b"3 connections open from 127.0.0.1" in over
     started = time.monotonic()
     assert get_from(server.url, "127.0.0.2").status_code == 200  # another address is served at once
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 3
     idle = [connect(server.port, "127.0.0.3") for _ in range(3)]  # connected, nothing sent
     time.sleep(0.3)
     full = answer_of(connect(server.port, "127.0.0.4"))
     assert full.startswith(b"HTTP/1.1 503") and b"6 connections open, the board's limit" in full
     for connection in stalled:
-        dropped = answer_of(connection)  # 408 once the body stopped arriving for 1.5 s, then closed
-        assert dropped.startswith(b"HTTP/1.1 408") and b"body stopped arriving for 1.5 s" in dropped
-    assert [answer_of(connection) for connection in idle] == [b""] * 3  # closed: no request within 1.5 s
-    assert time.monotonic() - started < 5
+        dropped = answer_of(connection)  # 408 once the body stopped arriving for 3 s, then closed
+        assert dropped.startswith(b"HTTP/1.1 408") and b"body stopped arriving for 3 s" in dropped
+    assert [answer_of(connection) for connection in idle] == [b""] * 3  # closed: no request within 3 s
+    assert time.monotonic() - started < 10  # the read timeout, not the client, ended them
     assert get_from(server.url, "127.0.0.1").status_code == 200  # the places are free again
     # a flood from one address: its connections beyond the cap are closed at once and hold no file
     flood = [connect(server.port, "127.0.0.5", HALF_UPLOAD) for _ in range(200)]

@@ -73,7 +73,7 @@ def test_pages_and_the_get_api_answer_while_another_process_holds_the_write_lock
                 started = time.monotonic()
                 answer = client.get(path, headers=headers)
                 took = time.monotonic() - started
-                assert answer.status_code == 200 and took < 3, (path, answer.status_code, took)
+                assert answer.status_code == 200 and took < 5, (path, answer.status_code, took)  # not 30 s
         finally:
             lock.release()
 
