@@ -6,6 +6,7 @@ default connection caps) answers while it is attacked or its storage fails.
 Not part of the test suite. Loopback only (the server listens on 127.0.0.1; the floods come from other
 loopback addresses, 127.0.0.2 and up, as other clients would), every scenario bounded in requests and
 seconds; the script stops by itself. The gold is the bundled samples' (tests/serve/board_support.py).
+Linux: the server's memory and open files are read from /proc.
 
 1. token: bad secrets sent with a team's real key, from 8 clients for --token-s seconds; `GET /`
    latency before and during (whatever the token check costs: argon2 or a keyed hash).
@@ -41,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 from results_file import write_results
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "serve"))
@@ -64,7 +64,7 @@ class Probe:
     open files, until stopped."""
 
     def __init__(self, url: str, pid: int, path: str = "/", every_s: float = 0.25):
-        self.url, self.path, self.every_s, self.server = url, path, every_s, psutil.Process(pid)
+        self.url, self.path, self.every_s, self.pid = url, path, every_s, pid
         self.latencies: list[float] = []
         self.failures: list[str] = []
         self.rss: list[int] = []
@@ -84,8 +84,8 @@ class Probe:
                     self.failures.append(str(answer.status_code))
             except httpx.HTTPError as e:
                 self.failures.append(type(e).__name__)
-            self.rss.append(self.server.memory_info().rss)
-            self.files.append(self.server.num_fds())
+            self.rss.append(rss_bytes(self.pid))
+            self.files.append(len(os.listdir(f"/proc/{self.pid}/fd")))
             self._stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
 
     def stop(self) -> dict[str, Any]:
@@ -99,6 +99,12 @@ class Probe:
             "rss_max_mb": round(max(self.rss) / 2**20, 1) if self.rss else None,
             "open_files_max": max(self.files) if self.files else None,
         }
+
+
+def rss_bytes(pid: int) -> int:
+    """The process's resident memory, from Linux's /proc."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1)) * 1024
 
 
 def latency_ms(seconds: list[float]) -> dict[str, float | None]:

@@ -200,3 +200,16 @@ def test_a_full_or_read_only_store_is_a_503_naming_no_path_and_scoring_resumes_w
                 stop.set()
                 thread.join(30)
     service.db.close()
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_server_alone_stops_its_workers_and_closes_the_database(gold_dir, tmp_path, servers):
+    store = tmp_path / "store"
+    server = Server(gold_dir, store)
+    servers.append(server)
+    [worker] = re.findall(r"started scoring worker (\d+)", server.read_log(tail=None))
+    os.kill(server.process.pid, signal.SIGTERM)  # as an operator or a service manager would
+    assert server.process.wait(30) == 128 + signal.SIGTERM
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(worker), 0)  # stopped and reaped by the server
+    assert sorted(path.name for path in store.iterdir()) == [db_module.SQLITE_FILE]  # no WAL left: closed

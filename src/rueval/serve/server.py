@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -49,6 +50,7 @@ def run_server(
     _check_address(host, port)
     _allow_open_files(limits.connections)
     configure_logging()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     service = Service.open(config)
     pool = Workers(worker_command(config, lease_s, os.getpid()), workers)
     try:
@@ -58,6 +60,12 @@ def run_server(
     finally:
         pool.stop()
         service.db.close()
+
+
+def _exit_on_sigterm(number: int, _frame: object) -> None:
+    """SIGTERM ends the process through its ``finally`` (the workers stopped, the database closed):
+    uvicorn shuts down on it, then raises it again under this handler."""
+    raise SystemExit(128 + number)
 
 
 @dataclass
