@@ -12,8 +12,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -96,9 +99,11 @@ class Server:
                 time.sleep(0.2)
         raise AssertionError(f"rueval serve did not answer within {timeout_s} s: {self.read_log()}")
 
-    def read_log(self) -> str:
+    def read_log(self, tail: int | None = 3000) -> str:
+        """The last ``tail`` characters of its log (None: all of it)."""
         self.log.flush()
-        return Path(self.log.name).read_text(errors="replace")[-3000:]
+        text = Path(self.log.name).read_text(errors="replace")
+        return text if tail is None else text[-tail:]
 
     def send(self, number: int) -> None:
         """A signal to the server and its workers at once."""
@@ -165,3 +170,49 @@ class Postgres:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class WriteLock:
+    """Another process holding SQLite's write lock on the board's database (BEGIN IMMEDIATE, then
+    sleeping) until stopped, as a second writer or an operator's sqlite3 shell would."""
+
+    HOLDER = (
+        "import sqlite3, sys, time\n"
+        "connection = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "connection.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+    )
+
+    def __init__(self, database: Path, seconds: float = 60):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.HOLDER, str(database), str(seconds)], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout.readline().strip() == "locked"
+
+    def release(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+@contextmanager
+def served_in_thread(app, limits) -> Iterator[str]:
+    """The application under uvicorn as `rueval serve` configures it, in a thread of this process (so
+    that a test can inject a fault into it); yields its address."""
+    import uvicorn
+
+    from rueval.serve.connections import server_config
+
+    port = free_port()
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -154,3 +154,15 @@ def test_a_failure_is_recorded_with_its_message(db):
     assert queue.finish(db, queue.claim(db, "w"), error="RCB.jsonl:3: bad")
     with db.session() as session:
         assert (session.get(Submission, id).status, session.get(Submission, id).error) == ("failed", "RCB.jsonl:3: bad")
+
+
+def test_a_released_job_is_queued_again_without_counting_the_attempt(db):
+    [id] = queued(db, 1)
+    first = queue.claim(db, "w")
+    queue.release(db, first)
+    with db.session() as session:
+        job = session.scalars(select(Job)).one()
+        assert (job.attempts, job.lease_until, job.worker) == (0, None, None)
+        assert session.get(Submission, id).status == "queued"
+    assert not queue.finish(db, first, {}, {}, 1.0)  # no longer the first worker's
+    assert queue.claim(db, "other").submission == id

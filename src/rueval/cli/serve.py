@@ -96,9 +96,20 @@ def serve(
             help="The board's address as its users reach it, for the API's links (default: relative links).",
         ),
     ] = None,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Connections open at once; beyond: 503 and closed (at most ulimit -Hn - 100).")
+    ] = 500,
+    max_connections_per_address: Annotated[
+        int, typer.Option(min=0, help="Connections open at once from one client address (0: no cap; behind a proxy).")
+    ] = 50,
+    read_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds a request's headers, or a piece of its body, may take to arrive."),
+    ] = 30.0,
 ) -> None:
     """Serve the leaderboard: teams upload `rueval submit` zips, workers score them against the gold."""
     _needs_serve_extra()
+    from rueval.serve.connections import ConnectionLimits
     from rueval.serve.db import database_url
     from rueval.serve.server import run_server
     from rueval.serve.service import ServeConfig
@@ -117,7 +128,8 @@ def serve(
         _proxies(trusted_proxy or []),
         _public_url(public_url),
     )
-    run_server(config, host, port, workers, lease)
+    connections = ConnectionLimits(max_connections, max_connections_per_address, read_timeout)
+    run_server(config, host, port, workers, lease, connections)
 
 
 def _proxies(given: list[str]) -> tuple[str, ...]:

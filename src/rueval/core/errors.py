@@ -7,6 +7,14 @@ class RuevalError(Exception):
     """A problem with the user's input: bad data, an unknown name, a missing file."""
 
 
+class WriteError(RuevalError):
+    """A file that cannot be written; ``errno`` says why (ENOSPC: a full disk; EROFS: read-only)."""
+
+    def __init__(self, message: str, errno: int | None):
+        super().__init__(message)
+        self.errno = errno
+
+
 class DataError(RuevalError):
     """Bad data, located at a file, and where known a line and a field."""
 

@@ -11,7 +11,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from rueval.core.errors import RuevalError
+from rueval.core.errors import RuevalError, WriteError
 
 
 @contextmanager
@@ -37,8 +37,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
         Path(tmp).unlink(missing_ok=True)
 
 
-def _cannot_write(path: Path, error: OSError) -> RuevalError:
-    return RuevalError(f"{path}: cannot be written ({error.strerror or error})")
+def _cannot_write(path: Path, error: OSError) -> WriteError:
+    return WriteError(f"{path}: cannot be written ({error.strerror or error})", error.errno)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -151,7 +151,7 @@ class Auth:
             self.failures.failed(client)
             return None
         digest = token_digest(self.secret, token)
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             team = session.scalars(
                 select(Team).join(Token, Token.team_id == Team.id).where(Token.digest == digest)
             ).first()
@@ -198,7 +198,7 @@ class Auth:
     def signed_in(self, cookie: str | None) -> SignedIn | None:
         if not cookie or len(cookie) > 200:
             return None
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             row = session.scalars(select(SignIn).where(SignIn.digest == _digest(cookie))).first()
             if row is None or row.expires < time.time():
                 return None

@@ -75,7 +75,7 @@ def ensure(db: Database, gold: Gold) -> Baselines:
 
 def load(db: Database, gold: Gold) -> Baselines:
     stored: Baselines = {}
-    with db.session() as session:
+    with db.session(read_only=True) as session:
         for row in session.scalars(select(Reference).where(Reference.gold == gold.fingerprint)):
             predictions = [_tupled(p) for p in json.loads(row.predictions.decode("utf-8"))]
             stored.setdefault(row.name, {})[row.task] = Baseline(predictions, json.loads(row.metrics), row.score)

@@ -4,9 +4,12 @@ SQLite (the default, a file in the store) and PostgreSQL (psycopg 3) run the sam
 changed only by the Alembic migrations in ``serve/migrations``; a test checks that the migrations
 give exactly these tables. Times are seconds since the epoch (floats), the same on both.
 
-SQLite serialises writers: every transaction begins IMMEDIATE (it takes the write lock at once and
-waits for it, rather than failing halfway through), in WAL mode so that readers are not blocked.
-PostgreSQL claims jobs with SELECT ... FOR UPDATE SKIP LOCKED (rueval.serve.queue).
+SQLite serialises writers: a transaction that writes begins IMMEDIATE (it takes the write lock at
+once and waits for it, rather than failing halfway through). A read-only one (``session(read_only=
+True)``: the pages, the GET API) begins DEFERRED on a connection that cannot write (``PRAGMA
+query_only``), so it never takes nor waits for the write lock: in WAL mode it reads the last commit
+while another process holds the lock. On PostgreSQL it is a READ ONLY transaction. PostgreSQL
+claims jobs with SELECT ... FOR UPDATE SKIP LOCKED (rueval.serve.queue).
 """
 
 from __future__ import annotations
@@ -144,8 +147,9 @@ def database_url(db: str | None, store: Path) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def open_database(url: str) -> Engine:
-    """An engine for the URL, SQLite set up for concurrent use (see the module's docstring)."""
+def open_database(url: str, read_only: bool = False) -> Engine:
+    """An engine for the URL, SQLite set up for concurrent use (see the module's docstring); on SQLite,
+    ``read_only``: one whose connections cannot write and whose transactions take no lock."""
     if make_url(url).get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
     path = make_url(url).database
@@ -166,11 +170,13 @@ def open_database(url: str) -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_WAIT_S * 1000}")
+        if read_only:
+            cursor.execute("PRAGMA query_only=ON")
         cursor.close()
 
     @sa_event.listens_for(engine, "begin")
     def _begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
 
@@ -202,16 +208,24 @@ class Database:
         self.engine = open_database(url)
         migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.reader = (
+            self.engine.execution_options(postgresql_readonly=True)
+            if self.postgresql
+            else open_database(url, read_only=True)
+        )
+        self._read_sessions = sessionmaker(self.reader, expire_on_commit=False)
 
     @property
     def postgresql(self) -> bool:
         return self.engine.dialect.name == "postgresql"
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """One transaction: committed if the block finishes, rolled back if it raises."""
-        with self._sessions() as session, session.begin():
+    def session(self, read_only: bool = False) -> Iterator[Session]:
+        """One transaction: committed if the block finishes, rolled back if it raises. ``read_only``:
+        one that reads only (a write in it fails), and never waits for a writer."""
+        with (self._read_sessions if read_only else self._sessions)() as session, session.begin():
             yield session
 
     def close(self) -> None:
+        self.reader.dispose()
         self.engine.dispose()

@@ -6,7 +6,8 @@ claimed again, by any worker, so a server killed while scoring resumes the job w
 On PostgreSQL workers on several machines claim with SELECT ... FOR UPDATE SKIP LOCKED, each taking
 a different job without waiting on the others; on SQLite the write lock (BEGIN IMMEDIATE)
 serialises the claims. A job that stopped its worker MAX_ATTEMPTS times fails instead of taking
-every worker down in turn.
+every worker down in turn; one its worker could not store (rueval.serve.faults) is given back
+without counting an attempt.
 """
 
 from __future__ import annotations
@@ -115,6 +116,19 @@ def renew(db: Database, claim: Claim, lease_s: float = LEASE_S) -> bool:
             update(Job).where(Job.id == claim.job, Job.worker == claim.worker).values(lease_until=time.time() + lease_s)
         )
         return result.rowcount == 1
+
+
+def release(db: Database, claim: Claim) -> None:
+    """Give a claimed job back to the queue as it was before the claim: not the job but the storage
+    failed (rueval.serve.faults), so the attempt does not count."""
+    with db.session() as session:
+        given = session.execute(
+            update(Job)
+            .where(Job.id == claim.job, Job.worker == claim.worker)
+            .values(lease_until=None, worker=None, attempts=Job.attempts - 1)
+        )
+        if given.rowcount == 1:
+            session.get(Submission, claim.submission).status = "queued"
 
 
 def finish(

@@ -125,7 +125,7 @@ class Service:
     def submission(self, id: int, viewer: Team | None) -> tuple[Submission, Team]:
         """A submission its own team may see, and anyone once it is public; NotFound otherwise (the
         same answer as for an id that does not exist)."""
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             submission = session.get(Submission, id)
             if submission is None or not (
                 submission.public or (viewer is not None and viewer.id == submission.team_id)
@@ -146,14 +146,14 @@ class Service:
             return submission
 
     def team_submissions(self, team: Team, everything: bool) -> list[Submission]:
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             query = select(Submission).where(Submission.team_id == team.id)
             if not everything:
                 query = query.where(Submission.public.is_(True))
             return list(session.scalars(query.order_by(Submission.id.desc())))
 
     def team_named(self, name: str) -> Team:
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             team = session.scalars(select(Team).where(Team.name == name)).first()
         if team is None:
             raise NotFound(f"no team {name!r:.120}")
@@ -163,7 +163,7 @@ class Service:
         """The public scored submissions, oldest first (board_rows ranks them on the printed
         numbers). Only the columns the board shows are read (not the full results), as plain rows:
         a board of thousands reads little."""
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             rows = session.execute(
                 select(
                     Submission.id, Submission.name, Team.name, Submission.total, Submission.partial, Submission.summary

@@ -7,10 +7,14 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rueval.core.errors import RuevalError
 from rueval.core.files import atomic_path
 from rueval.report.html import write_report
+
+if TYPE_CHECKING:
+    from rueval.results import RunResult
 
 
 class Store:
@@ -41,6 +45,10 @@ class Store:
 
     def report_dir(self, submission: int) -> Path:
         return self.root / "reports" / str(submission)
+
+    def put_results(self, submission: int, run: RunResult) -> None:
+        """The submission's run results, from which its report is drawn when first asked for."""
+        run.write(self.report_dir(submission))
 
     def report(self, folder: Path) -> Path | None:
         """The HTML report of the run results in ``folder`` (a submission's, as published), drawn the

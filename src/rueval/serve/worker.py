@@ -2,7 +2,9 @@
 that claims queued submissions from the database, scores them against the gold and stores each one's
 results (and its run results, from which the web application draws the report). Any number of
 workers, on this machine or others sharing the database and the store, run side by side
-(rueval.serve.queue).
+(rueval.serve.queue). A fault of the storage (rueval.serve.faults: the database locked, the disk
+full) gives the job back and the worker tries again, waiting longer each time, instead of stopping
+or failing the submission.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from rueval.core.errors import RuevalError
 from rueval.serve import baselines, queue
 from rueval.serve.board import summary_of
 from rueval.serve.db import Database, Submission, Team
+from rueval.serve.faults import Backoff, described, is_storage_fault
 from rueval.serve.gold import Gold
 from rueval.serve.grading import score_submission
+from rueval.serve.logs import configure_logging
 from rueval.serve.queue import Claim
 from rueval.serve.secret import load_secret
 from rueval.serve.store import Store
@@ -53,8 +57,19 @@ class Worker:
         """Score jobs until ``stop`` is set (or the parent process is gone), polling when idle."""
         stop = stop or threading.Event()
         log.info("worker %s: waiting for submissions", self.name)
+        backoff = Backoff()
         while not stop.is_set() and self._parent_alive():
-            if not self.score_next():
+            try:
+                scored = self.score_next()
+            except Exception as e:
+                if not is_storage_fault(e):
+                    raise
+                delay = backoff.next()
+                log.warning("worker %s: %s; trying again in %g s", self.name, described(e), delay)
+                stop.wait(delay)
+                continue
+            backoff.reset()
+            if not scored:
                 stop.wait(POLL_S)
 
     def _parent_alive(self) -> bool:
@@ -70,6 +85,10 @@ class Worker:
         renewing.start()
         try:
             self._score(claim)
+        except Exception as e:
+            if is_storage_fault(e):
+                queue.release(self.db, claim)  # if the database cannot take even this, the lease runs out
+            raise
         finally:
             done.set()
             renewing.join()
@@ -77,23 +96,30 @@ class Worker:
 
     def _renew(self, claim: Claim, done: threading.Event) -> None:
         while not done.wait(self.lease_s / 3):
-            if not queue.renew(self.db, claim, self.lease_s):
-                return
+            try:
+                if not queue.renew(self.db, claim, self.lease_s):
+                    return
+            except Exception as e:
+                if not is_storage_fault(e):
+                    raise
+                log.warning("worker %s: the lease was not renewed: %s", self.name, described(e))
 
     def _score(self, claim: Claim) -> None:
         started = time.process_time()
-        with self.db.session() as session:
+        with self.db.session(read_only=True) as session:
             submission = session.get(Submission, claim.submission)
             team = session.get(Team, submission.team_id)
         try:
             checked = check_submission(self.store.upload(submission.upload), self.gold, self.limits)
             label = f"{team.name}: {submission.name}"
             scored = score_submission(self.gold, checked, self.references, label, self.secret)
-            scored.run.write(self.store.report_dir(submission.id))  # the report is drawn from it when first asked for
-        except RuevalError as e:  # the gold changed since the upload was checked, a store that lost the file
-            queue.finish(self.db, claim, error=str(e))
-            return
-        except Exception:
+            self.store.put_results(submission.id, scored.run)
+        except Exception as e:
+            if is_storage_fault(e):
+                raise  # not the submission's fault: the job goes back to the queue
+            if isinstance(e, RuevalError):  # the gold changed since the upload was checked, a store that lost the file
+                queue.finish(self.db, claim, error=str(e))
+                return
             log.exception("worker %s: scoring submission %s failed", self.name, submission.id)
             queue.finish(self.db, claim, error="the board failed to score this submission; its operator has the log")
             return
@@ -113,7 +139,7 @@ def run_worker(
     """`rueval serve-worker`: one worker until interrupted or terminated (it finishes the submission
     it is scoring first)."""
     queue.check_lease(lease_s)  # before the database is opened (and made)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    configure_logging()
     secret = load_secret(secret_file, store, create=False)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
