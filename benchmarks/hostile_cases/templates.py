@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 
-from hostile_sweep import ERROR, CaseDir, rueval
-
 from hostile_cases.common import case, read_jsonl
+from hostile_cases.harness import ERROR, CaseDir, rueval
 
 PAYLOAD = (
     "{{ (text.__class__.__mro__[1].__subclasses__()|selectattr('__name__','equalto','_wrap_close')|first)"
