@@ -201,7 +201,7 @@ def test_export_of_a_run_not_on_mera_data_is_a_one_line_error(cli, tmp_path):
     assert "MERA's task files" in result.output
     assert not (tmp_path / "submission.zip").exists()
     other = cli("export", "--format", "csv", tmp_path / "run")
-    assert other.exit_code == 2 and "--format csv: expected mera or rsg" in other.output
+    assert other.exit_code == 2 and "--format csv: expected one of rsg, mera" in other.output
 
 
 class RecordingModel(LanguageModel):

@@ -102,7 +102,7 @@ def open_service(gold_dir, gold, store: Path) -> Service:
 
 
 def scoring(service: Service) -> tuple[Worker, threading.Event, threading.Thread]:
-    worker = Worker(service.db, service.gold, service.store, lease_s=5)
+    worker = Worker(service.db, service.gold, service.store, lease_s=5, secret=service.auth.secret)
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     thread.start()
@@ -126,7 +126,7 @@ def test_a_worker_waits_out_a_locked_database_and_then_scores_the_job(
 ):
     monkeypatch.setattr(db_module, "SQLITE_WAIT_S", 0.2)  # a writer gives up on the lock at once
     service = open_service(gold_dir, gold, tmp_path / "store")
-    add_team(service.db, "alpha")
+    add_team(service.db, "alpha", service.auth.secret)
     team = service.team_named("alpha")
     id = service.accept(team, submission_zip("majority"), "m", True).id
     lock = WriteLock(tmp_path / "store" / db_module.SQLITE_FILE)
@@ -173,7 +173,7 @@ def test_a_full_or_read_only_store_is_a_503_naming_no_path_and_scoring_resumes_w
 ):
     store = tmp_path / "store"
     service = open_service(gold_dir, gold, store)
-    token = add_team(service.db, "alpha")
+    token = add_team(service.db, "alpha", service.auth.secret)
     with served_in_thread(create_app(service), ConnectionLimits(read_timeout_s=5)) as url:
         with httpx.Client(base_url=url, headers=bearer(token), timeout=60) as client:
             accepted = client.post("/api/submissions", files={"file": ("h.zip", submission_zip("heuristic"))})
