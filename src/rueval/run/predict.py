@@ -107,7 +107,7 @@ def predict_tasks(
 
 
 def _pooled(
-    solver: PooledSolver,
+    solver: PooledSolver[Any],
     pending: Sequence[tuple[Task, TaskData]],
     settings: Callable[[Task], Sequence[Setting]],
     log_samples: bool,
@@ -149,7 +149,7 @@ def _pooled(
 
 
 def _plans(
-    solver: PooledSolver,
+    solver: PooledSolver[Any],
     task: Task,
     data: TaskData,
     settings: Callable[[Task], Sequence[Setting]],
@@ -161,7 +161,7 @@ def _plans(
     return [solver.plan_task(task, _train(data), data.eval.examples, settings(task), prompt) for prompt in asked]
 
 
-def _pooled_predictor(solver: PooledSolver, task: Task, data: TaskData) -> Predictor:
+def _pooled_predictor(solver: PooledSolver[Any], task: Task, data: TaskData) -> Predictor:
     def predict(jobs: Sequence[tuple[Sequence[Example], Setting]]) -> list[list[Any]]:
         plans = [solver.plan_task(task, _train(data), examples, [setting]) for examples, setting in jobs]
         requests = list(dict.fromkeys(r for plan in plans for r in plan.requests))
