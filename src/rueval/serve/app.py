@@ -10,6 +10,7 @@ with a trailing slash is a 404, not a redirect to the Host."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -116,7 +117,7 @@ def create_app(service: Service) -> FastAPI:
     return app
 
 
-def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(request: Request, status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status, headers=headers)
     return pages.error_page(request, status, message, headers)

@@ -7,6 +7,7 @@ publishes them; links are relative (nothing is built on the request's Host heade
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -39,7 +40,7 @@ def _signed_in(request: Request) -> SignedIn | None:
 
 
 def _page(
-    request: Request, template: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+    request: Request, template: str, status: int = 200, headers: Mapping[str, str] | None = None, **context: Any
 ) -> Response:
     service = _service(request)
     context = {
@@ -61,7 +62,7 @@ def _checked_form(request: Request, csrf: str) -> SignedIn:
     return signed_in
 
 
-def error_page(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+def error_page(request: Request, status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     return _page(request, "error.html", status, headers, status_code=status, message=message)
 
 
