@@ -34,8 +34,10 @@ def test_the_responses_are_the_handlers_json(client, service, tokens, worker, su
     worker.score_next()
     submission, team = service.submission(id, None)
     built = json.loads(json.dumps(submission_json(submission, team, service.disclosure, "")))
-    assert any("distinguishable" in test for task in built["tasks"].values() for test in task["versus"].values())
+    verdicts = ["distinguishable" in test for task in built["tasks"].values() for test in task["versus"].values()]
+    assert any(verdicts) and not all(verdicts)  # a small task's comparisons carry none: left out, not null
     assert client.get(f"/api/submissions/{id}").json() == built
     board = client.get("/api/leaderboard").json()
+    assert [row["id"] for row in board["rows"]] == [id] and board["references"]
     assert board["rows"] == [json.loads(json.dumps(row.to_json())) for row in service.board_rows()]
     assert board["references"] == [json.loads(json.dumps(row.to_json())) for row in service.reference_rows()]
