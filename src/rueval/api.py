@@ -80,7 +80,8 @@ def evaluate(
     lm_options |= {"system_instruction": system_instruction, "fewshot_as_multiturn": fewshot_as_multiturn}
     defaults = inspect.signature(evaluate).parameters
     given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
-    values = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots, "episodes": episodes}
+    values: dict[str, Any] = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots}
+    values["episodes"] = episodes
     values |= {"include_path": include_path, "prompts": prompts, "log_samples": log_samples}
     spec, solver = _spec(model, tokenizer, tasks, given, {**values, "predict_only": predict_only})
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost

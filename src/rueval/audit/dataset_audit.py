@@ -214,12 +214,12 @@ def leakage_summary(results: dict[str, TaskAudit]) -> dict[str, Any] | None:
             chosen[name] = splits[-1]  # splits follow the task's order: val, then test
     if not chosen:
         return None
-    priors = [results[name].prior_only[split] for name, split in chosen.items()]
+    chosen_priors = [results[name].prior_only[split] for name, split in chosen.items()]
     return {
         "tasks": chosen,
-        "weighted_random_expected_accuracy": fmean(p["weighted_random_expected_accuracy"] for p in priors),
-        "balanced_expected_accuracy": fmean(p["balanced_expected_accuracy"] for p in priors),
-        "majority_accuracy": fmean(p["majority"]["metrics"]["accuracy"] for p in priors),
+        "weighted_random_expected_accuracy": fmean(p["weighted_random_expected_accuracy"] for p in chosen_priors),
+        "balanced_expected_accuracy": fmean(p["balanced_expected_accuracy"] for p in chosen_priors),
+        "majority_accuracy": fmean(p["majority"]["metrics"]["accuracy"] for p in chosen_priors),
     }
 
 
@@ -239,7 +239,7 @@ def artifact_tokens(task: Task, train: Sequence[Example], top: int = TOP_ARTIFAC
         targets = {c: np.array([g.label[i] == 1 for g in train]) for i, c in enumerate(task.categories)}
     else:
         targets = {str(label): np.array([g.label == label for g in train]) for label in task.labels}
-    result = {}
+    result: dict[str, list[dict[str, Any]]] = {}
     for name, in_label in targets.items():
         if not in_label.any() or in_label.all():
             result[name] = []  # one-sided split: nothing distinguishes the label

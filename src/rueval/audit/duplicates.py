@@ -54,7 +54,9 @@ class SplitInputs:
 
     @classmethod
     def of(cls, split: Split) -> SplitInputs:
-        parts = [input_parts(split.task, example) for example in split.examples]
+        task = split.task
+        assert isinstance(task, Task)  # the audit reads tasks' splits
+        parts = [input_parts(task, example) for example in split.examples]
         return cls(split.name, f"{split.task.name}/{split.name}", parts, [example.idx for example in split.examples])
 
 

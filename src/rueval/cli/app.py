@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -33,11 +34,20 @@ class OneLineErrors(WholeHelp):
     """A value the command line cannot take (an unknown option, a word where a number goes) is one line
     on stderr and exit code 2, as rueval's own errors are, not click's usage box."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        passed = (args, prog_name, complete_var, False, windows_expand_args)  # standalone_mode False: errors come here
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*passed, **extra)
         try:
-            result = super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(*passed, **extra)
         except usage.NoArgsIsHelpError as e:  # `rueval` alone: the help, as it asks
             e.show()
             sys.exit(e.exit_code)

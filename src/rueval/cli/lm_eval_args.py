@@ -52,7 +52,9 @@ def lm_eval_model(model: str, given: Mapping[str, Any]) -> tuple[str, dict[str, 
             f"--model_args is lm-eval's form for --model {', '.join(LM_EVAL_MODELS)}, not --model {model}"
         )
     backend, name_key, keys = LM_EVAL_MODELS[model]
-    name, spec_keys, options = None, [], {}
+    name: str | None = None
+    spec_keys: list[str] = []
+    options: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in model_args.split(","))):
         key, equals, value = part.partition("=")
         if key == name_key and equals:
@@ -68,7 +70,7 @@ def lm_eval_model(model: str, given: Mapping[str, Any]) -> tuple[str, dict[str, 
     return ",".join([f"{backend}:{name}", *spec_keys]), {**given, **_checked(options)}
 
 
-def _checked(options: dict[str, str]) -> dict[str, Any]:
+def _checked(options: dict[str, Any]) -> dict[str, Any]:
     """lm-eval's values as rueval's options."""
     if "dtype" in options and options["dtype"] not in DTYPES:
         raise RuevalError(f"--model_args dtype={options['dtype']}: expected one of {', '.join(DTYPES)}")

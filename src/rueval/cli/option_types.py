@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 from rich.console import Console
@@ -29,20 +29,34 @@ errors = Console(stderr=True)
 
 def _choices(name: str, values: tuple[str, ...]) -> type[Enum]:
     """A str Enum of ``values`` for typer, named as the values are written."""
-    return Enum(name, {value.replace("-", "_"): value for value in values}, type=str)
+    members = {value.replace("-", "_"): value for value in values}
+    return Enum(name, members, type=str)  # type: ignore[return-value]  # Enum's functional API makes a class
 
 
-SplitName = _choices("SplitName", ("val", "test"))
-FallbackName = _choices("FallbackName", STRATEGIES)
-RuleChoice = _choices("RuleChoice", RULE_CHOICES)
-ScoringName = _choices("ScoringName", SCORINGS)
-DtypeName = _choices("DtypeName", DTYPES)
-TapeSetName = _choices("TapeSetName", TAPE_SETS)
-CacheMode = _choices("CacheMode", CACHE_MODES)
-DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
-LoadInName = _choices("LoadInName", LOAD_IN)
-ChatScoringName = _choices("ChatScoringName", CHAT_SCORINGS)
-PromptsName = _choices("PromptsName", PROMPT_CHOICES)
+if TYPE_CHECKING:  # Enums made at run time from their modules' values, whose members a type checker cannot list
+    SplitName = Any
+    FallbackName = Any
+    RuleChoice = Any
+    ScoringName = Any
+    DtypeName = Any
+    TapeSetName = Any
+    CacheMode = Any
+    DeviceMapName = Any
+    LoadInName = Any
+    ChatScoringName = Any
+    PromptsName = Any
+else:
+    SplitName = _choices("SplitName", ("val", "test"))
+    FallbackName = _choices("FallbackName", STRATEGIES)
+    RuleChoice = _choices("RuleChoice", RULE_CHOICES)
+    ScoringName = _choices("ScoringName", SCORINGS)
+    DtypeName = _choices("DtypeName", DTYPES)
+    TapeSetName = _choices("TapeSetName", TAPE_SETS)
+    CacheMode = _choices("CacheMode", CACHE_MODES)
+    DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
+    LoadInName = _choices("LoadInName", LOAD_IN)
+    ChatScoringName = _choices("ChatScoringName", CHAT_SCORINGS)
+    PromptsName = _choices("PromptsName", PROMPT_CHOICES)
 
 
 def user_errors(command: Callable) -> Callable:
@@ -366,12 +380,20 @@ def _read_limits(
     """How much of each data file is read (hostile input): a file past a limit is refused naming its option."""
 
 
-SOLVER_OPTIONS = OptionGroup.of(_solver_options)
-ROBUSTNESS_OPTIONS = OptionGroup.of(_robustness_options)
-READ_LIMITS = OptionGroup.of(_read_limits)
+# Any: a command's parameter defaults to a group, which `grouped` replaces with the GroupValues it is declared as
+SOLVER_OPTIONS: Any = OptionGroup.of(_solver_options)
+ROBUSTNESS_OPTIONS: Any = OptionGroup.of(_robustness_options)
+READ_LIMITS: Any = OptionGroup.of(_read_limits)
 
 
-def read_limits(limits: GroupValues) -> dict[str, int]:
+class ReadLimits(TypedDict):
+    max_line_bytes: int
+    max_file_bytes: int
+    max_lines: int
+    max_blank_lines: int
+
+
+def read_limits(limits: GroupValues) -> ReadLimits:
     """The read-limit options as RunSpec's fields."""
     given = limits.values
     return {

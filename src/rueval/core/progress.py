@@ -14,7 +14,7 @@ from time import monotonic
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from rueval.core.errors import RuevalError
 
@@ -114,7 +114,7 @@ class Counter:
         self.description, self.total, self.unit = description, total, unit
         self.done = 0
         self._start = self._logged = monotonic()
-        self._bar: tuple[Progress, int] | None = None
+        self._bar: tuple[Progress, TaskID] | None = None
         self._logs = _level > QUIET and not _console.is_terminal  # asked once: rich looks at the environment
 
     def advance(self, n: int = 1) -> None:

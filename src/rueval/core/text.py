@@ -108,10 +108,7 @@ def _lemma_of_form(form: str) -> str:
 def lemmas(text: str) -> list[str]:
     """Lower-cased lemmas of the words of a text."""
     forms = word_forms(text)
-    found = list(map(_LEMMAS.get, forms))
-    if None in found:  # forms seen for the first time
-        found = [lemma(form) if known is None else known for form, known in zip(forms, found, strict=True)]
-    return found
+    return [known if (known := _LEMMAS.get(form)) is not None else lemma(form) for form in forms]
 
 
 def word_forms(text: str) -> tuple[str, ...]:

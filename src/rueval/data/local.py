@@ -151,8 +151,9 @@ class DataSource:
                 description = f"reading {task.name}/{split}"
                 groups, _ = parse_examples(task, lines, lines.file, limit, description, with_perturbed=True)
             originals = groups.pop(None)
-            if groups:
-                return PerturbedSplit(task, split, str(node), originals, groups)
+            perturbed = {name: copies for name, copies in groups.items() if name is not None}
+            if perturbed:
+                return PerturbedSplit(task, split, str(node), originals, perturbed)
         return None
 
     def missing(self, task: Dataset, split: str) -> RuevalError:
@@ -225,7 +226,7 @@ class SplitIds:
     def __init__(self, rule: IdRule, file: str):
         self.rule, self.file = rule, file
         self.records = 0
-        self._first: tuple[int, str | None, type] | None = None  # line, id field, id type of the first record
+        self._first: tuple[int, str | None, type | None] | None = None  # line, id field, id type of the first record
         self._lines: dict[Any, int] = {}  # example idx -> its line
         self._record_lines: dict[Any, int] = {}  # nested layouts: record idx -> its line
         self._groups: set[Any] = set()
@@ -243,7 +244,7 @@ class SplitIds:
             has = "has no id, while" if field is None else "has an id, while"
             other = "has one" if field is None else "has none (so records are numbered by position)"
             raise DataError(self.file, f"{has} line {first_line} {other}", line_no, name)
-        if kind is not first_kind:  # both int or both str: the parser checked each
+        if field is not None and first_kind is not None and kind is not first_kind:  # int or str: the parser checked
             message = f"expected {_KINDS[first_kind]} id like line {first_line}'s, got {data[field]!r:.60}"
             raise DataError(self.file, message, line_no, field)
         self.records += 1

@@ -147,11 +147,16 @@ class MeraSource(DataSource):
             raise self.missing(task, split)
         if self.snapshot is not None:
             path = self.split_file(task, split)
+            if path is None:  # as _mera_split found it
+                raise self.missing(task, split)
             with JsonLines(path, self.limits) as lines:
                 records = _converted(task, _json_lines(lines), lines.file, numbered=False)
                 groups, complete = parse_examples(task, records, lines.file, limit, f"reading {task.name}/{split}")
                 return Split(task, split, groups[None], lines.file, lines.sha256(), complete)
-        splits, sha256 = self._document(task)
+        document = self._document(task)
+        if document is None:  # as _mera_split found it
+            raise self.missing(task, split)
+        splits, sha256 = document
         file = f"{self.split_file(task, split)}#data.{mera_split}"  # "line N" below: the split's record N
         records = _converted(task, enumerate(splits[mera_split], 1), file, numbered=True)
         groups, complete = parse_examples(task, records, file, limit, f"reading {task.name}/{split}")

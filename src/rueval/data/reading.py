@@ -17,11 +17,11 @@ import stat
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import IO, Any, Self
 
 from rueval.core.errors import DataError, RuevalError
 
@@ -68,11 +68,14 @@ def reading(file: str) -> Iterator[None]:
             raise DataError(file, f"broken symbolic link (to {os.readlink(file)})") from None
         raise DataError(file, "no such file (removed while reading?)") from None
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:
-        raise DataError(file, f"corrupt zip data ({e or type(e).__name__})") from None
+        raise DataError(file, f"corrupt zip data ({str(e) or type(e).__name__})") from None
     except NotImplementedError as e:  # zipfile: a compression method it has no decoder for
         raise DataError(file, f"cannot be unzipped ({e}): zip it again with deflate") from None
     except OSError as e:
         raise DataError(file, f"cannot read: {e.strerror or e}") from None
+
+
+FOLDER = "a folder where a file is expected"
 
 
 def _not_regular(mode: int) -> str | None:
@@ -80,7 +83,7 @@ def _not_regular(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return "a folder where a file is expected"
+        return FOLDER
     if stat.S_ISFIFO(mode):
         return "a named pipe (FIFO), not a regular file: not read"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -98,14 +101,14 @@ def _megabytes(size: int) -> str:
     return f"{size / 2**20:g}"
 
 
-def open_data_file(node: Node, limits: ReadLimits = DEFAULT_LIMITS) -> BinaryIO:
+def open_data_file(node: Node, limits: ReadLimits = DEFAULT_LIMITS) -> IO[bytes]:
     """A data file opened for reading, once it is known to be a regular file within the size limit:
     a folder, a pipe or a device is refused before anything opens it."""
     file = str(node)
     with reading(file):
         if isinstance(node, zipfile.Path):
             if node.is_dir():
-                raise DataError(file, _not_regular(stat.S_IFDIR))
+                raise DataError(file, FOLDER)
             if node.root.getinfo(node.at).flag_bits & 0x1:
                 raise DataError(file, "encrypted in the zip: not read (unpack it, or zip it without a password)")
             _check_size(file, node.root.getinfo(node.at).file_size, limits)  # inflating stops at this size
@@ -134,20 +137,26 @@ class JsonLines:
     def __init__(self, node: Node, limits: ReadLimits = DEFAULT_LIMITS):
         self.node, self.file, self.limits = node, str(node), limits
         self._digest = hashlib.sha256()
-        self._stream: BinaryIO | None = None
+        self._stream: IO[bytes] | None = None
         self._bytes = 0
 
     def __enter__(self) -> Self:
         self._stream = open_data_file(self.node, self.limits)
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._stream.close()
+    def __exit__(self, *exc: object) -> None:
+        self._opened.close()
+
+    @property
+    def _opened(self) -> IO[bytes]:
+        if self._stream is None:
+            raise RuntimeError("JsonLines reads inside its with block")
+        return self._stream
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        limits, line_no, blank = self.limits, 0, 0
+        limits, line_no, blank, stream = self.limits, 0, 0, self._opened
         while True:
-            raw = self._read(lambda: self._stream.readline(limits.line_bytes + 1))
+            raw = self._read(lambda: stream.readline(limits.line_bytes + 1))
             if not raw:
                 return
             line_no += 1
@@ -167,11 +176,12 @@ class JsonLines:
             yield line_no, raw
 
     def sha256(self) -> str:
-        while self._read(lambda: self._stream.read(1 << 20)):
+        stream = self._opened
+        while self._read(lambda: stream.read(1 << 20)):
             pass
         return self._digest.hexdigest()
 
-    def _read(self, read) -> bytes:
+    def _read(self, read: Callable[[], bytes]) -> bytes:
         """One read of the stream, hashed and counted against the size limit."""
         with reading(self.file):
             raw = read()

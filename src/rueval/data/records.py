@@ -196,15 +196,36 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 class Dataset(Protocol):
     """A task as the data layer sees it (rueval.tasks.Task is one)."""
 
-    name: str
-    benchmark: str
-    layout: Layout
-    folder: str
-    label_field: str
-    split_files: Mapping[str, tuple[str, ...]]
-    train_from: Dataset | None  # whose train split stands in when the dataset has none
-    train_fields: Mapping[str, str]  # the lender's field names -> this dataset's
-    data_dir: str  # a folder of the dataset's own files, read whatever the source; "" to find it under the roots
+    # read-only properties: a frozen dataclass's fields satisfy them
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def benchmark(self) -> str: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    @property
+    def folder(self) -> str: ...
+
+    @property
+    def label_field(self) -> str: ...
+
+    @property
+    def split_files(self) -> Mapping[str, tuple[str, ...]]: ...
+
+    @property
+    def train_from(self) -> Dataset | None:
+        """Whose train split stands in when the dataset has none."""
+
+    @property
+    def train_fields(self) -> Mapping[str, str]:
+        """The lender's field names -> this dataset's."""
+
+    @property
+    def data_dir(self) -> str:
+        """A folder of the dataset's own files, read whatever the source; "" to find it under the roots."""
 
     @property
     def names(self) -> tuple[str, ...]: ...

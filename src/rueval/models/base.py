@@ -33,6 +33,13 @@ def prompt_text(prompt: Prompt) -> str:
     return json.dumps([asdict(message) for message in prompt], ensure_ascii=False)
 
 
+def text_of(prompt: Prompt) -> str:
+    """The prompt of a backend that takes text: chat messages go only to those declaring chat_messages."""
+    if not isinstance(prompt, str):
+        raise TypeError("chat messages sent to a backend that takes text prompts")
+    return prompt
+
+
 @dataclass(frozen=True)
 class Loglikelihood:
     """log P(continuation | context), summed over the continuation's tokens.
@@ -140,7 +147,7 @@ def encode_pair(request: Loglikelihood, tokens: Callable[[str], list[int]], star
     context's own tokens."""
     if not request.continuation:
         raise ValueError("a log-likelihood request needs a non-empty continuation")
-    context, continuation = request.context, request.continuation
+    context, continuation = text_of(request.context), request.continuation
     spaces = len(context) - len(context.rstrip())
     if spaces:
         context, continuation = context[:-spaces], context[-spaces:] + continuation

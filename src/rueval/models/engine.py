@@ -75,7 +75,7 @@ class Engine:
             request: self._decode(request, self._memory[key]) for request, key in keys.items() if key in self._memory
         }
         if self.cache is not None:
-            done.update(self._cached(keys, done))
+            done.update(self._cached(self.cache, keys, done))
         missing = [request for request in keys if request not in done]
         detail(f"{description}: {len(done):,} of {len(keys):,} distinct requests cached, {len(missing):,} to compute")
         computed: set[Request] = set()
@@ -119,10 +119,10 @@ class Engine:
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
 
-    def _cached(self, keys: dict[Request, str], done: dict[Request, Any]) -> dict[Request, Any]:
+    def _cached(self, cache: RequestCache, keys: dict[Request, str], done: dict[Request, Any]) -> dict[Request, Any]:
         """The cached results of the requests not done yet; rows that fail the check are left out (so
         computed again), and the run says how many and why."""
-        stored = self.cache.get_many(key for request, key in keys.items() if request not in done)
+        stored = cache.get_many(key for request, key in keys.items() if request not in done)
         found, problems = {}, []
         for request, key in keys.items():
             if key in stored:
@@ -133,7 +133,7 @@ class Engine:
                 else:
                     problems.append(f"{problem} for {describe(request)}")
         if problems:
-            where = f"the request cache {self.cache.path}"
+            where = f"the request cache {cache.path}"
             warn(f"{where} holds {len(problems)} results that fail their check ({problems[0]}); computing them again")
         return found
 

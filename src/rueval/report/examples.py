@@ -59,7 +59,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
 
 def examples_section(runs: Sequence[Run]) -> str:
     """Per run and task with a sample log, its examples; empty when no run logged samples."""
-    blocks = []
+    blocks: list[str] = []
     for run in runs:
         for task in TASKS:
             logs = sample_files(run.dir, task)
@@ -116,7 +116,9 @@ def _requests(line: Mapping[str, Any]) -> str:
     """The prompts sent: each distinct context once, then its options' scores or the generation."""
     arguments = list(line["arguments"].values())
     responses = line.get("resps", [])
-    html, options, context = [], [], None
+    html: list[str] = []
+    options: list[tuple[str, float, str]] = []  # each option's text, log-likelihood and greedy flag
+    context = None
 
     def flush() -> None:
         if options:

@@ -61,7 +61,8 @@ class Board:
     def ranked(self) -> list[tuple[int | None, ScoreRow]]:
         """Rows with a total ranked by it (TAPE: by average F1); rows without one, partial runs and runs
         not comparable with the papers' rows last, unranked."""
-        ordered = sorted((r for r in self.rows if r.ranked), key=lambda r: -r.reported_total()[0])
+        totals = [(r, total[0]) for r in self.rows if r.ranked and (total := r.reported_total())]
+        ordered = [r for r, _ in sorted(totals, key=lambda pair: -pair[1])]
         return [(i + 1, r) for i, r in enumerate(ordered)] + [(None, r) for r in self.rows if not r.ranked]
 
     def markdown(self) -> str:
@@ -150,8 +151,11 @@ def task_cell(row: ScoreRow, task: str) -> str:
     return " / ".join(format_score(values[m]) + (f" ±{format_score(std[m])}" if m in std else "") for m in names)
 
 
-def format_score(value: float) -> str:
-    """One decimal, as both papers print percentages; up to two below 1 (TAPE's 0.17 and ±0.4 on MultiQ)."""
+def format_score(value: float | None) -> str:
+    """One decimal, as both papers print percentages; up to two below 1 (TAPE's 0.17 and ±0.4 on MultiQ);
+    "–" for none."""
+    if value is None:
+        return "–"
     if 0.005 <= abs(value) < 1:
         return f"{value:.2f}".rstrip("0")
     return f"{value:.1f}"

@@ -60,7 +60,7 @@ class Plot:
 
 def run_colors(runs: Sequence[Run]) -> dict[str, Any]:
     """One colour per run label, the same in every figure."""
-    palette = matplotlib.colormaps["tab10"].colors
+    palette = matplotlib.color_sequences["tab10"]
     return {run.label: palette[i % len(palette)] for i, run in enumerate(runs)}
 
 
@@ -86,8 +86,10 @@ def score_plot(runs: Sequence[Run], benchmark: Benchmark) -> Plot | None:
         for ref, marker in zip(refs, REFERENCE_MARKERS, strict=False):
             points = [(ref.task_score(t), y) for y, t in enumerate(tasks) if ref.task_score(t) is not None]
             if points:
+                xs, ys = zip(*points, strict=True)
                 ax.scatter(
-                    *zip(*points, strict=True),
+                    xs,
+                    ys,
                     marker=marker,
                     s=60,
                     color="black",
@@ -168,7 +170,7 @@ def attack_plot(runs: Sequence[Run]) -> Plot | None:
                 runs,
                 colors,
                 names,
-                lambda run, name, task=task: _section(run, task, "perturbations").get(name, {}).get("asr"),
+                lambda run, name, task=task: _section(run, task, "perturbations").get(name, {}).get("asr"),  # type: ignore[misc]  # mypy infers no lambda with defaults
             )
             ax.set_title(task, fontsize=10)
             ax.set_ylabel("attack success rate, %")
@@ -207,7 +209,7 @@ def slice_plots(runs: Sequence[Run]) -> list[Plot]:
                     runs,
                     colors,
                     buckets,
-                    lambda run, b, task=task, per_run=per_run: _bucket_score(task, per_run[run.label].get(b)),
+                    lambda run, b, task=task, per_run=per_run: _bucket_score(task, per_run[run.label].get(b)),  # type: ignore[misc]  # as above
                 )
                 ax.set_xticks(range(len(buckets)), labels, fontsize=7, rotation=30 if len(buckets) > 4 else 0)
                 ax.set_title(name, fontsize=10)
@@ -320,6 +322,7 @@ def _bars(
         heights = [v for _, v in at]
         errors = _error_bars(heights, [interval(run, groups[x]) for x, _ in at]) if interval else None
         draw = ax.barh if horizontal else ax.bar
+        whiskers: dict[str, Any] = {"xerr" if horizontal else "yerr": errors} if errors else {}
         draw(
             positions,
             heights,
@@ -327,7 +330,7 @@ def _bars(
             color=colors[run.label],
             label=run.label,
             capsize=2,
-            **({"xerr" if horizontal else "yerr": errors} if errors else {}),
+            **whiskers,
         )
     if horizontal:
         ax.set_yticks(range(len(groups)), groups)
@@ -356,9 +359,9 @@ def _score_interval(result: TaskResult) -> tuple[float, float] | None:
     """The task score's confidence interval: its own, or its only metric's."""
     ci = result.ci
     if "score" in ci:
-        return tuple(ci["score"])
+        return ci["score"][0], ci["score"][1]
     metrics = list(result.metrics)
-    return tuple(ci[metrics[0]]) if len(metrics) == 1 and metrics[0] in ci else None
+    return (ci[metrics[0]][0], ci[metrics[0]][1]) if len(metrics) == 1 and metrics[0] in ci else None
 
 
 def _error_bars(scores: Sequence[float], intervals: Sequence[tuple[float, float] | None]) -> list[list[float]] | None:
@@ -370,7 +373,7 @@ def _error_bars(scores: Sequence[float], intervals: Sequence[tuple[float, float]
 
 
 def _all_scores(runs: Sequence[Run], tasks: Sequence[str]) -> list[float]:
-    return [run.tasks[t].score for run in runs for t in tasks if t in run.tasks]
+    return [s for run in runs for t in tasks if t in run.tasks and (s := run.tasks[t].score) is not None]
 
 
 def _reference_curve(ax: Axes, task: str, metric: str, style: str) -> None:

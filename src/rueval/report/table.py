@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich import box
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -64,7 +65,8 @@ def results_table(summary: RunResult) -> Table:
                     f"{metric} {value:.2f} ± {shot.std[metric]:.2f}" for metric, value in shot.metrics.items()
                 )
                 episodes = f"{len(shot.episodes)} ep."
-                cells = (shown, result.benchmark.upper(), result.split, str(result.n)) if position == 0 else ("",) * 4
+                cells: tuple[str, ...] = (shown, result.benchmark.upper(), result.split, str(result.n))
+                cells = cells if position == 0 else ("",) * 4
                 table.add_row(*cells, f"{k} ({episodes})", metrics, f"{shot.score:.2f} ± {shot.score_std:.2f}")
         else:
             metrics = "\n".join(
@@ -299,7 +301,7 @@ def perturbations_table(summary: RunResult) -> Table:
         box=box.SIMPLE_HEAD,
     )
     for column in ("task", "perturbation", "source", "n", "score", "change", "ASR"):
-        justify = "left" if column in ("task", "perturbation", "source") else "right"
+        justify: JustifyMethod = "left" if column in ("task", "perturbation", "source") else "right"
         table.add_column(column, justify=justify, no_wrap=True)
     for name, result in summary.tasks.items():
         if not result.perturbations:

@@ -10,7 +10,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.reading import read_whole
@@ -42,6 +42,12 @@ class Checker:
         if not isinstance(value, Mapping):
             raise self.fail(field, f"expected an object, got {type(value).__name__}")
         return value
+
+    @overload
+    def number(self, value: Any, field: str, optional: Literal[False] = False) -> float: ...
+
+    @overload
+    def number(self, value: Any, field: str, optional: bool) -> float | None: ...
 
     def number(self, value: Any, field: str, optional: bool = False) -> float | None:
         if optional and value is None:

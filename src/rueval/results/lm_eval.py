@@ -106,7 +106,8 @@ def lm_eval_results(run: RunResult) -> dict[str, Any]:
 def _entries(name: str, result: TaskResult, shots: list[int]):
     """(k, entry name, (lm-eval metrics, higher_is_better)) per k the run scored: the task's headline k first,
     under its own name."""
-    yield shots[0], name, _metrics(result.metrics | {SCORE: result.score}, result.ci, _norm(result, shots[0]))
+    score = {} if result.score is None else {SCORE: result.score}  # a run's tasks are scored ones
+    yield shots[0], name, _metrics(result.metrics | score, result.ci, _norm(result, shots[0]))
     for k in shots[1:]:
         shot = result.shots.get(k)
         if shot is not None:

@@ -5,9 +5,14 @@ are plain callables over a batch of texts, so a test can stand in a function for
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from rueval.core.errors import RuevalError
 from rueval.models.factory import ModelOptions, ModelSpec, open_engine
+
+if TYPE_CHECKING:
+    from rueval.models.engine import Engine
 
 DEFAULT_TRANSLATION_MODELS = ("Helsinki-NLP/opus-mt-ru-en", "Helsinki-NLP/opus-mt-en-ru")  # TAPE's OPUS-MT
 
@@ -33,7 +38,8 @@ class Seq2SeqTranslator:
         self, model: str, batch_size: int = 16, max_new_tokens: int = 256, option: str = "--translation-model"
     ):
         self.model_name, self.batch_size, self.max_new_tokens, self.option = model, batch_size, max_new_tokens, option
-        self._tokenizer = self._model = None
+        self._tokenizer: Any = None  # transformers' objects, loaded on first use
+        self._model: Any = None
 
     def __call__(self, texts: Sequence[str]) -> list[str]:
         import torch
@@ -62,13 +68,13 @@ class EngineGenerator:
     ):
         self.model = ModelSpec.parse(model if ModelSpec.is_lm(model) else f"hf:{model}")
         self.seed, self.top_p, self.max_new_tokens, self.base_url = seed, top_p, max_new_tokens, base_url
-        self._engine = None
+        self._engine: Engine | None = None
 
     def __call__(self, prompts: Sequence[str]) -> list[str]:
         from rueval.models.base import Generation
 
         if self._engine is None:  # loaded on first use, like the translator
             self._engine = open_engine(self.model, ModelOptions(base_url=self.base_url))
-        sampled = {"top_p": self.top_p, "temperature": 1.0, "seed": self.seed}
-        requests = [Generation(prompt, self.max_new_tokens, **sampled) for prompt in prompts]
+        sampled = partial(Generation, top_p=self.top_p, temperature=1.0, seed=self.seed)
+        requests = [sampled(prompt, self.max_new_tokens) for prompt in prompts]
         return self._engine.generate(requests, "add_sent distractors")

@@ -14,7 +14,7 @@ from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from rueval.core.errors import RuevalError
 from rueval.core.text import lemma, parse, words
@@ -74,7 +74,8 @@ class _PerText:
     lookups of one text reuse it (MuSeRC and RuCoS repeat a passage across many examples)."""
 
     def __init__(self, analyse: Callable[[list[str]], list[Any]], size: int = 50_000):
-        self.analyse, self.size, self.done = analyse, size, {}
+        self.analyse, self.size = analyse, size
+        self.done: dict[str, Any] = {}
 
     def prepare(self, texts: Sequence[str]) -> None:
         missing = list(dict.fromkeys(text for text in texts if text not in self.done))
@@ -341,7 +342,8 @@ class Multihop(Constraint):
                 span = _answer_span(example.fields[text_field], answer)
                 # an answer whose span was not followed (spaces around its segment): its first mention now
                 first_mention = {**answer, "offset": None}
-                new_span = moved[text_field].get(span) or _answer_span(perturbed[text_field], first_mention)
+                followed = moved[text_field].get(span) if span is not None else None
+                new_span = followed or _answer_span(perturbed[text_field], first_mention)
                 updated.append({**answer, "offset": new_span[0]} if new_span else dict(answer))
             perturbed[answers] = updated
 
@@ -398,6 +400,7 @@ class TargetWord(Constraint):
             text, start, end = fields[anchor[0]], fields.get(anchor[1]), fields.get(anchor[2])
             word = word_span(text, start, end)
             if word is not None:  # protected spans are tightened (rueval.robustness.targets): so is this one
+                start, end = cast(int, start), cast(int, end)  # a word's offsets: whole numbers (word_span)
                 (kept,) = tighten(text, [(min(start, word[0]), max(min(end, len(text)), word[1]))])
                 spans.append((anchor, kept))
         return spans

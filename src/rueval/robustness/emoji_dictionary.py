@@ -112,7 +112,8 @@ def build(packages: Path) -> dict[str, Any]:
     import emoji
     import pymorphy3
 
-    emojis, table = _emojis(), {}
+    emojis = _emojis()
+    table: dict[str, list[str]] = {}  # lemma -> its emojis
     named = ((points, phrase, True) for points, phrase in _names())
     annotated = ((points, phrase, False) for points, phrase in _annotations(packages))
     for points, phrase, numbers in itertools.chain(named, annotated):

@@ -87,10 +87,9 @@ class AddSent(Perturbation):
             stem = next((piece for piece in split if piece.role == "stem"), None)
             wrong = [p for p, piece in enumerate(split) if piece.role == "option" and not piece.protected]
             if stem is not None and wrong:
-                p = rng.choice(wrong)
-                plans.append((e, p, stem.text, True))
-            elif (p := next((p for p, piece in enumerate(split) if piece.distractor), None)) is not None:
-                plans.append((e, p, split[p].text, False))
+                plans.append((e, rng.choice(wrong), stem.text, True))
+            elif (d := next((p for p, piece in enumerate(split) if piece.distractor), None)) is not None:
+                plans.append((e, d, split[d].text, False))
         continuations = once_each(self.generate, [prompt for _, _, prompt, _ in plans])
         edits: list[list[list[Edit]]] = [[[] for _ in split] for split in examples]
         for (e, p, _, replaces), continuation in zip(plans, continuations, strict=True):

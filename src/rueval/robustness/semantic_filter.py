@@ -215,6 +215,7 @@ class SemanticFilter:
     ) -> Filtered:
         """Perturb ``examples``, halving the rate for those too far from their original; an example
         that never passes keeps its original text."""
+        assert self.threshold is not None  # given, or the similarity's default since __post_init__
         target = target_for(task)
         best: dict[int, tuple[float, float, Example]] = {}  # example -> (similarity, rate, perturbed)
         passed: set[int] = set()

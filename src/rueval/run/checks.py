@@ -52,7 +52,7 @@ def check_limit(limit: Any) -> int | float | None:
         return None
     number = isinstance(limit, int | float) and not isinstance(limit, bool) and math.isfinite(limit)
     if number and 0 < limit < 1:
-        return limit
+        return float(limit)
     if not number or limit < 1 or limit != int(limit):
         raise RuevalError(f"--limit {limit}: expected a whole number of records, or a share between 0 and 1")
     return int(limit)

@@ -159,7 +159,7 @@ def summarise(
         settings={**settings, "data": prepared.source.description},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         wall_time_s=time.perf_counter() - started,
-        rsg_total=rsg_total({name: r.score for name, r in scored_tasks.items()}),
+        rsg_total=rsg_total({name: r.score for name, r in everything.items() if r.score is not None}),
         # timings of this run's own work: a reused task's figures are the earlier run's
         industrial=run_industrial({name: r for name, r in ordered.items() if name not in reused}, prepared.solver),
         tasks=scored_tasks,

@@ -58,7 +58,7 @@ class Predicted:
     normalized: dict[Setting, list[Any]] = field(default_factory=dict)
     seconds: float = 0.0  # fitting and predicting; for a pooled LM run, the time until the task's requests were done
     requests_computed: int | None = None  # LMs: requests the model computed for this task (the rest were cached)
-    predictor: Predictor | None = None
+    predictor: Predictor = field(kw_only=True)  # predicts more examples in the run's settings (--perturb's copies)
     protocol: str | None = None  # LMs: how the task was scored (TaskAnswers.protocol)
     unmatched_answers: int | None = None  # LMs answering choices by generating: answers that named no option
     samples: list[dict[str, Any]] = field(default_factory=list)  # the sample log, when asked for
@@ -107,7 +107,7 @@ def predict_tasks(
 
 
 def _pooled(
-    solver: PooledSolver,
+    solver: PooledSolver[Any],
     pending: Sequence[tuple[Task, TaskData]],
     settings: Callable[[Task], Sequence[Setting]],
     log_samples: bool,
@@ -149,7 +149,7 @@ def _pooled(
 
 
 def _plans(
-    solver: PooledSolver,
+    solver: PooledSolver[Any],
     task: Task,
     data: TaskData,
     settings: Callable[[Task], Sequence[Setting]],
@@ -161,7 +161,7 @@ def _plans(
     return [solver.plan_task(task, _train(data), data.eval.examples, settings(task), prompt) for prompt in asked]
 
 
-def _pooled_predictor(solver: PooledSolver, task: Task, data: TaskData) -> Predictor:
+def _pooled_predictor(solver: PooledSolver[Any], task: Task, data: TaskData) -> Predictor:
     def predict(jobs: Sequence[tuple[Sequence[Example], Setting]]) -> list[list[Any]]:
         plans = [solver.plan_task(task, _train(data), examples, [setting]) for examples, setting in jobs]
         requests = list(dict.fromkeys(r for plan in plans for r in plan.requests))
@@ -211,7 +211,7 @@ def sample_line(
     doc, target = dict(example.fields), str(example.label)
     unscored = example.label is None
     metrics = {} if unscored else example_metrics(task, example.label, prediction)
-    arguments = logged.get("arguments", {})
+    arguments: Mapping[str, Mapping[str, Any]] = logged.get("arguments", {})
     first_prompt = next(iter(arguments.values()), {}).get("arg_0", "")
     return {
         "doc_id": doc_id,

@@ -13,7 +13,9 @@ from rueval.core.files import write_jsonl, write_text
 from rueval.data import DataSource, load_task_data, open_data
 from rueval.robustness.attack import pair_with_originals, score_perturbation
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS, EngineGenerator, Seq2SeqTranslator
-from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation, Perturbation
+from rueval.robustness.base import Perturbation
+from rueval.robustness.model_based import AddSent, BackTranslation
+from rueval.robustness.perturbations import PERTURBATIONS
 from rueval.robustness.semantic_filter import BertScore, CharNgramSimilarity, Filtered, SemanticFilter
 from rueval.robustness.targets import applies, protected_spans_batch
 from rueval.run.predict import Predicted
@@ -21,6 +23,9 @@ from rueval.run.robustness_options import RobustnessOptions
 from rueval.run.spec import RunSpec
 from rueval.solvers import Setting
 from rueval.tasks import Example, Task
+
+# (name, originals, the originals' predictions per setting or None to predict them, pairs, source, filter)
+Attack = tuple[str, list[Example], dict[Setting, list[Any]] | None, list[tuple[int, Example]], str, dict[str, Any]]
 
 
 class Robustness:
@@ -39,7 +44,7 @@ class Robustness:
     @classmethod
     def build(cls, options: RobustnessOptions, seed: int = 0) -> Robustness:
         """The perturbations and filter of ``options``, seeded by the run's seed (models load on first use)."""
-        perturbations = []
+        perturbations: list[Perturbation] = []
         for name, rate in options.perturbations:
             kind = PERTURBATIONS[name]
             if kind is BackTranslation:
@@ -47,6 +52,8 @@ class Robustness:
                 translators = Seq2SeqTranslator(to_english), Seq2SeqTranslator(to_russian)
                 perturbations.append(BackTranslation(*translators, rate, seed))
             elif kind is AddSent:
+                if options.addsent_model is None:  # a run.json's options are not checked for it as --perturb's are
+                    raise RuevalError(f"{name} needs --addsent-model: a language model, hf:PATH_OR_HUB_ID")
                 generator = EngineGenerator(options.addsent_model, seed, base_url=options.base_url)
                 perturbations.append(AddSent(generator, rate, seed))
             else:
@@ -77,8 +84,7 @@ class Robustness:
         split = predicted.data.eval
         settings = list(predicted.by_setting)
         stored = source.load_perturbed(task, split.name, limit)
-        # (name, originals, the originals' predictions per setting or None to predict them, pairs, source, filter)
-        attacks: list[tuple[str, list[Example], dict[Setting, list] | None, list[tuple[int, Example]], str, dict]] = []
+        attacks: list[Attack] = []
         if stored is not None:
             same_file = stored.file == split.file
             originals = split.examples if same_file else stored.originals
@@ -129,7 +135,8 @@ def write_attack_sets(spec: RunSpec, out: Path) -> dict[str, dict[str, int]]:
             "use rueval run --perturb"
         )
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
-    loaded = [(task, load_task_data(source, task, spec.split, spec.limit)) for task in tasks]  # all data checked first
+    limit = None if spec.limit is None else int(spec.limit)  # perturb's --limit: a whole number of records
+    loaded = [(task, load_task_data(source, task, spec.split, limit)) for task in tasks]  # all data checked first
     counts: dict[str, dict[str, int]] = {}
     for task, task_data in loaded:
         examples = task_data.eval.examples

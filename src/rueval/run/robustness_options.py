@@ -10,7 +10,8 @@ from rueval.core.errors import RuevalError
 from rueval.core.option_fields import option
 from rueval.results.checks import Checker
 from rueval.robustness.backends import DEFAULT_TRANSLATION_MODELS
-from rueval.robustness.perturbations import PERTURBATIONS, AddSent, BackTranslation
+from rueval.robustness.model_based import AddSent, BackTranslation
+from rueval.robustness.perturbations import PERTURBATIONS
 from rueval.robustness.semantic_filter import CHAR_NGRAM_NOTE, CharNgramSimilarity, choose_similarity
 from rueval.robustness.targets import not_applied_notes
 

@@ -58,7 +58,8 @@ def _without(text: str, deleted: np.ndarray) -> str:
     """The text without the characters ``deleted`` marks: one table look-up per code point in numpy,
     where a Python loop or str.translate over Cyrillic text costs 20 times more."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return codes[~deleted[codes]].tobytes().decode("utf-32-le", "surrogatepass")
+    kept: np.ndarray = codes[~deleted[codes]]
+    return kept.tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @cache
@@ -208,7 +209,7 @@ def mean_over_examples(name: str, title: str, lm_eval_name: str, description: st
 
 
 def _share(sums: np.ndarray) -> np.ndarray:
-    return sums[:, 1] / sums[:, 0]
+    return np.asarray(sums[:, 1] / sums[:, 0])
 
 
 def class_counts(outcomes: Outcomes) -> np.ndarray:
@@ -240,7 +241,7 @@ def _macro_f1_of(sums: np.ndarray) -> np.ndarray:
     true, predicted, hits = _per_class(sums)
     seen = (true + predicted) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sum(_f1(true, predicted, hits) * seen, axis=1) / seen.sum(axis=1)
+        return np.asarray(np.sum(_f1(true, predicted, hits) * seen, axis=1) / seen.sum(axis=1))
 
 
 def label_space_counts(outcomes: Outcomes) -> np.ndarray:
@@ -257,7 +258,7 @@ def label_space_counts(outcomes: Outcomes) -> np.ndarray:
 def _class_mean_f1_of(sums: np.ndarray) -> np.ndarray:
     """Unweighted mean of per-class F1 over every class of the label space, 0 for a class absent from
     gold and predictions (jiant's: CommitmentBankEvaluationScheme, RSG's RCBTask)."""
-    return np.mean(_f1(*_per_class(sums)), axis=1)
+    return np.asarray(np.mean(_f1(*_per_class(sums)), axis=1))
 
 
 def _mcc_of(sums: np.ndarray) -> np.ndarray:

@@ -97,7 +97,7 @@ def _averaged(of_sums: OfSums, widths: list[int]) -> OfSums:
     edges = np.cumsum([0, *widths])
 
     def averaged(sums: np.ndarray) -> np.ndarray:
-        return np.mean([of_sums(sums[:, start:end]) for start, end in zip(edges, edges[1:])], axis=0)
+        return np.asarray(np.mean([of_sums(sums[:, start:end]) for start, end in zip(edges, edges[1:])], axis=0))
 
     return averaged
 
@@ -160,7 +160,7 @@ def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
         return any(exact_match(answer, prediction, task.normalization) for answer in gold)
     if task.kind == "multilabel":
         return tuple(prediction) == tuple(gold)
-    return prediction == gold
+    return bool(prediction == gold)
 
 
 def example_metric_names(task: Task) -> list[str]:
@@ -176,8 +176,8 @@ def example_metrics(task: Task, gold: Any, prediction: Any) -> dict[str, float]:
     tasks whether the example is right, lm-eval's per-example acc (their F1 and MCC are metrics of
     the whole sample, and an Ethics example is right when all its categories are)."""
     if task.kind == "span":
-        span_metrics = map(metric, example_metric_names(task))
-        return {m.lm_eval_name: m.per_example(gold, prediction, task.normalization) for m in span_metrics}
+        span_metrics = [(m.lm_eval_name, m.per_example) for m in task_metrics(task)]
+        return {name: of(gold, prediction, task.normalization) for name, of in span_metrics if of is not None}
     return {ACCURACY.lm_eval_name: float(is_correct(task, gold, prediction))}
 
 

@@ -9,25 +9,32 @@ so no other site can make a browser call it).
 - ``GET /api/leaderboard`` -> the public submissions, best first, and the reference rows.
 
 Numbers are as the board prints them (rueval.serve.disclosure); a submission's ``url`` is built on
-``--public-url`` or is relative, never on the request's Host header.
+``--public-url`` or is relative, never on the request's Host header. Every response's JSON is checked
+against its model in rueval.serve.responses, which /api/openapi.json publishes.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi import Path as PathParameter
 
+from rueval.serve import responses
 from rueval.serve.db import Submission, Team
 from rueval.serve.service import Service, submission_json
 
-router = APIRouter(prefix="/api")
+router = APIRouter(
+    prefix="/api",
+    responses={code: {"model": responses.ApiError, "description": "an error"} for code in ("4XX", "5XX")},
+)
+# response_model_exclude_unset: what the JSON leaves out stays out (a baseline comparison's verdict on a small task)
 SubmissionId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
 
 
 def service_of(request: Request) -> Service:
-    return request.app.state.service
+    service: Service = request.app.state.service  # set by rueval.serve.app
+    return service
 
 
 def client_address(request: Request) -> str:
@@ -55,41 +62,43 @@ def team(viewer: Annotated[Team | None, Depends(optional_team)]) -> Team:
     return viewer
 
 
-@router.post("/submissions", status_code=202)
+@router.post("/submissions", status_code=202, response_model=responses.Submission, response_model_exclude_unset=True)
 def create_submission(
     request: Request,
     team: Annotated[Team, Depends(team)],
     file: Annotated[UploadFile, File()],
     name: Annotated[str, Form(max_length=1000)] = "",
     public: Annotated[bool, Form()] = False,
-) -> dict:
+) -> dict[str, Any]:
     service = service_of(request)
     data = file.file.read(service.config.limits.upload_bytes + 1)
     submission = service.accept(team, data, name or (file.filename or ""), public)
     return shown(service, submission, team)
 
 
-@router.get("/submissions/{id}")
-def get_submission(request: Request, id: SubmissionId, viewer: Annotated[Team | None, Depends(optional_team)]) -> dict:
+@router.get("/submissions/{id}", response_model=responses.Submission, response_model_exclude_unset=True)
+def get_submission(
+    request: Request, id: SubmissionId, viewer: Annotated[Team | None, Depends(optional_team)]
+) -> dict[str, Any]:
     service = service_of(request)
     submission, owner = service.submission(id, viewer)
     return shown(service, submission, owner)
 
 
-@router.patch("/submissions/{id}")
+@router.patch("/submissions/{id}", response_model=responses.Submission, response_model_exclude_unset=True)
 def update_submission(
     request: Request,
     id: SubmissionId,
     team: Annotated[Team, Depends(team)],
     public: Annotated[bool | None, Body()] = None,
     name: Annotated[str | None, Body(max_length=1000)] = None,
-) -> dict:
+) -> dict[str, Any]:
     service = service_of(request)
     return shown(service, service.update(id, team, public, name), team)
 
 
-@router.get("/leaderboard")
-def leaderboard(request: Request) -> dict:
+@router.get("/leaderboard", response_model=responses.Leaderboard, response_model_exclude_unset=True)
+def leaderboard(request: Request) -> dict[str, Any]:
     service = service_of(request)
     return {
         "tasks": list(service.gold.tasks),
@@ -98,5 +107,5 @@ def leaderboard(request: Request) -> dict:
     }
 
 
-def shown(service: Service, submission: Submission, team: Team) -> dict:
+def shown(service: Service, submission: Submission, team: Team) -> dict[str, Any]:
     return submission_json(submission, team, service.disclosure, service.config.public_url or "")

@@ -11,6 +11,7 @@ with a trailing slash is a 404, not a redirect to the Host."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import anyio
 from fastapi import FastAPI, HTTPException, Request
@@ -147,7 +148,7 @@ def _unavailable(request: Request, error: Exception) -> Response:
     return _error(request, 503, UNAVAILABLE, {"retry-after": str(RETRY_AFTER_S)})
 
 
-def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(request: Request, status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status, headers=headers)
     return pages.error_page(request, status, message, headers)

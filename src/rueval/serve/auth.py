@@ -202,7 +202,7 @@ class Auth:
             row = session.scalars(select(SignIn).where(SignIn.digest == _digest(cookie))).first()
             if row is None or row.expires < time.time():
                 return None
-            return SignedIn(session.get(Team, row.team_id), row.csrf)
+            return SignedIn(session.get_one(Team, row.team_id), row.csrf)
 
     def sign_out(self, cookie: str | None) -> None:
         if cookie:
@@ -212,7 +212,9 @@ class Auth:
 
 def same_token(given: str | None, expected: str | None) -> bool:
     """A form token compared in constant time; a missing one never matches."""
-    return bool(given and expected) and hmac.compare_digest(given.encode(), expected.encode())
+    if not given or not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def new_form_token() -> str:

@@ -106,14 +106,14 @@ def reference_rows(tasks: Sequence[str], computed: Baselines) -> list[Row]:
     total is the paper's own)."""
     rows = []
     for model in (MAJORITY, HEURISTIC):
-        scores = {task: computed[model][task].score for task in tasks}
-        total = shown(fmean(scores.values()))
-        scores = {task: shown(score) for task, score in scores.items()}
-        rows.append(Row(TITLES[model], "computed", scores, total, source="rueval on this gold"))
+        scores = {task: score for task in tasks if (score := computed[model][task].score) is not None}
+        total = shown(fmean(scores.values())) if len(scores) == len(tasks) else None
+        shown_scores = {task: shown(score) for task, score in scores.items()}
+        rows.append(Row(TITLES[model], "computed", shown_scores, total, source="rueval on this gold"))
     for paper in references(RSG):
-        scores = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
+        printed = {task: shown(score) for task in tasks if (score := paper.task_score(task)) is not None}
         reported = paper.reported_total()
-        rows.append(Row(paper.name, paper.kind, scores, shown(reported[0]) if reported else None, source=paper.source))
+        rows.append(Row(paper.name, paper.kind, printed, shown(reported[0]) if reported else None, source=paper.source))
     return rows
 
 
@@ -124,7 +124,7 @@ def sorted_rows(rows: Sequence[Row], key: str, descending: bool = True) -> list[
     def value(row: Row) -> float | None:
         return row.total if key == "total" else row.tasks.get(key)
 
-    present = [row for row in rows if value(row) is not None]
+    present = [(row, v) for row in rows if (v := value(row)) is not None]
     absent = [row for row in rows if value(row) is None]
-    present.sort(key=lambda row: (row.partial if key == "total" else False, -value(row) if descending else value(row)))
-    return present + absent
+    present.sort(key=lambda pair: (pair[0].partial if key == "total" else False, -pair[1] if descending else pair[1]))
+    return [row for row, _ in present] + absent

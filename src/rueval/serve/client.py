@@ -30,7 +30,7 @@ class BoardClient:
     def __enter__(self) -> BoardClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._http.close()
 
     def upload(self, zip_path: Path, name: str = "", public: bool = False) -> dict[str, Any]:
@@ -66,7 +66,7 @@ class BoardClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as e:
-            raise RuevalError(f"{self.url}: {e or type(e).__name__}") from None
+            raise RuevalError(f"{self.url}: {str(e) or type(e).__name__}") from None
         try:
             body = response.json()
         except ValueError:

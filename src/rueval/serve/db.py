@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine
 from sqlalchemy import event as sa_event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -165,7 +165,7 @@ def open_database(url: str, read_only: bool = False) -> Engine:
     )
 
     @sa_event.listens_for(engine, "connect")
-    def _configure(connection, _record) -> None:
+    def _configure(connection: Any, _record: Any) -> None:  # the DB-API connection
         cursor = connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
@@ -175,7 +175,7 @@ def open_database(url: str, read_only: bool = False) -> Engine:
         cursor.close()
 
     @sa_event.listens_for(engine, "begin")
-    def _begin(connection) -> None:
+    def _begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine

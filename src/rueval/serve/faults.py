@@ -38,7 +38,7 @@ class Backoff:
     failures: int = 0
 
     def next(self) -> float:
-        delay = min(self.most_s, self.first_s * 2 ** min(self.failures, 30))
+        delay = min(self.most_s, self.first_s * 2.0 ** min(self.failures, 30))
         self.failures += 1
         return delay
 

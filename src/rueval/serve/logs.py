@@ -10,6 +10,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 FORMAT = "%(asctime)s %(name)s: %(message)s"
 KINDS_KEPT = 1000  # kinds remembered, the least recently seen forgotten first
@@ -27,7 +28,7 @@ class RepeatFilter(logging.Filter):
     def __init__(self, window_s: float = 10.0, burst: int = 50):
         super().__init__()
         self.window_s, self.burst = window_s, burst
-        self._windows: OrderedDict[tuple, _Window] = OrderedDict()
+        self._windows: OrderedDict[tuple[Any, ...], _Window] = OrderedDict()
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -7,8 +7,9 @@ publishes them; links are relative (nothing is built on the request's Host heade
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
@@ -30,14 +31,17 @@ CsrfField = Annotated[str, Form(max_length=200)]
 
 
 def _service(request: Request) -> Service:
-    return request.app.state.service
+    service: Service = request.app.state.service  # set by rueval.serve.app
+    return service
 
 
 def _signed_in(request: Request) -> SignedIn | None:
     return _service(request).auth.signed_in(request.cookies.get(SESSION_COOKIE))
 
 
-def _page(request: Request, template: str, status: int = 200, headers: dict | None = None, **context) -> Response:
+def _page(
+    request: Request, template: str, status: int = 200, headers: Mapping[str, str] | None = None, **context: Any
+) -> Response:
     service = _service(request)
     context = {
         "signed_in": _signed_in(request),
@@ -58,7 +62,7 @@ def _checked_form(request: Request, csrf: str) -> SignedIn:
     return signed_in
 
 
-def error_page(request: Request, status: int, message: str, headers: dict | None = None) -> Response:
+def error_page(request: Request, status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     return _page(request, "error.html", status, headers, status_code=status, message=message)
 
 

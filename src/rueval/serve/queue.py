@@ -17,8 +17,9 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import CursorResult, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from rueval.core.errors import RuevalError
@@ -97,7 +98,7 @@ def claim(db: Database, worker: str, lease_s: float = LEASE_S) -> Claim | None:
             ).first()
             if job is None:
                 return None
-            submission = session.get(Submission, job.submission_id)
+            submission = session.get_one(Submission, job.submission_id)
             if job.attempts >= MAX_ATTEMPTS:
                 submission.status, submission.finished = "failed", now
                 submission.error = f"scoring stopped {job.attempts} times without finishing; ask the board's operator"
@@ -112,10 +113,10 @@ def claim(db: Database, worker: str, lease_s: float = LEASE_S) -> Claim | None:
 def renew(db: Database, claim: Claim, lease_s: float = LEASE_S) -> bool:
     """Extend the claim's lease; False if the job is no longer this worker's."""
     with db.session() as session:
-        result = session.execute(
+        result = session.execute(  # DML: a CursorResult, which counts the rows it changed
             update(Job).where(Job.id == claim.job, Job.worker == claim.worker).values(lease_until=time.time() + lease_s)
         )
-        return result.rowcount == 1
+        return cast(CursorResult[Any], result).rowcount == 1
 
 
 def release(db: Database, claim: Claim) -> None:
@@ -127,15 +128,15 @@ def release(db: Database, claim: Claim) -> None:
             .where(Job.id == claim.job, Job.worker == claim.worker)
             .values(lease_until=None, worker=None, attempts=Job.attempts - 1)
         )
-        if given.rowcount == 1:
-            session.get(Submission, claim.submission).status = "queued"
+        if cast(CursorResult[Any], given).rowcount == 1:  # DML: a CursorResult
+            session.get_one(Submission, claim.submission).status = "queued"
 
 
 def finish(
     db: Database,
     claim: Claim,
-    results: dict | None = None,
-    summary: dict | None = None,
+    results: dict[str, Any] | None = None,
+    summary: dict[str, Any] | None = None,
     total: float | None = None,
     error: str | None = None,
 ) -> bool:
@@ -143,9 +144,9 @@ def finish(
     nothing written) if the lease ran out and another worker has the job now."""
     with db.session() as session:
         taken = session.execute(delete(Job).where(Job.id == claim.job, Job.worker == claim.worker))
-        if taken.rowcount != 1:
+        if cast(CursorResult[Any], taken).rowcount != 1:  # DML: a CursorResult
             return False
-        submission = session.get(Submission, claim.submission)
+        submission = session.get_one(Submission, claim.submission)
         submission.status = "failed" if error else "done"
         submission.finished = time.time()
         submission.results = None if results is None else json.dumps(results)

@@ -70,7 +70,7 @@ def _exit_on_sigterm(number: int, _frame: object) -> None:
 
 @dataclass
 class _Slot:
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     started: float
     backoff: Backoff = field(default_factory=Backoff)
     restart_at: float | None = None  # None while it runs; when it is restarted (inf: never)

@@ -115,6 +115,7 @@ class Service:
     def _check_rate(self, session: Session, team: Team) -> None:
         count, oldest = queue.submissions_today(session, team)
         if count >= self.config.daily_limit:
+            oldest = time.time() if oldest is None else oldest  # a limit of 0: none made yet, a day to wait
             wait = max(1, math.ceil(oldest + queue.DAY_S - time.time()))
             raise RateLimited(
                 f"{team.name} has made {count} submissions in the last 24 hours, the board's limit; "
@@ -131,7 +132,7 @@ class Service:
                 submission.public or (viewer is not None and viewer.id == submission.team_id)
             ):
                 raise NotFound(f"no submission {id}")
-            return submission, session.get(Team, submission.team_id)
+            return submission, session.get_one(Team, submission.team_id)
 
     def update(self, id: int, team: Team, public: bool | None = None, name: str | None = None) -> Submission:
         """Publish (or hide) or rename one of the team's own submissions."""

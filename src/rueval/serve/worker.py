@@ -107,8 +107,8 @@ class Worker:
     def _score(self, claim: Claim) -> None:
         started = time.process_time()
         with self.db.session(read_only=True) as session:
-            submission = session.get(Submission, claim.submission)
-            team = session.get(Team, submission.team_id)
+            submission = session.get_one(Submission, claim.submission)
+            team = session.get_one(Team, submission.team_id)
         try:
             checked = check_submission(self.store.upload(submission.upload), self.gold, self.limits)
             label = f"{team.name}: {submission.name}"

@@ -25,7 +25,7 @@ class Family:
     Solver; ``work_dir`` keeps what the solver saves between runs (fine-tuning checkpoints)."""
 
     name: str
-    options: type
+    options: type[SolverOptions]
     make: Callable[[str, Any, int, Path | None], Solver]
 
 

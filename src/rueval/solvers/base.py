@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from rueval.tasks import Example, Task
 from rueval.tasks.prompts import TaskPrompt
@@ -59,7 +59,7 @@ class Solver(ABC):
         return None
 
     @property
-    def pooled(self) -> PooledSolver | None:
+    def pooled(self) -> PooledSolver[Any] | None:
         """This solver as a pooled one, if it answers through an engine's requests; None (the default):
         a run fits and applies it task by task."""
         return None
@@ -70,6 +70,9 @@ class TaskPlan(Protocol):
 
     @property
     def requests(self) -> Sequence[Request]: ...
+
+
+PlanT = TypeVar("PlanT", bound=TaskPlan)  # a pooled solver's own plans, which it answers
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class TaskAnswers:
     exchanges: dict[Setting, list[Exchange]]  # per example
 
 
-class PooledSolver(ABC):
+class PooledSolver(ABC, Generic[PlanT]):
     """A solver that answers through an engine: it plans a task's requests in every setting, the run
     computes the requests of all its tasks in one engine call (identical requests and shared prefixes
     once), and the solver answers each task from their results."""
@@ -107,8 +110,8 @@ class PooledSolver(ABC):
         examples: Sequence[Example],
         settings: Sequence[Setting],
         prompt: TaskPrompt | None = None,
-    ) -> TaskPlan:
+    ) -> PlanT:
         """The task's requests in every setting, asked with ``prompt`` (default: the task's own)."""
 
     @abstractmethod
-    def answer_task(self, plan: TaskPlan, results: Mapping[Request, Any]) -> TaskAnswers: ...
+    def answer_task(self, plan: PlanT, results: Mapping[Request, Any]) -> TaskAnswers: ...

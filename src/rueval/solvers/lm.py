@@ -1,8 +1,7 @@
-"""A language model as a solver, in two visible steps: examples -> requests (``plan``), then the
-requests' results -> predictions (``answer``). As a PooledSolver it plans a task in every setting
-(``plan_task``) and answers it with one TaskAnswers (``answer_task``): a run plans every task, k and
-episode first and computes all their requests in one engine call, so the prefix tree shares across
-all of them. The solver asks only what its backend declares (``Capabilities``).
+"""A language model as a solver, in two visible steps: examples -> requests (``plan``), then the requests' results ->
+predictions (``answer``). As a PooledSolver it plans a task in every setting (``plan_task``) and answers it with one
+TaskAnswers (``answer_task``): a run plans every task, k and episode first and computes all their requests in one
+engine call, so the prefix tree shares across all of them. It asks only what its backend declares (``Capabilities``).
 
 Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
 summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
@@ -22,7 +21,7 @@ a greedy answer and ``answer`` matches it to an option (``match_option``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
@@ -79,8 +78,9 @@ class GenerationSettings:
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any]) -> GenerationSettings:
         """From the parsed or saved keys (text or JSON values); an unknown key or bad value names the key."""
+        readers: dict[str, Callable[[Any], Any]]
         readers = {"temperature": float, "top_p": float, "max_gen_toks": int, "do_sample": _flag, "until": _stops}
-        values = {}
+        values: dict[str, Any] = {}
         for key, value in given.items():
             if key not in readers:
                 raise RuevalError(f"--gen_kwargs {key}: unknown key; expected one of: {', '.join(readers)}")
@@ -100,7 +100,7 @@ class GenerationSettings:
     def greedy(self) -> bool:
         return self.do_sample is False or self.temperature == 0
 
-    def request(self, context: str, budget: int, stop: tuple[str, ...], seed: int) -> Generation:
+    def request(self, context: Prompt, budget: int, stop: tuple[str, ...], seed: int) -> Generation:
         """The generation request for ``context``; greedy requests carry no seed (their text does not depend on it)."""
         budget = self.max_gen_toks or budget
         stop = self.until if self.until is not None else stop
@@ -178,7 +178,7 @@ class TaskPlans:
     requests: tuple[Request, ...]
 
 
-class LMSolver(Solver, PooledSolver):
+class LMSolver(Solver, PooledSolver[TaskPlans]):
     """A language model behind ``engine``, asked only what its backend declares (``Capabilities``)."""
 
     def __init__(
@@ -242,7 +242,7 @@ class LMSolver(Solver, PooledSolver):
             per_example = []
             questions = prompt.after_demonstrations(example) if demos else prompt.questions(example)
             for i, question in enumerate(questions):
-                shown = [(d[i].context, d[i].target) for d in demo_questions if d[i].target is not None]
+                shown = [(q.context, q.target) for q in (d[i] for d in demo_questions) if q.target is not None]
                 context = self._render(shown, question.context)
                 per_example.append(Asked(question, context, self._requests(question, context, budget, prompt.stop)))
             asked.append(per_example)
@@ -303,7 +303,7 @@ class LMSolver(Solver, PooledSolver):
         else:
             together = DEMO_SEPARATOR.join([*(context + target for context, target in shown), question])
             messages.append(Message("user", together.rstrip()))
-        if self._messages:
+        if self._messages or self._tokenizer is None:  # no tokenizer here: the backend takes messages
             return tuple(messages)
         turns = [asdict(message) for message in messages]
         rendered = self._tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
@@ -329,6 +329,7 @@ class LMSolver(Solver, PooledSolver):
 
     def _loglikelihood(self, context: Prompt, continuation: str) -> Loglikelihood:
         if self.scoring == "ppl":
+            assert isinstance(context, str)  # ppl is refused for a backend that takes messages (__init__)
             return Loglikelihood("", context + continuation)
         return Loglikelihood(context, continuation)
 
@@ -386,7 +387,8 @@ class LMSolver(Solver, PooledSolver):
             if self.scoring == "ppl":
                 return result.logprob / result.n_tokens
             if normalize:
-                return result.logprob / max(1, len(asked.requests[index].continuation.encode()))
+                continuation = self._continuation(asked.question.choices[index].continuation)  # its request's
+                return result.logprob / max(1, len(continuation.encode()))
             return result.logprob
 
         return asked.question.choices[max(range(len(results)), key=value)].label

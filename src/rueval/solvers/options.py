@@ -37,7 +37,8 @@ class PlainOptions:
         return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        values: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+        return values
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], check: Checker, at: str) -> Self:
@@ -134,7 +135,7 @@ class LMOwnOptions:
     fewshot_as_multiturn: bool = option(
         False, help="hf, with --apply-chat-template: demonstrations as user/assistant turns."
     )
-    gen_kwargs: dict = option(  # as JSON; given as lm-eval's text or a mapping
+    gen_kwargs: dict[str, Any] = option(  # as JSON; given as lm-eval's text or a mapping
         default_factory=dict,
         help="LMs, generation tasks (lm-eval's form): temperature=0,top_p=...,max_gen_toks=N,until=TEXT,"
         "do_sample=false. Default: TAPE's sampling, top_p 0.8 at temperature 1.",

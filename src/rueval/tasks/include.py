@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -213,11 +214,12 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
     if declaration.get("fewshot_delimiter", str, "\n\n") != "\n\n":
         raise declaration.error("fewshot_delimiter", 'rueval separates demonstrations by "\\n\\n" only')
     text = declaration.get("doc_to_text", str)
-    written = {"file": str(declaration.entries["doc_to_text"].file), "line": declaration.entries["doc_to_text"].line}
+    written = declaration.entries["doc_to_text"]
+    prompt = partial(Template, file=str(written.file), line=written.line)
     if output == "generate_until":
         stop, budget = _generation(declaration)
-        shape = Answer(texts[-1], texts[:-1], answer=gold)
-        return shape, Template(text, delimiter=delimiter, stop=stop, max_new_tokens=budget, **written)
+        shape: Shape = Answer(texts[-1], texts[:-1], answer=gold)
+        return shape, prompt(text, delimiter=delimiter, stop=stop, max_new_tokens=budget)
     if output != "multiple_choice":
         raise declaration.error("output_type", f"{shown(output)}: expected multiple_choice or generate_until")
     if "generation_kwargs" in declaration.entries:
@@ -227,7 +229,7 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
         if len(choices) < 2 or not all(isinstance(c, str) for c in choices) or len(set(choices)) < len(choices):
             raise declaration.error("doc_to_choice", "expected two or more distinct answer texts")
         shape = Texts(texts, tuple(choices), label_index=True, label_field=gold)
-        return shape, Template(text, tuple(choices), delimiter, **written)
+        return shape, prompt(text, tuple(choices), delimiter)
     match = OPTION_FIELDS.fullmatch(choices)
     if match is None:
         raise declaration.error("doc_to_choice", "expected a list of answers, or a record's option fields: {{[a, b]}}")
@@ -235,7 +237,7 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
     context = tuple(field for field in texts if field not in options)
     if len(options) < 2 or not context:
         raise declaration.error("doc_to_choice", "expected two or more option fields besides doc_to_text's context")
-    return Choice(context, options, label_field=gold), Template(text, delimiter=delimiter, **written)
+    return Choice(context, options, label_field=gold), prompt(text, delimiter=delimiter)
 
 
 def _generation(declaration: Declaration) -> tuple[tuple[str, ...], int]:
@@ -277,8 +279,8 @@ def _data(declaration: Declaration) -> tuple[Path, dict[str, tuple[str, ...]]]:
     """The folder of the task's files and its splits' file names."""
     path = declaration.get("dataset_path", str)
     files = _data_files(declaration) if path == "json" else None
-    folder = None if files else (declaration.base("dataset_path") / path).resolve()
-    if folder is not None and not folder.is_dir():
+    folder = (declaration.base("dataset_path") / path).resolve()
+    if not files and not folder.is_dir():
         raise declaration.error("dataset_path", f"no such folder: {folder}")
     chosen: dict[str, Path] = {}
     for key, split in SPLITS.items():

@@ -198,7 +198,7 @@ class Choice(Shape):
     label_field: str = "label"
 
     @property
-    def labels(self) -> tuple[int, ...]:
+    def labels(self) -> tuple[int, ...]:  # type: ignore[override]  # Shape's default; every shape is frozen
         return tuple(range(len(self.options)))
 
     @property
@@ -226,7 +226,7 @@ class InlineChoice(Shape):
     labels: tuple[str, ...] = LETTERS
 
     @property
-    def label_field(self) -> str:
+    def label_field(self) -> str:  # type: ignore[override]  # Shape's default; every shape is frozen
         return self.answer
 
     @property
@@ -244,7 +244,7 @@ class InlineChoice(Shape):
             raise record.error(self.question, str(e).removeprefix(f"{self.question}: ")) from None
 
     def gold(self, record: Record) -> str | None:
-        label = super().gold(record)
+        label: str | None = super().gold(record)
         own = self.labels_of(record.data)
         if label is not None and label not in own:
             shown = " ".join(f"({letter})" for letter in own)
@@ -289,7 +289,7 @@ class Answer(Shape):
     alternatives: str | None = None
 
     @property
-    def label_field(self) -> str:
+    def label_field(self) -> str:  # type: ignore[override]  # Shape's default; every shape is frozen
         return self.answer
 
     @property

@@ -20,7 +20,7 @@ do), when every text token is scored, as the HF backend does.
 from __future__ import annotations
 
 from rueval.core.errors import RuevalError
-from rueval.models.base import Loglikelihood
+from rueval.models.base import Loglikelihood, text_of
 
 
 def continuation_positions(tokens: list[str], request: Loglikelihood, url: str) -> list[int]:
@@ -28,8 +28,9 @@ def continuation_positions(tokens: list[str], request: Loglikelihood, url: str) 
     starts = [0]
     for token in tokens:
         starts.append(starts[-1] + len(token))
-    context = request.context.rstrip()  # its trailing spaces go with the continuation, as in the HF backend
-    continuation = request.context[len(context) :] + request.continuation
+    prompt = text_of(request.context)
+    context = prompt.rstrip()  # its trailing spaces go with the continuation, as in the HF backend
+    continuation = prompt[len(context) :] + request.continuation
     if context and not "".join(tokens).endswith(continuation):
         raise RuevalError(
             f"the token texts from the server at {url} do not end with the continuation "

@@ -30,6 +30,7 @@ from rueval.models.base import (
     check_generation_budget,
     cut_at_stop,
     encode_pair,
+    text_of,
 )
 from rueval.models.distributed import world
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -285,7 +286,8 @@ class HFCausalLM(LanguageModel):
         from rueval.models.backends.sampling import RowSampler
 
         check_generation_budget(request.max_new_tokens, self.max_length)
-        prompt = [self.start_token, *self._tokens(request.prompt)][-(self.max_length - request.max_new_tokens) :]
+        ids = [self.start_token, *self._tokens(text_of(request.prompt))]
+        prompt = ids[-(self.max_length - request.max_new_tokens) :]
         input_ids = torch.tensor([prompt], device=self.device)
         sample = request.temperature > 0 or request.top_p < 1
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
@@ -322,7 +324,8 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:
             peft=options.peft,
             load_in=options.load_in,
         )
-        loading.outcome = f"{model.capabilities.parameters / 1e6:.1f}M parameters"
+        if (parameters := model.capabilities.parameters) is not None:
+            loading.outcome = f"{parameters / 1e6:.1f}M parameters"
     return model
 
 

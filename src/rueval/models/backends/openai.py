@@ -1,21 +1,20 @@
 """OpenAI-compatible completion servers (`-m openai:MODEL --base-url URL`): vLLM, llama.cpp
 server, TGI. This is how large models on GPU servers and clusters are evaluated.
 
-Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs=1``), so the
-server must return logprobs for prompt tokens; generation uses the server's sampling.
+Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs=1``), so the server must return
+logprobs for prompt tokens; generation uses the server's sampling.
 
-Several servers (``base_url`` a list, or comma-separated) share the work: see
-rueval.models.backends.serving. The cache identity is the model name and what the servers say about the
-weights (their `/v1/models` entry and ``system_fingerprint``), not their URLs, so a run on two
-servers reuses a one-server run's results, and new weights behind the same name and port do not.
+Several servers (``base_url`` a list, or comma-separated) share the work: see rueval.models.backends.serving. The
+cache identity is the model name and what the servers say about the weights (their `/v1/models` entry and
+``system_fingerprint``), not their URLs, so a run on two servers reuses a one-server run's results, and new weights
+behind the same name and port do not.
 
-Prompts go as token ids whenever the served model's tokenizer can be had (``tokenizer=``: by
-default the server's own, from its weights folder or its ``/tokenize``; or a local path or hub id,
-a tokenizer object; rueval.models.backends.token_ids), encoded exactly as the HF backend encodes them: a
-start token, the context's tokens, then the continuation's. Token boundaries are then exact and an
-empty context scores every token, so results equal ``-m hf:`` on the same weights. Text prompts
-(``tokenizer="text"``, or no tokenizer to be had: a warning says so) are scored by the character
-rule of rueval.models.backends.char_boundary.
+Prompts go as token ids whenever the served model's tokenizer can be had (``tokenizer=``: by default the server's own,
+from its weights folder or its ``/tokenize``; or a local path or hub id, a tokenizer object;
+rueval.models.backends.token_ids), encoded exactly as the HF backend encodes them: a start token, the context's
+tokens, then the continuation's. Token boundaries are then exact and an empty context scores every token, so results
+equal ``-m hf:`` on the same weights. Text prompts (``tokenizer="text"``, or no tokenizer to be had: a warning says
+so) are scored by the character rule of rueval.models.backends.char_boundary.
 """
 
 from __future__ import annotations
@@ -59,6 +58,7 @@ from rueval.models.base import (
     checked_logprob,
     cut_at_stop,
     prompt_text,
+    text_of,
 )
 from rueval.models.factory import ModelOptions, ModelSpec
 
@@ -113,7 +113,7 @@ class OpenAICompletionsModel(LanguageModel):
         self._check_lock = threading.RLock()
 
     @property
-    def identity(self) -> str:
+    def identity(self) -> str:  # type: ignore[override]  # read only, as every reader does; known once asked
         """``openai:MODEL`` (``backend:MODEL``) and what the servers say about the weights: their
         `/v1/models` entry (root, parent, created) and the answers' ``system_fingerprint``; the URLs
         only for servers that list no models."""
@@ -208,7 +208,7 @@ class OpenAICompletionsModel(LanguageModel):
             encoded = [self.prompt_tokens.pair(r) for r in requests]
             prompts: list = [ids for ids, _ in encoded]
         else:
-            prompts = [r.context + r.continuation for r in requests]
+            prompts = [text_of(r.context) + r.continuation for r in requests]
         while True:
             max_tokens = self._scoring_max_tokens
             payload = {"prompt": prompts, "max_tokens": max_tokens, "echo": True, "logprobs": 1, "temperature": 0}
@@ -227,9 +227,9 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
         """The character-boundary rule (rueval.models.backends.char_boundary) on one echoed prompt; its last
         ``generated`` tokens are the ones the server generated after it."""
-        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        logprobs = found if isinstance(found := choice.get("logprobs"), dict) else {}
         tokens = logprobs.get("tokens") or []
-        values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
+        values, tops = logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or []
         n_prompt = len(tokens) - generated
         echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
         if echoed and not all(isinstance(token, str) for token in tokens):
@@ -242,7 +242,7 @@ class OpenAICompletionsModel(LanguageModel):
     def _score_ids(
         self, url: str, choice: dict, request: Loglikelihood, ids: list[int], first: int
     ) -> LoglikelihoodResult:
-        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        logprobs = found if isinstance(found := choice.get("logprobs"), dict) else {}
         values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
         if not values or not tops or len(values) < len(ids):
             raise self._no_logprobs(url)
@@ -280,7 +280,7 @@ class OpenAICompletionsModel(LanguageModel):
         return [cut_at_stop(str(c.get("text") or ""), r.stop) for c in choices]
 
     def _generation_prompt(self, request: Generation) -> str | list[int]:
-        return self.prompt_tokens.prompt(request) if self.prompt_tokens is not None else request.prompt
+        return self.prompt_tokens.prompt(request) if self.prompt_tokens is not None else text_of(request.prompt)
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _completions(self, url: str, payload: dict, n_prompts: int) -> list[dict]:
@@ -344,11 +344,11 @@ class OpenAICompletionsModel(LanguageModel):
                 if served:
                     cards[url] = weights_card(served[self.model], answered_at)
                     entry = entry or served[self.model]
-            first = next(iter(cards.items()), None)
+            first_url, first_card = next(iter(cards.items()), ("", {}))
             for url, card in cards.items():
-                if card != first[1]:
+                if card != first_card:
                     raise RuevalError(
-                        f"the servers serve different weights as '{self.model}': {first[0]} has {first[1]}, "
+                        f"the servers serve different weights as '{self.model}': {first_url} has {first_card}, "
                         f"{url} has {card}"
                     )
             self._card = next(iter(cards.values()), None)
@@ -409,7 +409,7 @@ def sampling_fields(r: Generation) -> dict[str, Any]:
     """The request fields that say how to generate: as the HF backend, nucleus sampling at temperature 1
     unless the request is greedy (temperature 0 and top_p 1)."""
     sample = r.temperature > 0 or r.top_p < 1
-    fields = {
+    fields: dict[str, Any] = {
         "max_tokens": r.max_new_tokens,
         "temperature": (r.temperature or 1.0) if sample else 0.0,
         "top_p": r.top_p if sample else 1.0,

@@ -105,7 +105,7 @@ def check_device(device: str):
         return parsed
     backend = getattr(torch, parsed.type, None)  # torch.cuda, torch.mps, torch.xpu, ...
     available = getattr(backend, "is_available", None)
-    if available is None or not available():
+    if backend is None or available is None or not available():
         raise RuevalError(f"--device {device}: torch {torch.__version__} sees no {parsed.type} device on this machine")
     count = backend.device_count()
     if parsed.index is not None and parsed.index >= count:
@@ -148,7 +148,7 @@ def model_revision(path: str, config=None, revision: str | None = None, folder_h
         return folder_hash.result() if folder_hash is not None else content_hash(Path(path))
     commit = getattr(config, "_commit_hash", None)
     if commit or revision:
-        return commit or revision
+        return str(commit or revision)
     # so that a cached result is never served for another revision
     raise RuevalError(f"hf:{path}: cannot tell which revision was loaded; download it to a folder and pass that")
 

@@ -151,7 +151,9 @@ def _rows_below(node: _TrieNode, parent: _Row | None, past_len: int, pack_tokens
     pack, and the small ones packed side by side, several to a row of at most ``pack_tokens``, largest
     first into the first row with room (rows of nearly one length: little padding, and one copy of the
     past per row rather than per item)."""
-    heads, packed, open_rows = [], [], []  # open rows: those with room for the smallest subtree
+    heads: list[_Row] = []
+    packed: list[_Row] = []
+    open_rows: list[_Row] = []  # those with room for the smallest subtree
     children = sorted(((t, c) for t, c in node.children.items() if c.size), key=lambda pair: -pair[1].size)
     smallest = children[-1][1].size if children else 0
     for token, child in children:

@@ -71,7 +71,7 @@ def weights_card(entry: dict, answered_at: float) -> dict[str, Any]:
     every run: a ``created`` within a few seconds of the answer's Date (the server's own clock)
     is left out."""
     card = {key: entry.get(key) for key in ("id", "root", "parent", "created") if entry.get(key) is not None}
-    if isinstance(card.get("created"), (int, float)) and abs(card["created"] - answered_at) <= OWN_TIME:
+    if isinstance(created := card.get("created"), (int, float)) and abs(created - answered_at) <= OWN_TIME:
         del card["created"]
     return card
 
@@ -185,9 +185,12 @@ class _State:
             while not self.stopped and server in self.queues:
                 others = [s for s in self.queues if s != server]
                 busiest = max(others, key=self.waiting, default=None)
-                if self.queues[server] or (busiest is not None and self.waiting(busiest) > 0):
+                if self.queues[server]:
                     self.in_flight[server] += 1
-                    return self.queues[server].popleft() if self.queues[server] else self.queues[busiest].pop()
+                    return self.queues[server].popleft()
+                if busiest is not None and self.waiting(busiest) > 0:
+                    self.in_flight[server] += 1
+                    return self.queues[busiest].pop()
                 if not any(self.queues.values()) and not any(self.in_flight.values()):
                     return None
                 self.lock.wait(timeout=1)
@@ -374,7 +377,7 @@ class ServerClient:
                 f"the server at {url} did not answer within {self.timeout:g} s{tries}; --timeout SECONDS waits longer"
             )
         return ServerDown(
-            f"cannot reach an OpenAI-compatible server at {server}{tries}: {error or type(error).__name__}; "
+            f"cannot reach an OpenAI-compatible server at {server}{tries}: {str(error) or type(error).__name__}; "
             "is it running, and does the URL end in /v1?"
         )
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.progress import info, warn
-from rueval.models.base import Generation, Loglikelihood, encode_pair
+from rueval.models.base import Generation, Loglikelihood, encode_pair, text_of
 
 if TYPE_CHECKING:
     from rueval.models.factory import ModelOptions, ModelSpec
@@ -57,7 +57,7 @@ class PromptTokens:
 
     def prompt(self, request: Generation) -> list[int]:
         """A generation prompt: the start token and the prompt's tokens, the oldest cut to leave room."""
-        ids = [self.start_token, *self.tokens(request.prompt)]
+        ids = [self.start_token, *self.tokens(text_of(request.prompt))]
         return ids if self.window is None else ids[-(self.window - request.max_new_tokens) :]
 
 

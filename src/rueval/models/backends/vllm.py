@@ -138,9 +138,11 @@ _STARTED: dict[tuple, VLLMModel] = {}  # engines started in this process: a seco
 def open_model(spec: ModelSpec, options: ModelOptions) -> VLLMModel:
     """The backend of `-m vllm:PATH_OR_HUB_ID[,KEY=VALUE...]` (BACKENDS). Its engine takes minutes to start
     and holds the GPUs' memory, so it is started once per process for a spec and its settings."""
-    engine = {key: _engine_value(spec, key, value) for key, value in spec.keys if key in VLLM_ENGINE_KEYS}
-    tokenizer = spec_tokenizer(spec, options)  # vLLM's own tokenizer unless another is named
-    tokenizer = None if tokenizer in MODES else tokenizer
+    engine: dict[str, Any] = {
+        key: _engine_value(spec, key, value) for key, value in spec.keys if key in VLLM_ENGINE_KEYS
+    }
+    named = spec_tokenizer(spec, options)  # vLLM's own tokenizer unless another is named
+    tokenizer = None if named in MODES else named
     key = (str(spec), tokenizer, options.dtype, options.revision, options.trust_remote_code)
     if key not in _STARTED:
         with step(f"starting vLLM on {spec} ({options.dtype})"):

@@ -93,6 +93,7 @@ class FinetuneSolver(Solver):
             self._loaded_key = marker["key"]
         self._task, self._head = task.name, head
         self._reports.setdefault(task.name, {**marker["report"], "trained_now": False})
+        assert self._trainer is not None  # loaded above, or for this key before
         if self.save_dir is not None and self._trainer.is_world_process_zero():
             target = self.save_dir / marker["task"]
             if folder.resolve() != target.resolve():

@@ -23,7 +23,7 @@ read as a form of "марк").
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from rueval.core.text import morph
 from rueval.solvers.heuristics.base import Rule, normalized_words
@@ -49,7 +49,7 @@ def _readings(word: str) -> frozenset[str]:
     return frozenset(parse.normal_form.replace("ё", "е") for parse in morph().parse(word))
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,16 +42,15 @@ Option = tuple[Any, Fields, Fields]  # an answer, the texts all options of its e
 # ---- reading examples -------------------------------------------------------------------------------
 
 
-def _choice_options(task: Task, example: Example) -> list[Option]:
+def _choice_options(shape: Choice, task: Task, example: Example) -> list[Option]:
     """PARus: the context (premise, cause/effect) and each option; label 0 is the first."""
-    shape = task.shape
     context = tuple(map(example.text, (*shape.context, *([shape.question] if shape.question else []))))
     return [(label, context, (example.text(option),)) for label, option in enumerate(shape.options)]
 
 
-def _lettered_options(task: Task, example: Example) -> list[Option]:
+def _lettered_options(shape: InlineChoice, task: Task, example: Example) -> list[Option]:
     """RuOpenBookQA / RuWorldTree: the question's stem with each of its inline options."""
-    stem, options = split_options(example.text(task.shape.question), where=f"{task.name} example {example.key}")
+    stem, options = split_options(example.text(shape.question), where=f"{task.name} example {example.key}")
     return [(letter, (stem,), (text,)) for letter, text in options.items()]
 
 
@@ -61,11 +61,11 @@ def _entity_options(task: Task, example: Example) -> list[Option]:
     return [(entity, (passage,), (query.replace("@placeholder", entity),)) for entity in entities]
 
 
-def _span_options(task: Task, example: Example) -> list[Option]:
+def _span_options(span_of: str, shape: Answer, task: Task, example: Example) -> list[Option]:
     """MultiQ: every run of 1-3 adjacent words of the main text, with its sentence and the question."""
-    question = example.text(task.shape.question)
+    question = example.text(shape.question)
     options: dict[str, Fields] = {}
-    for sentence in sentences(example.text(task.shape.span_of)):
+    for sentence in sentences(example.text(span_of)):
         for run in _word_runs(sentence):
             for n in (1, 2, 3):
                 for first, last in zip(run, run[n - 1 :]):
@@ -126,7 +126,8 @@ class OptionModel:
         targets: list[int] = []
         for example in progress(train, f"tfidf features for {task.name}"):
             is_gold = _gold_test(task, example)
-            right, wrong = [], []
+            right: list[Fields] = []
+            wrong: list[Fields] = []
             for answer, context, own in self.options(task, example):
                 self.shared = len(context)
                 (right if is_gold(answer) else wrong).append(context + own)
@@ -169,12 +170,12 @@ class OptionModel:
 class CategoryModel:
     """Ethics: one binary classifier per category on the text, as TAPE trains them."""
 
-    def __init__(self, config: LinearConfig, seed: int):
-        self.config, self.seed = config, seed
+    def __init__(self, text: str, config: LinearConfig, seed: int):
+        self.text, self.config, self.seed = text, config, seed
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
         described = progress(train, f"tfidf features for {task.name}")
-        inputs = [(example.text(task.shape.text),) for example in described]
+        inputs = [(example.text(self.text),) for example in described]
         self.features = FieldVectors(self.config).fit(task, inputs)
         matrix = self.features.transform(inputs)
         self.classifiers = [
@@ -183,7 +184,7 @@ class CategoryModel:
         ]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        matrix = self.features.transform([(example.text(task.shape.text),) for example in examples])
+        matrix = self.features.transform([(example.text(self.text),) for example in examples])
         columns = [classifier.predict(matrix) for classifier in self.classifiers]
         return [tuple(int(column[row]) for column in columns) for row in range(len(examples))]
 
@@ -191,18 +192,18 @@ class CategoryModel:
 class NearestAnswerModel:
     """CheGeKa (open answers, no candidates): the answer of the train question closest by TF-IDF cosine."""
 
-    def __init__(self, config: LinearConfig):
-        self.config = config
+    def __init__(self, question: str, config: LinearConfig):
+        self.question, self.config = question, config
 
     def fit(self, task: Task, train: Sequence[Example]) -> None:
         described = progress(train, f"tfidf features for {task.name}")
-        inputs = [(example.text(task.shape.question),) for example in described]
+        inputs = [(example.text(self.question),) for example in described]
         self.features = FieldVectors(self.config).fit(task, inputs)
         self.questions = self.features.transform(inputs)
         self.answers = [example.label[0] for example in train]
 
     def predict(self, task: Task, examples: Sequence[Example]) -> list[Any]:
-        queries = self.features.transform([(example.text(task.shape.question),) for example in examples])
+        queries = self.features.transform([(example.text(self.question),) for example in examples])
         nearest = np.asarray((queries @ self.questions.T).argmax(axis=1)).ravel()  # rows are unit length
         return [self.answers[row] for row in nearest]
 
@@ -226,18 +227,18 @@ def fields_model(task: Task, seed: int) -> Model:
     of the main text (with their sentence and the question)."""
     config = CONFIGS.get(task.benchmark, CONFIGS[TAPE.name])
     match task.shape:
-        case Choice():
-            return OptionModel(_choice_options, config, seed)
-        case InlineChoice():
-            return OptionModel(_lettered_options, config, seed)
+        case Choice() as shape:
+            return OptionModel(partial(_choice_options, shape), config, seed)
+        case InlineChoice() as shape:
+            return OptionModel(partial(_lettered_options, shape), config, seed)
         case Cloze():
             return OptionModel(_entity_options, config, seed)
-        case Answer(span_of=str()):
-            return OptionModel(_span_options, config, seed)
-        case Answer():
-            return NearestAnswerModel(config)
-        case MultiLabel():
-            return CategoryModel(config, seed)
+        case Answer(span_of=str() as span_of) as shape:
+            return OptionModel(partial(_span_options, span_of, shape), config, seed)
+        case Answer() as shape:
+            return NearestAnswerModel(shape.question, config)
+        case MultiLabel() as shape:
+            return CategoryModel(shape.text, config, seed)
     if task.kind == "classification":
         return LabelModel(label_fields(task), config, seed)
     raise RuevalError(f"the tfidf baseline does not know how to read task '{task.name}'")

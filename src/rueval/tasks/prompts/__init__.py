@@ -26,7 +26,8 @@ def _own_prompt(task: Task) -> TaskPrompt:
         return TemplatePrompt(task.shape, task.prompt)
     module, _, attribute = task.prompt.partition(":")
     try:
-        return getattr(import_module(module), attribute)
+        prompt: TaskPrompt = getattr(import_module(module), attribute)  # a module's prompt object, named by the task
+        return prompt
     except (ImportError, AttributeError) as e:
         raise RuevalError(f"{task.name}: its prompt {task.prompt!r} cannot be loaded ({e})") from None
 
