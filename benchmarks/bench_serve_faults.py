@@ -8,8 +8,9 @@ loopback addresses, 127.0.0.2 and up, as other clients would), every scenario bo
 seconds; the script stops by itself. The gold is the bundled samples' (tests/serve/board_support.py).
 Linux: the server's memory and open files are read from /proc.
 
-1. token: bad secrets sent with a team's real key, from 8 clients for --token-s seconds; `GET /`
-   latency before and during (whatever the token check costs: argon2 or a keyed hash).
+1. token: wrong tokens of a real token's form, from 8 clients (each its own address) for --token-s
+   seconds; `GET /` latency before and during (whatever a check costs: a keyed hash since issue 35,
+   argon2 before; and the per-address limit on wrong tokens).
 2. uploads, uploads-spread: --flood unauthenticated uploads that declare 1,000 bytes, send about 100
    and stall, --concurrency of them open at once, from one address and then from 100; `GET /`
    latency, the server's RSS and open files, and how much serve.log grew.
@@ -51,6 +52,7 @@ from rueval.run.spec import RunSpec  # noqa: E402
 from rueval.run.submission import write_submission  # noqa: E402
 from rueval.serve.auth import add_team  # noqa: E402
 from rueval.serve.db import SQLITE_FILE, Database, database_url  # noqa: E402
+from rueval.serve.secret import default_secret_file, load_secret  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "bench_serve_faults.json"
 HALF_UPLOAD = (
@@ -128,7 +130,7 @@ def board(work: Path, name: str, *options: str, store: Path | None = None) -> tu
     """A new store with team "alpha", `rueval serve` on it; the server, the team's token, the store."""
     store = store or work / name
     db = Database(database_url(None, store))
-    token = add_team(db, "alpha")
+    token = add_team(db, "alpha", load_secret(default_secret_file(store), store))  # the secret the board will read
     db.close()
     return Server(work / "gold", store, None, *options), token, store
 
@@ -156,19 +158,19 @@ def log_size(server: Server) -> int:
 def token_flood(work: Path, seconds: float) -> dict[str, Any]:
     server, token, _ = board(work, "token")
     try:
-        key = token.split("_")[1]
+        prefix = token.partition("_")[0]
         before = probed(server, 5)
         sent: list[int] = []
         stop = threading.Event()
 
-        def flood() -> None:
-            transport = httpx.HTTPTransport(local_address="127.0.0.2")
+        def flood(address: str) -> None:
+            transport = httpx.HTTPTransport(local_address=address)
             with httpx.Client(base_url=server.url, transport=transport, timeout=30) as client:
                 while not stop.is_set():
-                    forged = f"rueval_{key}_{secrets.token_urlsafe(32)}"
+                    forged = f"{prefix}_{secrets.token_urlsafe(32)}"
                     sent.append(client.get("/api/submissions/1", headers=bearer(forged)).status_code)
 
-        clients = [threading.Thread(target=flood) for _ in range(8)]
+        clients = [threading.Thread(target=flood, args=(f"127.0.0.{2 + i}",)) for i in range(8)]
         probe = Probe(server.url, server.process.pid)
         started = time.monotonic()
         for client in clients:
