@@ -17,7 +17,7 @@ from typing import Any
 from hostile_cases.harness import Case, CaseDir, Skip, rueval
 
 CASES: list[Case] = []
-GROUPS = ("ids", "numbers", "rundir", "bounds", "values", "api", "smaller", "serve")  # as issue 27 lists them
+GROUPS = ("ids", "numbers", "rundir", "bounds", "values", "api", "smaller", "serve", "round3")  # issue 27's, then 35's
 DROP = object()  # a field value that removes the field
 
 
