@@ -28,13 +28,23 @@ ISSUE_PAYLOAD = (
     "{{ (text.__class__.__mro__[1].__subclasses__()|selectattr('__name__','equalto','_wrap_close')|first)"
     ".__init__.__globals__.system('id > F') }}"
 )
-PAYLOADS = {  # the payload classes of issue 35's "What to build", each writing F where it runs
-    "the issue's payload": ISSUE_PAYLOAD,
-    "cycler's globals": "{{ cycler.__init__.__globals__.os.system('id > F') }}",
-    "lipsum's globals": "{{ lipsum.__globals__['os'].system('id > F') }}",
-    "namespace's globals": "{{ namespace.__init__.__globals__.os.system('id > F') }}",
-    "attr with names from the record": "{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}",
-    "a format string's attribute": "{{ ('{0.' ~ init ~ '.' ~ globals ~ '[os].system}').format(text)('id > F') }}",
+# The payload classes of issue 35's "What to build" (those that reach code write F), and the words its
+# error has: the task file and key, or for Jinja's own globals, which rueval reads as record fields (an
+# error naming the data file and the field is as clear), a file of the task's folder.
+TASK_FILE, TASK_FOLDER = ("hostile.yaml", "doc_to_text"), ("tasks/",)
+PAYLOADS = {
+    "the issue's payload": (ISSUE_PAYLOAD, TASK_FILE),
+    "cycler's globals": ("{{ cycler.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
+    "lipsum's globals": ("{{ lipsum.__globals__['os'].system('id > F') }}", TASK_FOLDER),
+    "namespace's globals": ("{{ namespace.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
+    "attr with names from the record": (
+        "{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}",
+        TASK_FOLDER,
+    ),
+    "a format string's attribute (internals into the prompt)": (
+        "{{ ('{0.' ~ attribute ~ '.__mro__}').format(text) }}",
+        TASK_FILE,
+    ),
 }
 TASK = """\
 task: hostile
@@ -81,9 +91,7 @@ def hf_run(c: CaseDir, *args: Any) -> list[str]:
     return rueval("run", "-m", f"hf:{c.shared.tiny()}", *args, "-o", c / "out")
 
 
-for label, payload in PAYLOADS.items():
-    # a name the template takes from the record is refused when read: that file and field named
-    said = ("test.jsonl:1", "cycler") if "record" in label else ("hostile.yaml", "doc_to_text")
+for label, (payload, said) in PAYLOADS.items():
 
     @case("round3", f"doc_to_text: {label} (-m hf:TINY)", ERROR, *said, timeout=180)
     def _(c: CaseDir, payload=payload) -> list[str]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import zipfile
@@ -251,6 +253,81 @@ def _fill(path: Path) -> None:
                 file.flush()
         except OSError:
             pass
+
+
+# Scoring goes on: reads under another process's write lock, a worker killed
+LOCKED_READ_S = 5.0  # a page read while another process holds SQLite's write lock
+LOCKED = """
+import json, sqlite3, sys, threading, time
+import httpx
+url, db = sys.argv[1:3]
+lock = sqlite3.connect(db, isolation_level=None, timeout=30)
+lock.execute("BEGIN IMMEDIATE")
+read = {}
+def get(path):
+    start = time.monotonic()
+    try:
+        status = httpx.get(url + path, timeout=120).status_code
+    except httpx.HTTPError as e:
+        status = type(e).__name__
+    read[path] = [status, round(time.monotonic() - start, 2)]
+threads = [threading.Thread(target=get, args=(path,)) for path in ("/", "/api/leaderboard", "/submissions/1")]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+lock.execute("ROLLBACK")
+print(json.dumps(read))
+"""
+
+
+@case("round3", "board: pages read while another process holds the write lock", OK, timeout=150)
+def _(c: CaseDir) -> list[str]:
+    server, token = board(c)
+    to = ("--to", server.url, "--token", token, "--public")
+    c.rueval("submit", "-m", "majority", "--data", c.shared.gold(), "-o", c / "first.zip", *to)  # a page to read
+
+    def at_once(o: Outcome) -> str | None:
+        slow = {path: got for path, got in json.loads(o.stdout.strip().splitlines()[-1]).items()
+                if got[0] != 200 or got[1] > LOCKED_READ_S}  # fmt: skip
+        return f"under the lock (bound {LOCKED_READ_S:g} s): {slow}" if slow else None
+
+    c.check(at_once)
+    return [sys.executable, "-c", LOCKED, server.url, str(c / "store" / "board.sqlite3")]
+
+
+RESTARTED_S = 60.0  # a killed worker restarted (with backoff) and the upload scored within
+SCORED = """
+import json, sys, time
+import httpx
+url, token, path, bound = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+with httpx.Client(base_url=url, timeout=120, headers={"authorization": f"Bearer {token}"}) as client:
+    sent = client.post("/api/submissions", files={"file": ("sub.zip", open(path, "rb").read())})
+    start = time.monotonic()
+    status = sent.status_code
+    while status in (202, "queued", "scoring") and time.monotonic() - start < bound:
+        time.sleep(0.5)
+        status = client.get(f"/api/submissions/{sent.json()['id']}").json()["status"]
+    print(json.dumps({"status": status, "seconds": round(time.monotonic() - start, 1)}))
+"""
+
+
+@case("round3", "board: a killed worker is restarted and the next upload scored", OK, timeout=150)
+def _(c: CaseDir) -> list[str]:
+    server, token = board(c)
+    c.rueval("submit", "-m", "majority", "--data", c.shared.gold(), "-o", c / "sub.zip")
+    workers = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True).stdout.split()
+    if not workers:
+        raise RuntimeError("preparing: rueval serve has no worker process to kill")
+    for pid in workers:
+        os.kill(int(pid), signal.SIGKILL)
+
+    def scored(o: Outcome) -> str | None:
+        found = json.loads(o.stdout.strip().splitlines()[-1])
+        return None if found["status"] == "done" else f"{found['status']} after {found['seconds']} s"
+
+    c.check(scored)
+    return [sys.executable, "-c", SCORED, server.url, token, str(c / "sub.zip"), str(RESTARTED_S)]
 
 
 UPLOAD = """
