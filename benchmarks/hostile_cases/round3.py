@@ -37,9 +37,14 @@ PAYLOADS = {
     "cycler's globals": ("{{ cycler.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
     "lipsum's globals": ("{{ lipsum.__globals__['os'].system('id > F') }}", TASK_FOLDER),
     "namespace's globals": ("{{ namespace.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
-    "attr with names from the record": (
+    "attr on cycler with names from the record": (
         "{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}",
         TASK_FOLDER,
+    ),
+    "the issue's payload by attr with names from the record": (
+        "{{ ((((((text | attr(attribute)) | attr(mro))[1] | attr(subclasses))() | selectattr(name, 'equalto', "
+        "'_wrap_close') | first) | attr(init)) | attr(globals))['system']('id > F') }}",
+        TASK_FILE,
     ),
     "a format string's attribute (internals into the prompt)": (
         "{{ ('{0.' ~ attribute ~ '.__mro__}').format(text) }}",
@@ -56,13 +61,15 @@ doc_to_text: {text}
 doc_to_target: {target}
 doc_to_choice: {choice}
 """
-NAMES = {"attribute": "__class__", "init": "__init__", "globals": "__globals__"}  # names a record may hold
+NAMES = {"attribute": "__class__", "mro": "__mro__", "subclasses": "__subclasses__", "name": "__name__",
+         "init": "__init__", "globals": "__globals__"}  # names a record may hold  # fmt: skip
 RECORDS = [{"text": f"Отзыв номер {i}: хорошо.", "label": i % 2, **NAMES} for i in range(6)]
 
 
 def task_folder(c: CaseDir, text: str = "'Отзыв: {{text}} Хороший?'", target: str = "label", choice: str = "") -> Path:
-    """A YAML task ``hostile`` (tasks/hostile.yaml) on six records of its own. Commands name the folder
-    relative to the case's (their working folder): a case's path may hold ':', --include-path's separator."""
+    """A YAML task ``hostile`` (tasks/hostile.yaml) on six records of its own. The cases that give it to
+    --include-path have no comma in their names (their folders'): rueval splits the path it made absolute
+    at its commas once more (tasks/include.py), a bug of its own."""
     root = c / "tasks"
     (root / "data").mkdir(parents=True, exist_ok=True)
     write_jsonl(root / "data" / "train.jsonl", RECORDS)
@@ -97,7 +104,7 @@ for label, (payload, said) in PAYLOADS.items():
     def _(c: CaseDir, payload=payload) -> list[str]:
         tasks = task_folder(c, text=armed(c, payload))
         c.nothing_written(c / "out" / "results.json")
-        return hf_run(c, "--include-path", tasks.name, "-t", "hostile")
+        return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
 for key in ("doc_to_target", "doc_to_choice", "description"):
@@ -110,7 +117,7 @@ for key in ("doc_to_target", "doc_to_choice", "description"):
                 file.write(f"description: {armed(c, ISSUE_PAYLOAD)}\n")
         else:
             tasks = task_folder(c, **{key.removeprefix("doc_to_"): armed(c, ISSUE_PAYLOAD)})
-        return hf_run(c, "--include-path", tasks.name, "-t", "hostile")
+        return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
 for recompute in (False, True):
@@ -124,7 +131,7 @@ for recompute in (False, True):
     )
     def _(c: CaseDir, recompute=recompute) -> list[str]:
         tasks = task_folder(c)
-        c.rueval("run", "-m", f"hf:{c.shared.tiny()}", "--include-path", tasks.name, "-t", "hostile", "-o", c / "out")
+        c.rueval("run", "-m", f"hf:{c.shared.tiny()}", "--include-path", tasks, "-t", "hostile", "-o", c / "out")
         if recompute:
             (c / "out" / "predictions" / "hostile.jsonl").unlink()
         task_folder(c, text=armed(c, ISSUE_PAYLOAD))  # the shared folder's task file, edited
@@ -167,13 +174,13 @@ for label, choices, train, test in (
         c.check(lambda o: None if o.returncode == 2 or round(scores(c / "out")["labels"], 2) == expected else
                 f"score {scores(c / 'out')['labels']:.2f}, lm-eval's {expected:.2f}")  # fmt: skip
         tasks = labels_task(c, choices, train, test)
-        return rueval("run", "-m", "majority", "--include-path", tasks.name, "-t", "labels", "-o", c / "out")
+        return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "labels", "-o", c / "out")
 
 
 @case("round3", "YAML choices 'й' in NFC and NFD: equal under NFC (issue 37)", ERROR, "labels.yaml")
 def _(c: CaseDir) -> list[str]:
     tasks = labels_task(c, [NFC, NFD], [0, 1, 0], [0, 1])
-    return rueval("run", "-m", "majority", "--include-path", tasks.name, "-t", "labels", "-o", c / "out")
+    return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "labels", "-o", c / "out")
 
 
 @case("round3", "YAML task file giving doc_to_text twice", ERROR, "hostile.yaml", "doc_to_text")
@@ -181,31 +188,33 @@ def _(c: CaseDir) -> list[str]:
     tasks = task_folder(c)
     with open(tasks / "hostile.yaml", "a", encoding="utf-8") as file:
         file.write("doc_to_text: 'Второй раз: {{text}}'\n")
-    return rueval("run", "-m", "majority", "--include-path", tasks.name, "-t", "hostile", "-o", c / "out")
+    return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "hostile", "-o", c / "out")
 
 
 @case("round3", "YAML alias bomb as a task file: bounded time and memory", ERROR, "bomb.yaml", timeout=60,
       memory_mb=600)  # fmt: skip
 def _(c: CaseDir) -> list[str]:
-    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"&a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]  # 9**10 texts once expanded
     tasks = task_folder(c)
-    (tasks / "bomb.yaml").write_text("\n".join([*lines, "task: bomb", "doc_to_text: *a9", ""]), encoding="utf-8")
-    return capped(rueval("run", "-m", "majority", "--include-path", tasks.name, "-t", "bomb", "-o", c / "out"))
+    declared = TASK.replace("hostile", "bomb").format(text=f"[{', '.join(levels)}]", target="label", choice="[a, b]")
+    (tasks / "bomb.yaml").write_text(declared, encoding="utf-8")
+    return capped(rueval("run", "-m", "majority", "--include-path", tasks, "-t", "bomb", "-o", c / "out"))
 
 
-def duplicate_key(path: Path, line: int, key: str, value: Any) -> None:
-    """Line ``line`` of a JSON Lines file with ``key`` given a second time, as ``value``."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[line - 1] = lines[line - 1].rstrip()[:-1] + f", {json.dumps(key)}: {json.dumps(value)}}}"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+def twice(text: str, key: str, value: Any) -> str:
+    """A JSON text whose first object holding ``key`` gives it again (``value``)."""
+    at = text.index(f'"{key}":')
+    return text[:at] + f'"{key}": {json.dumps(value)}, ' + text[at:]
 
 
 @case("round3", "a data file's line giving its label twice", ERROR, "RCB/val.jsonl:2", "label")
 def _(c: CaseDir) -> list[str]:
     data = c.samples()
-    first = read_jsonl(data / "RCB" / "val.jsonl")[1]["label"]
-    duplicate_key(data / "RCB" / "val.jsonl", 2, "label", "contradiction" if first != "contradiction" else "neutral")
+    lines = (data / "RCB" / "val.jsonl").read_text(encoding="utf-8").splitlines()
+    other = "contradiction" if json.loads(lines[1])["label"] != "contradiction" else "neutral"
+    lines[1] = twice(lines[1], "label", other)
+    (data / "RCB" / "val.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     c.nothing_written(c / "out")
     return rueval("run", "-m", "majority", "-t", "rcb", "--data", data, "-o", c / "out")
 
@@ -221,19 +230,12 @@ def mera_data(c: CaseDir, layout: str, change=None) -> Path:
     return LAYOUTS[layout](c / "mera", tasks)
 
 
-def twice(text: str, key: str, value: Any) -> str:
-    """A JSON text whose first object holding ``key`` gives it again (``value``)."""
-    at = text.index(f'"{key}":')
-    return text[:at] + f'"{key}": {json.dumps(value)}, ' + text[at:]
-
-
 for layout in ("task folders", "dataset snapshot"):
 
     @case("round3", f"MERA ({layout}): a record giving its outputs twice", ERROR, "outputs")
     def _(c: CaseDir, layout=layout) -> list[str]:
         data = mera_data(c, layout)
-        file = next(p for p in sorted(data.rglob("*.json*")) if "rcb" in str(p).lower() and "train" in p.name
-                    or p.parent.name == "RCB")  # fmt: skip
+        file = data / "RCB" / "task.json" if layout == "task folders" else data / "data" / "rcb" / "train.jsonl"
         file.write_text(twice(file.read_text(encoding="utf-8"), "outputs", "1"), encoding="utf-8")
         return rueval("run", "-m", "majority", "-t", "rcb", "--data", data, "-o", c / "out")
 

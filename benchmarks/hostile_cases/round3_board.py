@@ -1,7 +1,8 @@
 """The sweep's cases of issue 35 (round 3) against the leaderboard service, started as `rueval serve` on the
 bundled samples' gold (20 items a task): what it publishes of a submission, bad tokens with a team's real
-key, half-sent uploads, a full or read-only store, and an upload giving a key twice. Only what is quick
-and bounded: the full-scale floods are benchmarks/bench_serve.py's."""
+key, half-sent uploads, a full or read-only store, reads under another process's write lock, a killed
+worker, and an upload giving a key twice. Only what is quick and bounded: the full-scale floods are a
+benchmark of their own."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from hostile_cases.common import case, need_root
 from hostile_cases.harness import ERROR, OK, TESTS, CaseDir, Outcome, Skip, rueval, run_command
+from hostile_cases.round3 import twice
 from hostile_cases.rundir import full_disk
 
 # What the board may publish (issue 35, "What to build" 2): adjust here when the rules are settled.
@@ -108,40 +110,44 @@ for model in ("heuristic", "majority"):
         return submit(c, server, token, model, "--public")
 
 
-# Bad tokens with a real team's key: each must cost the board nothing that slows its pages
-BAD_TOKENS, SENDERS = 24, 8
-BAD_TOKENS_S = 5.0  # all of them answered within (a check costs microseconds, or the client is held back)
-SLOWER, SLACK_S = 3.0, 0.25  # GET / meanwhile (its 90th percentile): at most SLOWER times before, plus SLACK_S
+# Bad tokens with a real team's key: each must cost the board no more than a right one (which it may
+# remember), and leave its pages as fast
+BAD_TOKENS, SENDERS = 32, 8
+SLOWER, SLACK_S = 3.0, 0.5  # the bad tokens' time against the right one's; GET / meanwhile against before
 TIMED = """
 import json, statistics, sys, threading, time
 import httpx
-url, bad, count, senders = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+url, right, bad, count, senders = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 
 def page():
     start = time.monotonic()
     httpx.get(url + "/", timeout=120)
     return time.monotonic() - start
 
+def sent(token, pages):
+    def send():
+        with httpx.Client(base_url=url, timeout=120, headers={"authorization": f"Bearer {token}"}) as client:
+            for _ in range(count // senders):
+                client.get("/api/submissions/1")
+    threads = [threading.Thread(target=send) for _ in range(senders)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        pages.append(page())
+        time.sleep(0.05)
+    return time.monotonic() - start
+
 before = statistics.median(page() for _ in range(5))
-def send():
-    with httpx.Client(base_url=url, timeout=120, headers={"authorization": f"Bearer {bad}"}) as client:
-        for _ in range(count // senders):
-            client.get("/api/submissions/1")
-threads = [threading.Thread(target=send) for _ in range(senders)]
-start = time.monotonic()
-for thread in threads:
-    thread.start()
+right_s = sent(right, [])
 during = [page()]
-while any(thread.is_alive() for thread in threads):
-    during.append(page())
-    time.sleep(0.05)
-bad_s = time.monotonic() - start
-during.sort()
-print(json.dumps({"before": before, "during": during[int(0.9 * (len(during) - 1))], "bad_s": bad_s}))
+bad_s = sent(bad, during)
+during = sorted(during)[int(0.9 * (len(during) - 1))]
+print(json.dumps({"before": before, "during": during, "right_s": right_s, "bad_s": bad_s}))
 """
 
 
-@case("round3", f"board: {BAD_TOKENS} bad secrets with a team's real key: answered at once, GET / as fast", OK,
+@case("round3", f"board: {BAD_TOKENS} bad secrets with a team's real key: as cheap as right ones, GET / as fast", OK,
       timeout=180)  # fmt: skip
 def _(c: CaseDir) -> list[str]:
     server, token = board(c)
@@ -149,13 +155,13 @@ def _(c: CaseDir) -> list[str]:
 
     def as_fast(o: Outcome) -> str | None:
         timed = json.loads(o.stdout.strip().splitlines()[-1])
-        bound = SLOWER * timed["before"] + SLACK_S
-        said = f"{BAD_TOKENS} bad tokens took {timed['bad_s']:.1f} s; GET / {timed['before']:.2f} s before, "
-        said += f"{timed['during']:.2f} s meanwhile (90th percentile; bound {bound:.2f} s)"
-        return said if timed["bad_s"] > BAD_TOKENS_S or timed["during"] > bound else None
+        tokens_bound, page_bound = SLOWER * timed["right_s"] + SLACK_S, SLOWER * timed["before"] + SLACK_S
+        said = f"{BAD_TOKENS} bad tokens took {timed['bad_s']:.1f} s, right ones {timed['right_s']:.1f} s; GET / "
+        said += f"{timed['before']:.2f} s before, {timed['during']:.2f} s meanwhile (90th percentile)"
+        return said if timed["bad_s"] > tokens_bound or timed["during"] > page_bound else None
 
     c.check(as_fast)
-    return [sys.executable, "-c", TIMED, server.url, bad, str(BAD_TOKENS), str(SENDERS)]
+    return [sys.executable, "-c", TIMED, server.url, token, bad, str(BAD_TOKENS), str(SENDERS)]
 
 
 # Half-sent uploads, without a token: each dropped once the body-read timeout has passed
@@ -357,8 +363,7 @@ def _(c: CaseDir) -> list[str]:
             text = made.read(name).decode()
             if name == "PARus.jsonl":
                 lines = text.splitlines()
-                record = json.loads(lines[1])
-                lines[1] = lines[1].rstrip()[:-1] + f', "label": {1 - record["label"]}}}'
+                lines[1] = twice(lines[1], "label", 1 - json.loads(lines[1])["label"])
                 text = "\n".join(lines) + "\n"
             sent.writestr(name, text)
     return [sys.executable, "-c", UPLOAD, server.url, token, str(c / "sub.zip")]
