@@ -107,6 +107,12 @@ for label, (payload, said) in PAYLOADS.items():
         return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
+@case("round3", "evaluate(): the issue's payload in doc_to_text (hf:TINY)", ERROR, "hostile.yaml", timeout=180)
+def _(c: CaseDir) -> list[str]:
+    tasks, tiny, out = task_folder(c, text=armed(c, ISSUE_PAYLOAD)), c.shared.tiny(), c / "out"
+    return python(f"rueval.evaluate('hf:{tiny}', tasks='hostile', include_path={str(tasks)!r}, out={str(out)!r})")
+
+
 for key in ("doc_to_target", "doc_to_choice", "description"):
 
     @case("round3", f"{key}: the issue's payload (-m hf:TINY)", ERROR, "hostile.yaml", timeout=180)
@@ -349,15 +355,19 @@ for label, model in (
         return rueval("run", *model, "-t", "rcb", "--data", data, "-o", c / "out")
 
 
-@case("round3", "--output_path x.json writes x_<date>.json, no folder x.json", OK)
-def _(c: CaseDir) -> list[str]:
-    def file_form(o: Outcome) -> str | None:
-        if (c / "x.json").is_dir():
-            return "made a folder x.json"
-        return None if list(c.path.glob("x_*.json")) else "no x_<date>.json beside x.json"
+for via in ("rueval run --output_path", "evaluate(out=...)"):
 
-    c.check(file_form)
-    return rueval("run", "-m", "majority", "-t", "rcb,parus", "--output_path", "x.json")
+    @case("round3", f"{via} x.json writes x_<date>.json and no folder x.json", OK)
+    def _(c: CaseDir, via=via) -> list[str]:
+        def file_form(o: Outcome) -> str | None:
+            if (c / "x.json").is_dir():
+                return "made a folder x.json"
+            return None if list(c.path.glob("x_*.json")) else "no x_<date>.json beside x.json"
+
+        c.check(file_form)
+        if via.startswith("evaluate"):
+            return python(f"rueval.evaluate('majority', tasks='rcb,parus', out={str(c / 'x.json')!r})")
+        return rueval("run", "-m", "majority", "-t", "rcb,parus", "--output_path", "x.json")
 
 
 @case("round3", "COLUMNS=80 rueval run: the results table whole", OK)
