@@ -5,6 +5,7 @@ are in round3_board.py."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import re
@@ -276,7 +277,7 @@ def _(c: CaseDir) -> list[str]:
 
 
 for label, value, checksum in (
-    ("to another valid label", lambda p: 1 - p if isinstance(p, int) else ("1" if str(p) != "1" else "2"), False),
+    ("to another valid label", lambda p: 1 - p, False),  # PARus's answers are 0 and 1
     ("to 'bogus'", "bogus", False),
     ("to 'bogus', run.json's checksum mended", "bogus", True),
 ):
@@ -294,8 +295,6 @@ def _(c: CaseDir) -> list[str]:
     c.rueval("run", "-m", "majority", "-t", "rsg", "-o", c / "run")
 
     def marked(o: Outcome) -> str | None:
-        import csv
-
         board = (c / "board" / "leaderboard_rsg.csv").read_text(encoding="utf-8")
         runs = [row for row in csv.DictReader(board.splitlines()) if row["kind"] == "run"]
         wrong = [f"{row['name']} ranked {row['rank']}" for row in runs if row["rank"] or "not comparable" not in
