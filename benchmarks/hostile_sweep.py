@@ -1,6 +1,7 @@
 """Issue 27's cases tried again as a hostile user would: every case the issue names, and close
 variants of each (other bad values of the same kind, the other commands that take the same option,
-the Python API), each run in a fresh process in a temporary folder and classed by its outcome.
+the Python API), each run in a fresh process in a temporary folder and classed by its outcome; the
+round3 group does the same for issue 35's findings.
 
     python benchmarks/hostile_sweep.py [--only WORDS] [--skip-slow] [--keep DIR] [--json FILE]
 

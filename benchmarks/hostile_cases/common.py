@@ -17,7 +17,18 @@ from typing import Any
 from hostile_cases.harness import Case, CaseDir, Skip, rueval
 
 CASES: list[Case] = []
-GROUPS = ("ids", "numbers", "rundir", "bounds", "values", "api", "smaller", "serve", "templates")  # issue 27's, 35's
+GROUPS = (
+    "ids",
+    "numbers",
+    "rundir",
+    "bounds",
+    "values",
+    "api",
+    "smaller",
+    "serve",
+    "templates",
+    "round3",
+)  # 27's, 35's
 DROP = object()  # a field value that removes the field
 
 
