@@ -1,6 +1,7 @@
 """Bad input: exit code 2, one line naming file, line and field, no traceback, no results.json."""
 
 import json
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -186,6 +187,15 @@ def broken_symlink(data, monkeypatch, model_dir):
     return ["-m", "majority", "--data", data], [f"{val}: broken symbolic link", "gone.jsonl"]
 
 
+def damaged_weights(data, monkeypatch, model_dir):
+    write_parus(data)
+    damaged = data.parent / "damaged-model"
+    shutil.copytree(model_dir, damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])  # a download cut short
+    return ["--data", data, "-m", f"hf:{damaged}", "--cache", "off"], [f"hf:{damaged}", "cannot load the model"]
+
+
 def never_loading_weights(monkeypatch):
     import transformers
 
@@ -244,6 +254,7 @@ def finetune_without(name):
         unreadable_folder,
         corrupt_zip_member,
         broken_symlink,
+        damaged_weights,
         absent_cuda,
         unknown_device,
         missing_library("torch"),

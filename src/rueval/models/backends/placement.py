@@ -64,6 +64,7 @@ def load_weights(
     path: str, dtype: str, trust_remote_code: bool, revision: str | None, placement: dict[str, Any]
 ) -> tuple[Any, Any]:
     import torch
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -75,7 +76,7 @@ def load_weights(
             dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
             **placement,
         )
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, SafetensorError) as e:  # SafetensorError: a damaged weights file
         raise RuevalError(f"hf:{path}: cannot load the model or its tokenizer ({str(e).splitlines()[0]})") from None
     return model, tokenizer
 
