@@ -145,9 +145,9 @@ for recompute in (False, True):
         return rueval("run", "--resume", "-o", c / "out")
 
 
-# YAML answers (issue 35, finding 6). Expected to fail until issue 37: the project lead decided the label
-# semantics are fixed there, through lm-eval's own code. The right outcome is lm-eval 0.4.13's score
-# (an integer target is an index into the choices, a text target a choice's exact text) or an error.
+# YAML answers (issue 35, finding 6). The right outcome is lm-eval 0.4.13's score (an integer target is an
+# index into the choices, a text target a choice's exact text) or an error; issue 37 moves task files onto
+# lm-eval's own code, where these cases must keep their outcome.
 def labels_task(c: CaseDir, choices: list[str], train: list[Any], test: list[Any]) -> Path:
     root = c / "labels"
     (root / "data").mkdir(parents=True)

@@ -195,6 +195,7 @@ def test_yaml_and_python_declarations_of_one_task_score_alike(yaml_dir, cli, tmp
         (CLASSIFICATION.replace("{{sentence2}}", "{{sentence2"), "doc_to_text", "not a Jinja2 template"),
         (CLASSIFICATION.replace("- metric: mcc", "- metric: bleu"), "metric_list", "expected one of"),
         (CLASSIFICATION.replace('["Нет", "Да"]', '["Да"]'), "doc_to_choice", "two or more"),
+        (CLASSIFICATION.replace('["Нет", "Да"]', '["\u0439", "\u0438\u0306"]'), "doc_to_choice", "same text"),
         (CLASSIFICATION + "process_docs: !function utils.process\n", "process_docs", "runs no code"),
         ("task: x\noutput_type: multiple_choice: yes\n", "output_type", "not valid YAML"),
     ],
@@ -237,3 +238,28 @@ def test_a_yaml_tasks_run_is_ranked_against_no_papers_rows(yaml_dir, cli, tmp_pa
     result = cli("leaderboard", tmp_path / "run", "-o", tmp_path / "board")
     assert result.exit_code == 0, result.output
     assert "leaderboard" not in result.output and not (tmp_path / "board").exists()
+
+
+@pytest.mark.parametrize(
+    "choices, labels, golds",
+    [
+        (["1", "2", "3"], [0, 1, 2, 2], ["1", "2", "3", "3"]),  # an integer label is a position, never a text
+        (["Да", "да"], ["Да", "да", "да"], ["Да", "да", "да"]),  # a text label is an answer's exact text
+        (["й", "ё"], ["\u0438\u0306", "ё"], ["й", "ё"]),  # compared in NFC; the answers stay as written
+    ],
+)
+def test_a_task_files_labels_read_as_lm_eval_reads_them(yaml_dir, choices, labels, golds):
+    """lm-eval 0.4.13 (api/task.py): a field target keeps its type, an integer an index into the
+    choices and a text one choice's exact text; rueval compares texts in Unicode NFC."""
+    folder, _ = yaml_dir
+    declared = CLASSIFICATION.replace('["Нет", "Да"]', json.dumps(choices, ensure_ascii=False))
+    (folder / "paraphrase.yaml").write_text(declared, encoding="utf-8")
+    rows = [{"idx": i, "sentence1": f"Текст {i}.", "sentence2": "Другой текст.", "label": label}
+            for i, label in enumerate(labels)]  # fmt: skip
+    write_jsonl(folder / "Paraphrase" / "val.jsonl", rows)
+    (task,) = include(folder / "paraphrase.yaml")
+    assert task.labels == tuple(choices)
+    from rueval.data import open_data
+
+    examples = open_data(str(folder)).load(task, "val").examples
+    assert [example.label for example in examples] == golds

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -226,8 +227,10 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
         raise declaration.error("generation_kwargs", "a multiple_choice task's answers are scored, not generated")
     choices = declaration.get("doc_to_choice", (list, str))
     if isinstance(choices, list):
-        if len(choices) < 2 or not all(isinstance(c, str) for c in choices) or len(set(choices)) < len(choices):
+        if len(choices) < 2 or not all(isinstance(c, str) for c in choices):
             raise declaration.error("doc_to_choice", "expected two or more distinct answer texts")
+        if len({unicodedata.normalize("NFC", choice) for choice in choices}) < len(choices):
+            raise declaration.error("doc_to_choice", "two answers are the same text (in Unicode NFC)")
         shape = Texts(texts, tuple(choices), label_index=True, label_field=gold)
         return shape, prompt(text, tuple(choices), delimiter)
     match = OPTION_FIELDS.fullmatch(choices)

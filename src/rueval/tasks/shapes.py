@@ -24,6 +24,7 @@ heads. Only what a paper decided per task stays in those consumers' tables.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ class Shape:
     categories: tuple[str, ...] = ()  # multilabel target fields
     label_field = "label"  # where a record's gold answer is
     nested = False  # several examples per record (MuSeRC answers, RuCoS queries)
-    label_index = False  # a gold label may also be given as its position in ``labels`` (lm-eval's convention)
+    label_index = False  # a task file's labels, as lm-eval reads them: an integer a position, a text exact
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -80,14 +81,20 @@ class Shape:
         if self.label_field not in record.data:
             return None
         value = record.data[self.label_field]
+        if self.label_index and type(value) is int and 0 <= value < len(self.labels):
+            return self.labels[value]  # a task file's integer label is a position (lm-eval's rule)
         for label in self.labels:
-            if _label_text(value) == _label_text(label):
+            if _same(value, label, exact=self.label_index):
                 return label
-        position = value if isinstance(value, int) and not isinstance(value, bool) else -1
-        if self.label_index and 0 <= position < len(self.labels):
-            return self.labels[position]
         expected = ", ".join(map(_label_text, self.labels))
         raise record.error(self.label_field, f"unknown label {value!r}; expected one of: {expected}")
+
+
+def _same(value: Any, label: Any, exact: bool) -> bool:
+    """Whether a gold value names a label: in JSON text, or (``exact``, a task file's) as its exact NFC text."""
+    if exact:
+        return isinstance(value, str) and unicodedata.normalize("NFC", value) == unicodedata.normalize("NFC", label)
+    return _label_text(value) == _label_text(label)
 
 
 def _label_text(value: Any) -> str:
