@@ -241,18 +241,23 @@ def test_a_yaml_tasks_run_is_ranked_against_no_papers_rows(yaml_dir, cli, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "choices, labels, golds",
+    "target, choices, labels, golds",
     [
-        (["1", "2", "3"], [0, 1, 2, 2], ["1", "2", "3", "3"]),  # an integer label is a position, never a text
-        (["Да", "да"], ["Да", "да", "да"], ["Да", "да", "да"]),  # a text label is an answer's exact text
-        (["й", "ё"], ["\u0438\u0306", "ё"], ["й", "ё"]),  # compared in NFC; the answers stay as written
+        ("label", ["1", "2", "3"], [0, 1, 2, 2], ["1", "2", "3", "3"]),  # an integer is a position, never a text
+        ("label", ["1", "2", "3"], ["1", "3"], ["1", "3"]),  # a field's text is an answer's exact text
+        ('"{{label}}"', ["1", "2", "3"], ["0", "2", 1], ["1", "3", "2"]),  # a rendering of digits is a position
+        ('"{{label}}"', ["Нет", "Да"], ["Да", 0], ["Да", "Нет"]),
+        ("label", ["Да", "да"], ["Да", "да", "да"], ["Да", "да", "да"]),  # exact: case counts
+        ("label", ["й", "ё"], ["\u0438\u0306", "ё"], ["й", "ё"]),  # compared in NFC; the answers stay as written
     ],
 )
-def test_a_task_files_labels_read_as_lm_eval_reads_them(yaml_dir, choices, labels, golds):
+def test_a_task_files_labels_read_as_lm_eval_reads_them(yaml_dir, target, choices, labels, golds):
     """lm-eval 0.4.13 (api/task.py): a field target keeps its type, an integer an index into the
-    choices and a text one choice's exact text; rueval compares texts in Unicode NFC."""
+    choices and a text one choice's exact text; a template's rendering of digits is an index. rueval
+    compares texts in Unicode NFC."""
     folder, _ = yaml_dir
     declared = CLASSIFICATION.replace('["Нет", "Да"]', json.dumps(choices, ensure_ascii=False))
+    declared = declared.replace("doc_to_target: label", f"doc_to_target: {target}")
     (folder / "paraphrase.yaml").write_text(declared, encoding="utf-8")
     rows = [{"idx": i, "sentence1": f"Текст {i}.", "sentence2": "Другой текст.", "label": label}
             for i, label in enumerate(labels)]  # fmt: skip

@@ -36,13 +36,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError, shown
 from rueval.core.yaml_files import read_mapping
+from rueval.data.records import Record
 from rueval.tasks import BENCHMARKS, EVERY_TASK, TASKS, Task, Template, register
 from rueval.tasks.prompts.template import compile_template
 from rueval.tasks.shapes import Answer, Choice, Shape, Texts
@@ -200,6 +201,18 @@ def _template_fields(declaration: Declaration, key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+@dataclass(frozen=True)
+class RenderedTarget(Texts):
+    """Answers listed, the gold a template (``doc_to_target: "{{label}}"``): what it renders is the
+    gold, and lm-eval 0.4.13 reads a rendering of digits as an answer's position."""
+
+    def gold(self, record: Record) -> Any:
+        value = record.data.get(self.label_field)
+        if isinstance(value, str) and value.isdecimal() and value.isascii():
+            record = replace(record, data={**record.data, self.label_field: int(value)})
+        return super().gold(record)
+
+
 def _field(declaration: Declaration, key: str) -> str:
     match = FIELD.fullmatch(declaration.get(key, str))
     if match is None:
@@ -231,7 +244,8 @@ def _shape_and_prompt(declaration: Declaration) -> tuple[Shape, Template]:
             raise declaration.error("doc_to_choice", "expected two or more distinct answer texts")
         if len({unicodedata.normalize("NFC", choice) for choice in choices}) < len(choices):
             raise declaration.error("doc_to_choice", "two answers are the same text (in Unicode NFC)")
-        shape = Texts(texts, tuple(choices), label_index=True, label_field=gold)
+        rendered = declaration.get("doc_to_target", str).strip().startswith("{{")
+        shape = (RenderedTarget if rendered else Texts)(texts, tuple(choices), label_index=True, label_field=gold)
         return shape, prompt(text, tuple(choices), delimiter)
     match = OPTION_FIELDS.fullmatch(choices)
     if match is None:
