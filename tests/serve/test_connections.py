@@ -85,6 +85,30 @@ def test_caps_per_address_and_in_all_refuse_with_503_and_the_read_timeout_frees_
     assert log.count("refused a connection from") <= 50 + 2  # held back past 50 in 10 s
 
 
+@pytest.mark.slow
+def test_a_trusted_proxys_connections_carry_every_user_and_count_only_against_the_total(gold_dir, tmp_path, servers):
+    """Behind a reverse proxy every connection comes from the proxy: the per-address cap would make
+    the board one address's; the proxy's connections count against --max-connections only."""
+    server = Server(
+        gold_dir, tmp_path / "store", None, "--workers", "0", "--trusted-proxy", "127.0.0.6",
+        "--max-connections", "8", "--max-connections-per-address", "2", "--read-timeout", "5",
+    )  # fmt: skip
+    servers.append(server)
+    held = [connect(server.port, "127.0.0.6") for _ in range(4)]  # four users' keep-alive connections
+    time.sleep(0.3)
+    assert get_from(server.url, "127.0.0.6").status_code == 200  # the fifth from the proxy is served
+    others = [connect(server.port, "127.0.0.7") for _ in range(2)]
+    time.sleep(0.3)
+    over = answer_of(connect(server.port, "127.0.0.7"))  # any other address keeps its cap
+    assert over.startswith(b"HTTP/1.1 503") and b"2 connections open from 127.0.0.7" in over
+    held += [connect(server.port, "127.0.0.6") for _ in range(2)]  # 4 + 2 + 2: the board's 8
+    time.sleep(0.3)
+    full = answer_of(connect(server.port, "127.0.0.6"))  # the total cap holds for the proxy too
+    assert full.startswith(b"HTTP/1.1 503") and b"8 connections open, the board's limit" in full
+    for connection in held + others:
+        connection.close()
+
+
 def test_more_connections_than_the_process_may_open_files_is_refused_before_anything_starts(cli, gold_dir, tmp_path):
     import resource
 

@@ -147,7 +147,7 @@ def test_a_worker_waits_out_a_locked_database_and_then_scores_the_job(
 
 class FullStore:
     """Fault injection: every file write under the store fails with ``code`` (a full disk: ENOSPC, a
-    read-only one: EROFS) until ``free()``, as the OS's write would; the database, which SQLite writes
+    read-only one: EROFS, one whose owner or mode changed: EACCES) until ``free()``, as the OS's write would; the database, which SQLite writes
     by itself, is spared."""
 
     def __init__(self, monkeypatch, root: Path, code: int):
@@ -167,7 +167,9 @@ class FullStore:
         self.full = False
 
 
-@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS], ids=["full", "read-only"])
+@pytest.mark.parametrize(
+    "code", [errno.ENOSPC, errno.EROFS, errno.EACCES], ids=["full", "read-only", "not-the-boards-to-write"]
+)
 def test_a_full_or_read_only_store_is_a_503_naming_no_path_and_scoring_resumes_when_it_is_writable(
     gold_dir, gold, tmp_path, monkeypatch, submission_zip, caplog, code
 ):

@@ -100,7 +100,10 @@ def serve(
         int, typer.Option(min=1, help="Connections open at once; beyond: 503 and closed (at most ulimit -Hn - 100).")
     ] = 500,
     max_connections_per_address: Annotated[
-        int, typer.Option(min=0, help="Connections open at once from one client address (0: no cap; behind a proxy).")
+        int,
+        typer.Option(
+            min=0, help="Connections open at once from one client address (0: no cap; a --trusted-proxy's: no cap)."
+        ),
     ] = 50,
     read_timeout: Annotated[
         float,
@@ -128,7 +131,7 @@ def serve(
         _proxies(trusted_proxy or []),
         _public_url(public_url),
     )
-    connections = ConnectionLimits(max_connections, max_connections_per_address, read_timeout)
+    connections = ConnectionLimits(max_connections, max_connections_per_address, read_timeout, config.trusted_proxies)
     run_server(config, host, port, workers, lease, connections)
 
 

@@ -15,6 +15,7 @@ keep-alive timeout closes a connection idle after a response, and h11 refuses re
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,18 @@ log = logging.getLogger("rueval.serve.connections")
 @dataclass(frozen=True)
 class ConnectionLimits:
     connections: int = 500
-    per_address: int = 50  # 0: no cap (behind a proxy every connection comes from the proxy)
+    per_address: int = 50  # 0: no cap
     read_timeout_s: float = 30.0
+    # --trusted-proxy's addresses and networks: every user's connection comes from them, so the
+    # per-address cap leaves them out (the total cap still holds)
+    proxies: tuple[str, ...] = ()
+
+    def from_proxy(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(address in ipaddress.ip_network(proxy, strict=False) for proxy in self.proxies)
 
 
 def _refusal(reason: str) -> bytes:
@@ -62,7 +73,7 @@ class LimitedH11Protocol(H11Protocol):
     def _over_cap(self, host: str) -> str | None:
         if len(self.connections) >= self.limits.connections:
             return f"{len(self.connections)} connections open, the board's limit"
-        if self.limits.per_address:
+        if self.limits.per_address and not self.limits.from_proxy(host):
             mine = len([other for other in self.connections if (getattr(other, "client", None) or ("",))[0] == host])
             if mine >= self.limits.per_address:
                 return f"{mine} connections open from {host}, the board's limit for one address"

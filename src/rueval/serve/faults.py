@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import OperationalError
 
-FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+# a disk full or read-only, or a store the board's user may not write (its owner or mode changed)
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 UNAVAILABLE = "the board cannot store anything right now (its storage is full, read-only or busy); try again later"
 RETRY_AFTER_S = 60
 
