@@ -15,7 +15,6 @@ Whatever a template raises comes out as one ``jinja2.TemplateError`` line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Sized
 from contextvars import ContextVar
 from functools import cache, wraps
@@ -23,6 +22,7 @@ from itertools import islice
 from typing import Any
 
 import jinja2
+import regex
 from jinja2 import filters, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import FilterArgumentError
@@ -31,6 +31,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, Se
 from rueval.core.formatting import MAX_TEXT, MAX_WIDTH, BoundedFormatter, FormatError, Length, printf
 
 MAX_STEPS = 1_000_000  # loop iterations in one rendering
+REGEX_TIMEOUT_S = 1.0  # one regex_replace on one text
 MAX_BUFFERED = 8 * MAX_TEXT  # characters captured by {% set %} blocks, macros and calls in one rendering
 MAX_INT_BITS = 2**16  # an integer that * or ** may build
 WIDTH_METHODS = ("center", "ljust", "rjust", "zfill", "to_bytes")  # a method whose size argument sizes its result
@@ -89,11 +90,15 @@ def _joined_size(items: list[Any], separator: str) -> None:
 
 def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     """lm-eval's ``regex_replace`` filter (``re.sub``), refused before it runs if its result could pass
-    the bound: each match adds at most the replacement, and each group reference the whole text."""
-    compiled = re.compile(pattern)
-    matches = sum(1 for _ in islice(compiled.finditer(string), count or None))
-    Length(len(string) + matches * len(repl) + repl.count("\\") * len(string))
-    return compiled.sub(repl, string, count=count)
+    the bound: each match adds at most the replacement, and each group reference the whole text. The
+    ``regex`` module reads ``re``'s syntax and stops a pattern that backtracks without end (ReDoS)."""
+    compiled = regex.compile(pattern)
+    try:
+        matches = sum(1 for _ in islice(compiled.finditer(string, timeout=REGEX_TIMEOUT_S), count or None))
+        Length(len(string) + matches * len(repl) + repl.count("\\") * len(string))
+        return str(compiled.sub(repl, string, count=count, timeout=REGEX_TIMEOUT_S))
+    except TimeoutError:
+        raise FormatError(f"regex_replace: the pattern took over {REGEX_TIMEOUT_S:g} s on one text") from None
 
 
 @jinja2.pass_eval_context
