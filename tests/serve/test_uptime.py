@@ -147,8 +147,8 @@ def test_a_worker_waits_out_a_locked_database_and_then_scores_the_job(
 
 class FullStore:
     """Fault injection: every file write under the store fails with ``code`` (a full disk: ENOSPC, a
-    read-only one: EROFS, one whose owner or mode changed: EACCES) until ``free()``, as the OS's write would; the database, which SQLite writes
-    by itself, is spared."""
+    read-only one: EROFS, one whose owner or mode changed: EACCES) until ``free()``, as the OS's write
+    would; the database, which SQLite writes by itself, is spared."""
 
     def __init__(self, monkeypatch, root: Path, code: int):
         self.root, self.code, self.full = root.resolve(), code, True
