@@ -215,3 +215,21 @@ def test_sigterm_to_the_server_alone_stops_its_workers_and_closes_the_database(g
     with pytest.raises(ProcessLookupError):
         os.kill(int(worker), 0)  # stopped and reaped by the server
     assert sorted(path.name for path in store.iterdir()) == [db_module.SQLITE_FILE]  # no WAL left: closed
+
+
+def test_the_workers_the_board_starts_check_uploads_with_the_boards_size_limit(cli, gold_dir, tmp_path, monkeypatch):
+    """`rueval serve --max-upload-mb 50` accepts a 30 MB zip: its workers must check it with the same
+    limit (they checked every upload against the default 20 MiB and failed it)."""
+    import rueval.serve.worker
+    from rueval.serve.server import worker_command
+    from rueval.serve.upload import UploadLimits
+
+    store = tmp_path / "store"
+    config = ServeConfig(gold_dir, store, database_url(None, store), limits=UploadLimits(upload_bytes=50 * 2**20 + 3))
+    started = []
+    monkeypatch.setattr(rueval.serve.worker, "run_worker", lambda *args: started.append(args))
+    command = worker_command(config, 5.0)
+    result = cli(*command[command.index("serve-worker") :])
+    assert result.exit_code == 0, result.output
+    ((*_, limits, parent),) = started
+    assert limits == config.limits and parent is None

@@ -56,6 +56,9 @@ def _needs_serve_extra() -> None:
         raise RuevalError(f"the leaderboard needs {', '.join(missing)}: pip install -e '.[serve]'")
 
 
+MaxUploadOption = Annotated[float, typer.Option(min=0.01, help="The largest zip accepted, in MiB.")]
+
+
 @app.command()
 @user_errors
 def serve(
@@ -66,7 +69,7 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="The port to listen on.")] = 8000,
     workers: Annotated[int, typer.Option(min=0, help="Scoring workers to start beside the server.")] = 1,
     daily_limit: Annotated[int, typer.Option(min=1, help="Submissions a team may make in any 24 hours.")] = 10,
-    max_upload_mb: Annotated[float, typer.Option(min=0.01, help="The largest zip accepted, in MiB.")] = 20.0,
+    max_upload_mb: MaxUploadOption = 20.0,
     lease: LeaseOption = 30.0,
     secure_cookies: Annotated[
         bool, typer.Option(help="Behind HTTPS: send the sign-in cookies over HTTPS only.")
@@ -161,15 +164,20 @@ def serve_worker(
     store: StoreOption = Path("board"),
     lease: LeaseOption = 30.0,
     secret_file: SecretOption = None,
+    max_upload_mb: MaxUploadOption = 20.0,
     parent: Annotated[int | None, typer.Option(hidden=True, help="Stop when this process is gone.")] = None,
 ) -> None:
-    """Score queued submissions (more workers for a board: the same --db, --store and --secret-file, on any machine)."""
+    """Score queued submissions (more workers for a board: the same --db, --store, --secret-file and
+    --max-upload-mb, on any machine)."""
     _needs_serve_extra()
     from rueval.serve.db import database_url
     from rueval.serve.secret import default_secret_file
+    from rueval.serve.upload import UploadLimits
     from rueval.serve.worker import run_worker
 
-    run_worker(database_url(db, store), gold, store, lease, secret_file or default_secret_file(store), parent)
+    limits = UploadLimits(upload_bytes=megabytes(max_upload_mb, "--max-upload-mb"))
+    secret = secret_file or default_secret_file(store)
+    run_worker(database_url(db, store), gold, store, lease, secret, limits, parent)
 
 
 admin = typer.Typer(cls=WholeHelp, help="Manage the leaderboard's teams.", no_args_is_help=True)

@@ -33,6 +33,7 @@ WATCH_S = 0.5
 def worker_command(config: ServeConfig, lease_s: float, parent: int | None = None) -> list[str]:
     command = [sys.executable, "-m", "rueval", "serve-worker", "--gold", str(config.gold), "--db", config.db]
     command += ["--store", str(config.store), "--lease", str(lease_s), "--secret-file", str(config.secret_path)]
+    command += ["--max-upload-mb", repr(config.limits.upload_bytes / 2**20)]  # the uploads it accepted, re-checked
     return command + (["--parent", str(parent)] if parent else [])
 
 

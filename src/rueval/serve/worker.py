@@ -134,7 +134,13 @@ class Worker:
 
 
 def run_worker(
-    db_url: str, gold_dir: Path, store: Path, lease_s: float, secret_file: Path, parent: int | None = None
+    db_url: str,
+    gold_dir: Path,
+    store: Path,
+    lease_s: float,
+    secret_file: Path,
+    limits: UploadLimits = DEFAULT_LIMITS,
+    parent: int | None = None,
 ) -> None:
     """`rueval serve-worker`: one worker until interrupted or terminated (it finishes the submission
     it is scoring first)."""
@@ -145,7 +151,7 @@ def run_worker(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     db = Database(db_url)
     try:
-        Worker(db, Gold.load(gold_dir), Store(store), lease_s, parent=parent, secret=secret).run(stop)
+        Worker(db, Gold.load(gold_dir), Store(store), lease_s, limits, parent=parent, secret=secret).run(stop)
     except KeyboardInterrupt:
         pass
     finally:
