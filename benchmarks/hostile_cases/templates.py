@@ -8,21 +8,11 @@ import json
 
 from hostile_cases.common import case, read_jsonl
 from hostile_cases.harness import ERROR, CaseDir, rueval
+from hostile_cases.round3 import ISSUE_PAYLOAD
+from hostile_cases.round3 import TASK as ROUND3_TASK
 
-PAYLOAD = (
-    "{{ (text.__class__.__mro__[1].__subclasses__()|selectattr('__name__','equalto','_wrap_close')|first)"
-    ".__init__.__globals__.system('id > F') }}"
-)
-TASK = """\
-task: hostile
-dataset_path: data
-training_split: train
-test_split: test
-output_type: multiple_choice
-doc_to_text: {text}
-doc_to_target: label
-doc_to_choice: ["нет", "да"]
-"""
+# round3's task file with a label field and two answers: only doc_to_text varies here
+TASK = ROUND3_TASK.replace("{target}", "label").replace("{choice}", '["нет", "да"]')
 
 
 def task_folder(c: CaseDir, template: str = "Отзыв: {{text}}") -> tuple[str, ...]:
@@ -41,7 +31,7 @@ def task_folder(c: CaseDir, template: str = "Отзыв: {{text}}") -> tuple[str
 
 @case("templates", "the payload of issue 35 in doc_to_text", ERROR, "doc_to_text", "'__")
 def _(c: CaseDir) -> list[str]:
-    return rueval("run", "-m", "majority", *task_folder(c, PAYLOAD), "-o", c / "out")
+    return rueval("run", "-m", "majority", *task_folder(c, ISSUE_PAYLOAD), "-o", c / "out")
 
 
 @case("templates", "a dunder name taken from a record (tiny model)", ERROR, "doc_to_text", "unsafe", timeout=300)
@@ -64,7 +54,7 @@ def _(c: CaseDir) -> list[str]:
 def _(c: CaseDir) -> list[str]:
     c.rueval("run", "-m", "majority", *task_folder(c), "-o", c / "out")
     (c / "tasks" / "hostile.yaml").write_text(
-        TASK.format(text=json.dumps(PAYLOAD.replace("id > F", f"id > {c / 'pwned'}"))), encoding="utf-8"
+        TASK.format(text=json.dumps(ISSUE_PAYLOAD.replace("id > F", f"id > {c / 'pwned'}"))), encoding="utf-8"
     )
     return rueval("run", "--resume", "-o", c / "out")
 
