@@ -41,7 +41,6 @@ def evaluate(
     split: str | None = None,
     seed: int = 0,
     limit: float | None = None,
-    include_path: str | Path | Sequence[str | Path] = (),
     scoring: str = "loglik",
     prompts: str = "default",
     force: bool = False,
@@ -66,7 +65,6 @@ def evaluate(
     ``predict_only``: predict without scoring (lm-eval's --predict_only); a split without answers always is.
     ``limit``: the first N records of each task, or below 1 that share of them (not the benchmark's scores).
     ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl, lm-eval's per-example logs (needs ``out``).
-    ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
     In-memory models are not cached between calls: their weights may change between them."""
@@ -82,7 +80,7 @@ def evaluate(
     given = {name: value for name, value in lm_options.items() if value != defaults[name].default} | model_options
     values: dict[str, Any] = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots}
     values["episodes"] = episodes
-    values |= {"include_path": include_path, "prompts": prompts, "log_samples": log_samples}
+    values |= {"prompts": prompts, "log_samples": log_samples}
     spec, solver = _spec(model, tokenizer, tasks, given, {**values, "predict_only": predict_only})
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")

@@ -103,7 +103,6 @@ API_BAD = [
     ({"split": 5}, "--split: expected str or null, got 5"),
     ({"data": 5}, "--data 5: expected a folder, a zip file, or hf"),
     ({"data": ""}, "--data '': expected a folder, a zip file, or hf"),
-    ({"include_path": 5}, "--include-path: expected a name or a list of names, got 5"),
     ({"log_samples": "yes"}, "--log-samples: expected true or false, got 'yes'"),
     ({"force": "yes"}, "out: expected a folder's path, and force true or false"),
     ({"out": 5}, "out: expected a folder's path, and force true or false"),

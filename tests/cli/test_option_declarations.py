@@ -25,7 +25,7 @@ DECLARED = (RunSpec, HeuristicOptions, LMOwnOptions, ModelOptions, FinetuneRun, 
 # option), MERA's settings (from MERA's files), what --perturb resolves, fine-tuning settings of the
 # Python API, and a model given in memory
 NOT_ON_THE_COMMAND_LINE = {
-    "options", "mera", "perturbations", "requested", "in_memory", "training",
+    "options", "mera", "perturbations", "requested", "in_memory", "training", "task_files",
     "dynamic_padding", "group_by_length", "checkpoint_steps",
 }  # fmt: skip
 # left unset, these resolve when the run is made: all tasks, no slices, 0 shots or MERA's, the GPU when
@@ -37,8 +37,10 @@ RESOLVED_IN_THE_API = {"shots", "gen_kwargs"}
 # rueval.evaluate's arguments that say how to run, not what: the model itself, its tokenizer, the folder
 API_ONLY = {"model", "tokenizer", "out", "force", "model_options"}
 # RunSpec's options the Python API leaves at their defaults (the command line's only)
+# (task files run from Python through lm-eval's own simple_evaluate: rueval.models.backends.lm_eval_lm)
 COMMAND_LINE_ONLY = {"slices", "tape_set", "robustness", "max_line_bytes", "max_file_bytes", "max_lines",
-                     "max_blank_lines", "options", "mera"}  # fmt: skip
+                     "max_blank_lines", "options", "mera", "task_files", "include_path", "trust_task_code",
+                     "confirm_run_unsafe_code"}  # fmt: skip
 
 
 def test_every_field_is_declared_and_fingerprinted_unless_declared_unscored():

@@ -209,26 +209,6 @@ def test_a_submission_with_a_bad_test_idx_writes_nothing(cli, data_dir, tmp_path
     assert not (tmp_path / "rsg.zip").exists()
 
 
-def test_a_task_of_ones_own_takes_integer_or_text_ids_or_none_and_refuses_others(tmp_path, task_registry):
-    from rueval.tasks.include import include
-
-    (tmp_path / "own.yaml").write_text(
-        "task: own_ids\ndataset_path: own\ntest_split: test\noutput_type: generate_until\n"
-        "doc_to_text: '{{question}}'\ndoc_to_target: answer\n",
-        encoding="utf-8",
-    )
-    rows = [{"question": "Да?", "answer": "да"}, {"question": "Нет?", "answer": "нет"}]
-    write_jsonl(tmp_path / "own" / "test.jsonl", rows)
-    include(tmp_path)
-    assert [e.idx for e in load(tmp_path, "own_ids", "test").examples] == [0, 1]  # positions
-    write_jsonl(tmp_path / "own" / "test.jsonl", [{**row, "idx": f"q{n}"} for n, row in enumerate(rows)])
-    assert [e.idx for e in load(tmp_path, "own_ids", "test").examples] == ["q0", "q1"]
-    write_jsonl(tmp_path / "own" / "test.jsonl", [{**rows[0], "idx": 1.5}, rows[1]])
-    error = refused(tmp_path, "own_ids", "test")
-    assert (error.line, error.field) == (1, "idx")
-    assert "expected an integer or a non-empty string as the id, got float 1.5" in str(error)
-
-
 def test_meras_export_refuses_a_run_whose_predictions_are_not_the_test_splits(cli, tmp_path):
     from test_mera import rcb, write_task
 

@@ -242,7 +242,7 @@ def test_resume_never_gives_consent_to_run_a_models_code_for_the_user(cli, tiny_
         assert refused.stderr == (
             f"error: {out / 'run.json'}: solver_options.trust_remote_code: the run was started with "
             "--trust-remote-code; --resume does not give that consent again for you: add --trust-remote-code "
-            "to run the model's own code\n"
+            "to run that code\n"
         )
     assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
     again = cli("run", "--resume", "-o", out, "--trust-remote-code")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
-from support import require_modules, write_jsonl
+from support import require_modules
+from task_files import CHOICE, task_file
 from typer.main import get_command
 
 import rueval
@@ -26,30 +27,9 @@ def read(path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-YAML_TASK = """\
-task: polarity_spec
-dataset_path: polarity
-training_split: train
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Отзыв: {{text}} Он хороший?"
-doc_to_target: label
-doc_to_choice: ["нет", "да"]
-"""
-
-
-def yaml_folder(folder):
-    """A folder declaring one YAML task, polarity_spec, with its data."""
-    folder.mkdir(parents=True)
-    (folder / "polarity.yaml").write_text(YAML_TASK, encoding="utf-8")
-    rows = [{"text": f"Отзыв номер {i}.", "label": ["нет", "да", "да"][i % 3]} for i in range(6)]
-    write_jsonl(folder / "polarity" / "train.jsonl", rows)
-    write_jsonl(folder / "polarity" / "test.jsonl", rows[:3])
-    return folder
-
-
 def specs(folder) -> list[RunSpec]:
-    """A spec of every solver family, each with options other than its defaults (``folder``: YAML tasks)."""
+    """A spec of every solver family, each with options other than its defaults, and a run of the lm-eval
+    task files in ``folder``."""
     require_modules("torch", "transformers", extra="finetune")
     robustness = RobustnessOptions.parse("butter_fingers:0.3,eda_swap", filter_threshold=0.5)
     lm_options = {"apply_chat_template": True, "gen_kwargs": "temperature=0,max_gen_toks=8", "batch_size": "4"}
@@ -58,13 +38,14 @@ def specs(folder) -> list[RunSpec]:
         RunSpec.create("rsg", "heuristic", {"rules": "all", "fallback": "random"}, seed=3, split="val"),
         RunSpec.create(["terra"], "tfidf-fields", tape_set="raw", log_samples=True),
         RunSpec.create("rcb", "finetune:some/encoder", {"ft_epochs": 2.0, "ft_save": "/tmp/models"}, seed=5),
-        RunSpec.create("tape,polarity_spec", "hf:some/model", lm_options, shots=[0, 1, 4], episodes=5,
-                       include_path=[folder], prompts="all"),
+        RunSpec.create("tape", "hf:some/model", lm_options, shots=[0, 1, 4], episodes=5, prompts="all"),
+        RunSpec.create("plain", "hf:some/model", lm_options, shots=2, include_path=[folder], trust_task_code=True),
     ]  # fmt: skip
 
 
 def test_a_spec_of_every_family_reads_back_from_its_json_with_the_same_fingerprint(tmp_path, task_registry):
-    for original in specs(yaml_folder(tmp_path / "yaml")):
+    task_file(tmp_path, "plain", CHOICE)
+    for original in specs(tmp_path):
         saved = json.loads(json.dumps(original.to_json()))
         again = RunSpec.from_json(saved, "run.json")
         assert again == original and again.fingerprint() == original.fingerprint()
@@ -179,17 +160,6 @@ def test_a_run_under_another_protocol_is_never_reused(cli, tmp_path, monkeypatch
     assert refused.exit_code == 2 and "protocol_version" in refused.stderr  # another run's results
     assert cli("run", "-t", "rcb", "-o", out, "--force").exit_code == 0
     assert read(out / "results.json")["reused"] == []
-
-
-def test_a_run_of_yaml_tasks_resumes_from_its_run_json_in_a_process_that_never_read_them(cli, tmp_path, task_registry):
-    folder, out = yaml_folder(tmp_path / "yaml"), tmp_path / "out"
-    assert cli("run", "--include-path", folder, "-t", "polarity_spec", "-o", out).exit_code == 0
-    assert read(out / "run.json")["include_path"] == [str(folder.resolve())]
-    del task_registry["polarity_spec"]  # as in a new process: only rueval's own tasks are known
-    (out / "results.json").unlink()
-    resumed = cli("run", "--resume", "-o", out)
-    assert resumed.exit_code == 0, resumed.output
-    assert read(out / "results.json")["reused"] == ["polarity_spec"]
 
 
 class FirstLabel(Solver):

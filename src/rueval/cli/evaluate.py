@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,7 +21,6 @@ from rueval.cli.option_types import (
     DataOption,
     EpisodesOption,
     ForceOption,
-    IncludePathOption,
     LimitOption,
     LogSamplesOption,
     ModelOption,
@@ -56,6 +55,12 @@ from rueval.cli.serve import (
     board_client,
     upload_and_wait,
 )
+from rueval.cli.task_file_options import (
+    ConfirmRunUnsafeCodeOption,
+    IncludePathOption,
+    RunTasksOption,
+    TrustTaskCodeOption,
+)
 from rueval.core.errors import RuevalError
 from rueval.core.progress import set_level, warn
 from rueval.tasks import TAPE
@@ -86,10 +91,12 @@ def print_notes(notes: list[str]) -> None:
 @grouped
 def run(
     context: typer.Context,
-    tasks: TasksOption = "all",
+    tasks: RunTasksOption = "all",
     model: ModelOption = "majority",
     data: DataOption = None,
     include_path: IncludePathOption = None,
+    trust_task_code: TrustTaskCodeOption = False,
+    confirm_run_unsafe_code: ConfirmRunUnsafeCodeOption = False,
     split: SplitOption = None,
     out: RunOutOption = None,
     seed: SeedOption = 0,
@@ -129,7 +136,8 @@ def run(
             split=split.value if split else None, seed=seed, limit=limit, episodes=episodes,
             shots=parse_shots(shots if num_fewshot is None else str(num_fewshot)), prompts=prompts.value,
             slices=slices or (), log_samples=log_samples, predict_only=predict_only, robustness=chosen,
-            tape_set=tape_set.value, **read_limits(limits),
+            tape_set=tape_set.value, trust_task_code=trust_task_code,
+            confirm_run_unsafe_code=confirm_run_unsafe_code, **read_limits(limits),
         )  # fmt: skip
 
     if not resume:
@@ -159,19 +167,37 @@ def run_and_show(spec: RunSpec, out: Path | None, force: bool) -> None:
     if spec.robustness:
         print_notes(spec.robustness.notes())
     out = out or Path("runs") / re.sub(r"[^\w.-]+", "_", spec.model)
-    show_run(run_or_stop(spec, out, force), spec, out)
+    if spec.task_files:
+        show_task_files(run_or_stop(spec, out, force), out)
+    else:
+        show_run(run_or_stop(spec, out, force), spec, out)
 
 
-def run_or_stop(spec: RunSpec, out: Path, force: bool) -> RunResult:
-    """The run's results; Ctrl-C keeps the finished work and says how to continue it."""
+def run_or_stop(spec: RunSpec, out: Path, force: bool) -> Any:
+    """The run's results (a task-file run's: lm-eval's document); Ctrl-C keeps the finished work and says how
+    to continue it."""
     from rueval.run import run as run_spec
+    from rueval.run.task_files import run_task_files
 
     try:
-        return run_spec(spec, out, force)
+        return run_task_files(spec, out, force) if spec.task_files else run_spec(spec, out, force)
     except KeyboardInterrupt:
         message = f"interrupted: finished work is kept; continue with: rueval run --resume -o {out}"
         errors.print(message, highlight=False, soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
+
+
+def show_task_files(document: dict[str, Any], out: Path) -> None:
+    """lm-eval's own tables of a task-file run (its tasks, then its groups), and where its results are."""
+    from lm_eval.utils import make_table
+
+    from rueval.results.lm_eval import FILE_NAME
+    from rueval.run.store import run_folder
+
+    console.print(make_table(document), highlight=False, markup=False)
+    if document.get("groups"):
+        console.print(make_table(document, "groups"), highlight=False, markup=False)
+    console.print(f"results: {run_folder(out) / FILE_NAME}", highlight=False)
 
 
 def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
@@ -198,7 +224,6 @@ def show_run(summary: RunResult, spec: RunSpec, out: Path) -> None:
 def perturb(
     tasks: TasksOption = TAPE.name,
     data: DataOption = None,
-    include_path: IncludePathOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: a folder per task.")] = Path("perturbed"),
     perturbations: Annotated[str, typer.Option(help="all, or comma-separated NAME[:RATE].")] = "all",
     seed: SeedOption = 0,
@@ -221,7 +246,6 @@ def perturb(
     spec = RunSpec.create(
         tasks,
         data=data,
-        include_path=include_path or (),
         split=split_name,
         seed=seed,
         limit=limit,

@@ -12,7 +12,6 @@ from rueval import __version__
 from rueval.cli.app import app
 from rueval.cli.option_types import (
     DataOption,
-    IncludePathOption,
     QuietOption,
     RunDirsArgument,
     SeedOption,
@@ -22,21 +21,27 @@ from rueval.cli.option_types import (
     console,
     user_errors,
 )
+from rueval.cli.task_file_options import IncludePathOption
 from rueval.core.errors import RuevalError
 from rueval.core.progress import info, set_level
 from rueval.tasks import BENCHMARKS, MERA, TASKS, resolve_tasks
-from rueval.tasks.include import include
 
 
 @app.command()
 @user_errors
 def tasks(include_path: IncludePathOption = None) -> None:
-    """List the tasks with their labels, metrics and splits."""
-    from rueval.report.table import tasks_table
+    """List rueval's tasks with their labels, metrics and splits; with --include-path, the lm-eval task files
+    there: each task, group and tag, its file, output type, and the Python it runs (--trust-task-code)."""
+    from rueval.report.table import task_files_table, tasks_table
 
-    include(*include_path or ())
+    if not include_path:
+        console.print(tasks_table(TASKS.values()))
+        return
+    from rueval.run.spec import RunSpec
+    from rueval.tasks.lm_eval_tasks import TaskFiles
 
-    console.print(tasks_table(TASKS.values()))
+    folders = RunSpec.include_folders(include_path)
+    console.print(task_files_table(TaskFiles.finding([], folders).listing()))
 
 
 @app.command()

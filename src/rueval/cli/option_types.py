@@ -74,14 +74,6 @@ def user_errors(command: Callable) -> Callable:
 
 
 TasksOption = Annotated[str, typer.Option("--tasks", "-t", help="Comma-separated task names, or rsg, tape, all.")]
-IncludePathOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--include-path",
-        "--include_path",
-        help="Also the tasks declared in YAML files (lm-eval's format) under this folder; repeatable.",
-    ),
-]
 ModelOption = Annotated[
     str,
     typer.Option(

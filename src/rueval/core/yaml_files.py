@@ -1,8 +1,8 @@
-"""YAML files written by users (task files), read safely and within bounds: PyYAML's safe loader (no
-tags that build Python objects), at most ``MAX_BYTES``, and before any value is built the document is
-checked: a key given twice in one mapping, aliases that expand to more than ``MAX_VALUES`` values (a
-"billion laughs" bomb), a value that contains itself, and a lone surrogate (``"\\ud800"``, not Unicode)
-are each an error naming the file and line.
+"""YAML files written by users (lm-evaluation-harness task files), checked within bounds before lm-eval
+reads them: at most ``MAX_BYTES``, composed by PyYAML's safe loader into nodes (no value built, no tag
+resolved), then checked: a key given twice in one mapping, aliases that expand to more than
+``MAX_VALUES`` values (a "billion laughs" bomb), a value that contains itself, and a lone surrogate
+(``"\\ud800"``, not Unicode) are each an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,41 +16,16 @@ MAX_BYTES = 4 * 2**20  # a task file is a few KB
 MAX_VALUES = 100_000  # values in a document, each alias counted as the values it stands for
 
 
-def read_mapping(file: Path) -> dict[str, tuple[Any, int]]:
-    """A YAML file's top-level keys, each with its value and line; a DataError naming the file and line
-    if the file is not a mapping of unique keys within bounds."""
-    import yaml  # only where YAML is read: the command line starts without it
-
+def _text(file: Path) -> str:
+    """The file's text: at most MAX_BYTES of UTF-8 (a byte-order mark read past)."""
     try:
         with open(file, "rb") as stream:
             raw = stream.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
             raise DataError(str(file), f"larger than {MAX_BYTES // 2**20} MB: not read")
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(str(file), f"cannot read: {e}") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-    try:
-        node = loader.get_single_node()
-        if not isinstance(node, yaml.MappingNode):
-            line = node.start_mark.line + 1 if node is not None else None
-            raise DataError(str(file), "expected a mapping of keys (name: value)", line)
-        _check(node, file)
-        construct = loader.construct_object
-        return {
-            str(construct(key, deep=True)): (construct(value, deep=True), key.start_mark.line + 1)
-            for key, value in node.value
-        }
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        problem = e.problem or "malformed"
-        if "could not determine a constructor for the tag" in problem:
-            problem = f"{problem.split()[-1]} is not read: rueval runs no code from a YAML file"
-        raise DataError(str(file), f"not valid YAML: {problem}", mark.line + 1 if mark else None) from None
-    except RecursionError:
-        raise DataError(str(file), "not read: its values are nested too deeply") from None
-    finally:
-        loader.dispose()
 
 
 def _check(root: Any, file: Path) -> None:
@@ -108,3 +83,24 @@ def _unicode(text: str, file: Path, line: int) -> None:
         raise DataError(
             str(file), f"a lone surrogate (\\u{ord(text[e.start]):04x}) in a text: not Unicode", line
         ) from None
+
+
+def composed(file: Path) -> Any:
+    """A YAML file's document as PyYAML's node graph, checked as ``read_mapping`` checks it but built into no
+    values: tags stay as they are written (an lm-evaluation-harness task file's ``!function``)."""
+    import yaml
+
+    try:
+        node = yaml.compose(_text(file), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if not isinstance(node, yaml.MappingNode):
+            line = node.start_mark.line + 1 if node is not None else None
+            raise DataError(str(file), "expected a mapping of keys (name: value)", line)
+        _check(node, file)
+        return node
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise DataError(
+            str(file), f"not valid YAML: {e.problem or 'malformed'}", mark.line + 1 if mark else None
+        ) from None
+    except RecursionError:
+        raise DataError(str(file), "not read: its values are nested too deeply") from None

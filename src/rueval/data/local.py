@@ -93,10 +93,7 @@ class DataSource:
         return task.benchmark
 
     def folders(self, task: Dataset) -> list[Node]:
-        """Every folder of the task under the roots, best first (two equally good ones are an error); a
-        task with a folder of its own (a YAML task's data) is read from there."""
-        if task.data_dir:
-            return [Path(task.data_dir)]
+        """Every folder of the task under the roots, best first (two equally good ones are an error)."""
         if task.name not in self._folders:
             # TAPE ships raw and episodes copies of each task: the chosen set first, then the shallowest.
             found = sorted(

@@ -41,6 +41,17 @@ def tasks_table(tasks: Iterable[Task]) -> Table:
     return table
 
 
+def task_files_table(rows: Iterable[dict[str, str]]) -> Table:
+    """lm-eval task files (rueval.tasks.lm_eval_tasks.TaskFiles.listing): what each name is, where it is
+    declared, and the Python it runs (only with --trust-task-code)."""
+    table = Table(title="lm-eval task files")
+    for column in ("name", "kind", "output type", "file", "runs Python"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], row["kind"], row["output_type"], row["file"], row["python"] or "-")
+    return table
+
+
 def results_table(summary: RunResult) -> Table:
     """Every task's metrics with their 95% intervals; a few-shot run shows each k's mean ± std over its
     episodes, and a task scored under several prompts (--prompts all) their mean ± std over prompts. A

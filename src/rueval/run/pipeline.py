@@ -57,6 +57,11 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
     ``log_samples`` OUT/samples/, each example's prompts and scores). Another run's results in OUT
     stop the run unless ``force`` replaces them. ``solver``: one already made (the Python API's
     in-memory models); by default the spec's."""
+    if spec.task_files:
+        raise RuevalError(
+            "task files run with `rueval run`, or from Python with lm_eval.simple_evaluate(model=RuevalLM(...)) "
+            "(rueval.models.backends.lm_eval_lm)"
+        )
     started = time.perf_counter()
     prepared = prepare(spec, Path(out), solver)
     kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides

@@ -17,8 +17,13 @@ from rueval.solvers.options import GIVEN_KEYS
 
 # what the options typed need to be read as a spec: the recorded ones unless typed
 KEPT = ("model", "tasks", "include_path")
-# consent to run code from elsewhere: each command gives it anew, run.json never gives it for a user
-CONSENTS = {"trust_remote_code": "--trust-remote-code"}
+# consent to run code from elsewhere (run.json's key, under solver_options or at its top): each command gives it
+# anew, run.json never gives it for a user
+CONSENTS = {
+    "solver_options.trust_remote_code": "--trust-remote-code",
+    "trust_task_code": "--trust-task-code",
+    "confirm_run_unsafe_code": "--confirm-run-unsafe-code",
+}
 
 
 def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> RunSpec:
@@ -28,12 +33,15 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
     typed = list(typed)
     stored = RunStore(out).load_spec()
     recorded = stored.to_json()
-    wanted = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed}).to_json()
+    kept = {name: getattr(stored, name) for name in KEPT if name not in typed}
+    if "tasks" in kept:  # a run of rueval's tasks or of task files: its names either way
+        kept["tasks"] = stored.tasks + stored.task_files
+    wanted = asked(**kept).to_json()
     for consent, flag in CONSENTS.items():
-        if recorded["solver_options"].get(consent) and not wanted["solver_options"].get(consent):
+        if _given(recorded, consent) and not _given(wanted, consent):
             raise RuevalError(
-                f"{out / SPEC_FILE}: solver_options.{consent}: the run was started with {flag}; --resume does "
-                f"not give that consent again for you: add {flag} to run the model's own code"
+                f"{out / SPEC_FILE}: {consent}: the run was started with {flag}; --resume does not give that "
+                f"consent again for you: add {flag} to run that code"
             )
     if not typed:
         return stored
@@ -52,6 +60,11 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
             "give none of these to continue it, or a new -o for a new run"
         )
     return RunSpec.from_json(merged, str(out / SPEC_FILE))
+
+
+def _given(settings: dict, key: str) -> bool:
+    where, _, leaf = key.partition(".")
+    return bool(settings.get(where, {}).get(leaf) if leaf else settings.get(where))
 
 
 def keys_set_by(option: str) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ from rueval.solvers import (
 )
 from rueval.solvers.options import LMOptions, NoOptions
 from rueval.tasks import Task, get_task, resolve_tasks
-from rueval.tasks.include import include
+from rueval.tasks.lm_eval_tasks import task_file_names
 from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 
 # Bump with any change of a default or of how a number is computed (prompts, scoring, metrics,
@@ -47,6 +47,7 @@ from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 PROTOCOL_VERSION = 3
 SPLITS = ("val", "test")
 JSON_KEYS = {"options": "solver_options"}  # the fields run.json writes under another name
+TASKS_HELP = "Comma-separated task names, or rsg, tape, mera, all; or lm-eval's task, group or tag names."
 
 
 _MODELS = [*NAMED, *(f"{name}:{backend.target}" for name, backend in BACKENDS.items())]
@@ -60,7 +61,7 @@ class RunSpec:
     and --resume follow from the declarations."""
 
     # which tasks a run scores changes none of their numbers: each task's fingerprint names it
-    tasks: tuple[str, ...] = option(help="Comma-separated task names, or rsg, tape, all.", scored=False)
+    tasks: tuple[str, ...] = option(help=TASKS_HELP, scored=False)
     # -m: a solver's name, a model spec (hf:, openai:, finetune:), or the identity of an LM given in memory
     model: str = option("majority", help=", ".join(_MODELS) + ".", set_by=("model_args",))
     options: SolverOptions = option(  # the model's family's options (rueval.solvers.options)
@@ -131,10 +132,21 @@ class RunSpec:
         "(lm-eval's name and shape).",
         scored=False,
     )
-    # folders of YAML task declarations (lm-eval's --include-path); each YAML task's file enters its own fingerprint
+    # lm-evaluation-harness task files: a run is of rueval's tasks (``tasks``) or of task files, never both
+    task_files: tuple[str, ...] = option((), help=TASKS_HELP, set_by=("tasks",))
     include_path: tuple[str, ...] = option(
         (),
-        help="Also the tasks declared in YAML files (lm-eval's format) under this folder; repeatable.",
+        help="lm-eval task files under this folder, run by lm-eval's own task code (the lm-eval extra); repeatable.",
+    )
+    # consents, given anew by each command: --resume never gives them from run.json (rueval.run.resume)
+    trust_task_code: bool = option(
+        False,
+        help="Run the Python that task files name (!function: process_docs, process_results, metrics).",
+        scored=False,
+    )
+    confirm_run_unsafe_code: bool = option(
+        False,
+        help="Run the code a model writes, as code tasks need: it runs on this machine, not in a sandbox.",
         scored=False,
     )
     predict_only: bool = option(
@@ -148,16 +160,24 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         check_types(self)
-        include(*self.include_path)  # YAML tasks are known by name from here on (a resumed run's too)
-        if not self.tasks:
+        if not self.tasks and not self.task_files:
             raise RuevalError("name at least one task")
+        if self.tasks and self.task_files:
+            raise RuevalError(
+                f"rueval's tasks ({', '.join(self.tasks)}) and lm-eval's task files ({', '.join(self.task_files)}) "
+                "run as two runs: name one kind in each"
+            )
         for task in self.tasks:
             get_task(task)
         if not isinstance(self.options, self.family.options):
             raise RuevalError(f"{type(self.options).__name__}: not the options of {self.model} ({self.family.name})")
         check_choices(self)
-        check_ranges(self.seed, self.shots, self.episodes)
-        if set(self.shots) != {0} and not isinstance(self.options, LMOptions):
+        check_ranges(self.seed, self.shots or (0,), self.episodes)
+        if self.task_files:
+            self._check_task_files()
+        elif not self.shots:
+            raise RuevalError("--shots: expected one or more non-negative numbers")
+        if set(self.shots) - {0} and not isinstance(self.options, LMOptions):
             raise RuevalError("--shots and --episodes need a language model (-m hf:... or -m openai:...)")
         self._check_prompts()
         if self.mera is not None and (self.episodes != 1 or not isinstance(self.options, LMOptions)):
@@ -167,6 +187,28 @@ class RunSpec:
         _ = self.read_limits  # each limit checked by ReadLimits
         check_limit(self.limit)
         check_slice_names(self.slices)
+
+    def _check_task_files(self) -> None:
+        """What lm-eval's evaluator takes: one --num_fewshot (none: each file's own), its own sampler,
+        prompts and data; rueval's own options for its tasks are refused by name."""
+        if len(self.shots) > 1:
+            raise RuevalError(f"--shots {','.join(map(str, self.shots))}: task files take one --num_fewshot per run")
+        given = {
+            "--episodes": self.episodes != 1,
+            "--prompts": self.prompts == ALL,
+            "--perturb": self.robustness is not None,
+            "--slices": bool(self.slices),
+            "--data": self.data is not None,
+            "--split": self.split is not None,
+        }
+        if any(given.values()):
+            named = ", ".join(name for name, value in given.items() if value)
+            raise RuevalError(
+                f"{named}: rueval's options for its own tasks; a task file says its data, prompts and splits"
+            )
+        if not isinstance(self.options, LMOptions):
+            models = "-m hf:..., vllm:..., openai:..."
+            raise RuevalError(f"task files are asked of a language model ({models}), not {self.model}")
 
     def _check_prompts(self) -> None:
         if self.prompts == ALL and not isinstance(self.options, LMOptions):
@@ -202,14 +244,17 @@ class RunSpec:
             check_data_spec(data)
         if "options" not in values:
             values["options"] = solver_options(model, given or {}, values.get("seed", 0), spell)
-        folders = tuple(_absolute_folders(_names(include_path, "include_path", str | Path)))
-        include(*folders)  # before the task names are resolved: they may name YAML tasks
-        names = tuple(task.name for task in resolve_tasks(",".join(_names(tasks, "tasks"))))
+        folders = cls.include_folders(include_path)
+        asked = [name for part in _names(tasks, "tasks") for name in part.split(",") if name.strip()]
+        task_files = task_file_names([name.strip() for name in asked], folders)
+        own = [name for name in asked if name.strip() not in task_files]
+        names = tuple(task.name for task in resolve_tasks(",".join(own))) if own or not task_files else ()
         if data is not None and "mera" not in values and is_mera_folder(Path(data).expanduser()):
             values["mera"], values["options"] = with_mera(names, values["options"], own_shots=shots is None)
-        shots = (0,) if shots is None else shots
+        shots = (() if task_files else (0,)) if shots is None else shots  # task files: each file's own num_fewshot
         return cls(
             tasks=names,
+            task_files=task_files,
             model=model,
             data=_absolute(data),
             limit=check_limit(limit),
@@ -218,6 +263,16 @@ class RunSpec:
             include_path=folders,
             **values,
         )
+
+    @staticmethod
+    def include_folders(include_path: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
+        """--include-path's folders as absolute paths (the run resumes from anywhere); one that is not a
+        folder is an error. A name may hold a comma: the option is given again for another folder."""
+        folders = [Path(path).expanduser().resolve() for path in _names(include_path, "include_path", str | Path)]
+        for folder in folders:
+            if not folder.is_dir():
+                raise RuevalError(f"--include-path {folder}: not a folder of task files")
+        return tuple(map(str, folders))
 
     @property
     def read_limits(self) -> ReadLimits:
@@ -326,10 +381,3 @@ def _absolute(data: str | Path | None) -> str | None:
     if data is None or str(data) == "hf" or not Path(data).exists():
         return None if data is None else str(data)
     return str(Path(data).resolve())
-
-
-def _absolute_folders(include_path: str | Path | Sequence[str | Path]) -> list[str]:
-    """--include-path's folders (or files), a comma separating several, as absolute paths."""
-    given = [include_path] if isinstance(include_path, str | Path) else include_path
-    parts = [part.strip() for path in given for part in str(path).split(",") if part.strip()]
-    return [str(Path(part).expanduser().resolve()) for part in parts]

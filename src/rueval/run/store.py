@@ -233,11 +233,21 @@ class RunStore:
     def write_results(self, results: RunResult, lm_eval: Mapping[str, Any]) -> None:
         """results.json and its lm-eval twin (and for -o FILE.json lm-eval's FILE_<date id>.json),
         together: a failed write leaves them as they were."""
-        documents = {self.out / LM_EVAL_FILE: lm_eval}
+        documents = self._lm_eval_documents(lm_eval)
         if self.lm_eval_file is not None:
-            documents[results_file(self.lm_eval_file, datetime.now())] = lm_eval
             results.notes.append(f"lm-eval's results file: {list(documents)[-1]}")
         write_json_files({self.out / "results.json": results.to_json(), **documents})
+
+    def write_lm_eval(self, document: Mapping[str, Any]) -> None:
+        """A task-file run's results: lm-eval's own document (rueval.run.task_files)."""
+        write_json_files(self._lm_eval_documents(document))
+
+    def _lm_eval_documents(self, document: Mapping[str, Any]) -> dict[Path, Mapping[str, Any]]:
+        """Where lm-eval's results document goes: OUT/results_lmeval.json, and lm-eval's own file for -o FILE.json."""
+        documents = {self.out / LM_EVAL_FILE: document}
+        if self.lm_eval_file is not None:
+            documents[results_file(self.lm_eval_file, datetime.now())] = document
+        return documents
 
     def computed(self, task: Task, data: TaskData, result: TaskResult) -> list[PredictionRow]:
         """A finished task's predictions, for an export to ship only what the run computed: its files as
@@ -269,10 +279,7 @@ class RunStore:
 def fingerprint(run_key: Mapping[str, Any], task: Task, data: TaskData) -> str:
     """A hash of everything a task's result depends on: the run's (``run_key``), the task, its scored
     split and its data."""
-    key = {**run_key, "task": task.name, "split": data.eval.name, "data": data.sha256}
-    if task.revision:  # a task declared in a YAML file: an edited file is another task
-        key["task_revision"] = task.revision
-    return digest(key)
+    return digest({**run_key, "task": task.name, "split": data.eval.name, "data": data.sha256})
 
 
 def run_folder(out: Path) -> Path:

@@ -2,7 +2,8 @@
 
 rueval's own tasks are declared in the modules named by ``DECLARATIONS``: a ``BENCHMARK``
 (rueval.tasks.benchmark) each, or ``TASKS`` of benchmarks declared elsewhere. Tasks of one's own come
-from YAML files (``rueval.tasks.include``) or from ``register``, benchmarks from ``declare``.
+from ``register``, benchmarks from ``declare``; lm-evaluation-harness task files are lm-eval's own
+tasks, run through lm-eval's task code (rueval.tasks.lm_eval_tasks), not registered here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from importlib import import_module
 from typing import TypeVar
 
 from rueval.core.errors import RuevalError
-from rueval.tasks.base import Example, Record, Task, Template
+from rueval.tasks.base import Example, Record, Task
 from rueval.tasks.benchmark import Benchmark, Total
 from rueval.tasks.inline_options import split_options
 from rueval.tasks.mera import BENCHMARK as MERA
@@ -29,14 +30,12 @@ BENCHMARKS: dict[str, Benchmark] = {}
 
 
 def register(*tasks: Task) -> None:
-    """Make tasks known to every command by name and alias. A name another task answers to is an
-    error, unless that task came from the same file (a YAML file read again replaces its tasks)."""
+    """Make tasks known to every command by name and alias. A name another task answers to is an error."""
     for task in tasks:
         for other in TASKS.values():
             clash = set(other.names) & set(task.names)
-            if clash and not (task.source and other.source == task.source and other.name == task.name):
-                where = other.source or "rueval's own tasks"
-                raise RuevalError(f"{task.source or task.name}: task name '{clash.pop()}' is taken (by {where})")
+            if clash:
+                raise RuevalError(f"{task.name}: task name '{clash.pop()}' is taken (by {other.name})")
         TASKS[task.name] = task
         BENCHMARKS.setdefault(task.benchmark, Benchmark(task.benchmark))
 
@@ -63,6 +62,12 @@ def get_task(name: str) -> Task:
             return task
     groups = ", ".join([*BENCHMARKS, EVERY_TASK])
     raise RuevalError(f"unknown task '{name}'; expected one of: {', '.join(TASKS)} (or {groups})")
+
+
+def is_known(name: str) -> bool:
+    """Whether -t NAME names rueval's tasks: a task (by any of its names), a benchmark, or all."""
+    wanted = name.strip().lower()
+    return wanted == EVERY_TASK or wanted in BENCHMARKS or any(wanted in task.names for task in TASKS.values())
 
 
 def resolve_tasks(spec: str) -> list[Task]:
@@ -126,10 +131,10 @@ __all__ = [
     "PerTask",
     "Record",
     "Task",
-    "Template",
     "Total",
     "declare",
     "get_task",
+    "is_known",
     "register",
     "resolve_tasks",
     "split_options",

@@ -14,24 +14,6 @@ PROMPTS_PACKAGE = "rueval.tasks.prompts"
 
 
 @dataclass(frozen=True)
-class Template:
-    """A prompt given as data (a YAML task's): Jinja2 templates over a record's fields.
-
-    ``text`` is the context, ending right before the answer. A classification task's ``choices`` are
-    the answers standing for its labels, in label order; a choice task's are its option fields'
-    texts; a generated answer has none. ``delimiter`` goes between the context and an answer.
-    """
-
-    text: str
-    choices: tuple[str, ...] = ()
-    delimiter: str = " "
-    stop: tuple[str, ...] = ("\n",)
-    max_new_tokens: int = 32
-    file: str = ""  # where ``text`` was written (a task file and its line), for errors
-    line: int | None = None
-
-
-@dataclass(frozen=True)
 class Task:
     """A dataset declared once: its shape (fields and labels), metrics, files and prompt.
 
@@ -56,12 +38,8 @@ class Task:
         ""  # span tasks: how answers are normalised before matching (rueval.scoring.metrics.NORMALIZATIONS)
     )
     title: str = ""  # the name the papers print; the folder's name unless they print another
-    # How its examples are asked: "module:NAME" of a TaskPrompt (default: rueval.tasks.prompts.<name>:PROMPT),
-    # or a Template (a YAML task's).
-    prompt: str | Template = ""
-    data_dir: str = ""  # a folder holding the task's own split files, read whatever --data says (YAML tasks)
-    source: str = ""  # the file that declared a task outside rueval (a YAML file); "" for rueval's own
-    revision: str = ""  # a hash of that declaration: a changed file is a changed task
+    # How its examples are asked: "module:NAME" of a TaskPrompt (default: rueval.tasks.prompts.<name>:PROMPT)
+    prompt: str = ""
 
     def __post_init__(self) -> None:
         # frozen: the defaults that follow from other fields are set once, here
@@ -139,4 +117,4 @@ class Task:
         return split_options(question, where)
 
 
-__all__ = ["Example", "Record", "Task", "Template"]
+__all__ = ["Example", "Record", "Task"]

@@ -5,9 +5,7 @@ A benchmark is a value in its declaration module (rueval.tasks.rsg, rueval.tasks
 rueval.tasks.mera); the rest of rueval reads its attributes and never names it. What lives in a
 higher layer (the papers' rows in rueval.report, the submission writers in rueval.run) is named as
 "module:NAME" and resolved there (rueval.core.named), so this layer imports nothing above it.
-Tasks of one's own name their benchmark and get a plain one (no total, no papers' rows); an
-lm-evaluation-harness group read by rueval.tasks.include is to be declared as a Benchmark the same way
-(``rueval.tasks.declare``).
+Tasks of one's own name their benchmark and get a plain one (no total, no papers' rows).
 """
 
 from __future__ import annotations

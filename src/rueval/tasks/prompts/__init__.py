@@ -1,7 +1,7 @@
 """The prompt registry: how each task is put to a language model.
 
 A task names its prompt (``Task.prompt``): a TaskPrompt in a module, by default
-``rueval.tasks.prompts.<task>:PROMPT``, or a Template (a YAML task's). Examples read from MERA's
+``rueval.tasks.prompts.<task>:PROMPT``. Examples read from MERA's
 files are asked as MERA asks them (rueval.tasks.prompts.mera).
 
 Where the task's paper ran several prompts (TAPE's Appendix C: Winograd, Ethics), the module also
@@ -15,15 +15,12 @@ from importlib import import_module
 
 from rueval.core.errors import RuevalError
 from rueval.data.mera_tasks import MERA
-from rueval.tasks import PerTask, Task, Template, get_task
+from rueval.tasks import PerTask, Task, get_task
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
 from rueval.tasks.prompts.mera import MeraInstructionPrompt
-from rueval.tasks.prompts.template import TemplatePrompt
 
 
 def _own_prompt(task: Task) -> TaskPrompt:
-    if isinstance(task.prompt, Template):
-        return TemplatePrompt(task.shape, task.prompt)
     module, _, attribute = task.prompt.partition(":")
     try:
         prompt: TaskPrompt = getattr(import_module(module), attribute)  # a module's prompt object, named by the task
@@ -42,8 +39,6 @@ def _prompt(task: Task) -> TaskPrompt:
 
 def _variants(task: Task) -> tuple[TaskPrompt, ...]:
     default = PROMPTS[task.name]
-    if isinstance(task.prompt, Template):
-        return (default,)
     module, _, attribute = task.prompt.partition(":")
     declared = getattr(import_module(module), f"{attribute}_VARIANTS", ())
     return (default, *(_with_mera(task, variant) for variant in declared[1:])) if declared else (default,)

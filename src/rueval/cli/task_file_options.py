@@ -1,0 +1,40 @@
+"""The options of `rueval run` for lm-evaluation-harness task files (rueval.run.task_files): the names it
+takes, the folders they come from, and the consents to run code they need."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+RunTasksOption = Annotated[
+    str,
+    typer.Option(
+        "--tasks",
+        "-t",
+        help="Comma-separated task names, or rsg, tape, mera, all; or lm-eval's task, group or tag names.",
+    ),
+]
+IncludePathOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--include-path",
+        "--include_path",
+        help="lm-eval task files under this folder, run by lm-eval's own task code (the lm-eval extra); repeatable.",
+    ),
+]
+TrustTaskCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-task-code",
+        help="Run the Python that task files name (!function: process_docs, process_results, metrics).",
+    ),
+]
+ConfirmRunUnsafeCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--confirm-run-unsafe-code",
+        "--confirm_run_unsafe_code",
+        help="Run the code a model writes, as code tasks need: it runs on this machine, not in a sandbox.",
+    ),
+]
