@@ -30,20 +30,20 @@ def test_python_named_by_an_asked_task_or_what_it_includes_needs_consent(tmp_pat
     files = TaskFiles.finding(["both"], [str(folder_with_code(tmp_path))])
     assert [str(code) for code in files.task_code(["both"])] == [f"{tmp_path / '_template.yaml'}:1: helpers.prepare"]
     with pytest.raises(RuevalError) as refused:
-        files.check_consent(["mine"], trusted=False)
+        files.check(["mine"], trusted=False, confirmed=False)
     assert str(refused.value) == (
         f"the task files run Python ({tmp_path / '_template.yaml'}:1: helpers.prepare): "
         "give --trust-task-code to run it"
     )
-    files.check_consent(["mine"], trusted=True)
-    files.check_consent(["plain"], trusted=False)  # only the asked tasks' files count
+    files.check(["mine"], trusted=True, confirmed=False)
+    files.check(["plain"], trusted=False, confirmed=False)  # only the asked tasks' files count
 
 
 def test_lm_eval_s_own_tasks_run_lm_eval_s_installed_code_without_consent():
     files = TaskFiles.finding(["hellaswag"])
     assert any(file.name.endswith(".yaml") for file in files.files(["hellaswag"]))
     assert files.task_code(["hellaswag"]) == []
-    files.check_consent(["hellaswag"], trusted=False)
+    files.check(["hellaswag"], trusted=False, confirmed=False)
 
 
 def test_a_file_rueval_does_not_read_is_a_warning_unless_an_asked_task_is_in_it(tmp_path, capsys):
@@ -54,9 +54,9 @@ def test_a_file_rueval_does_not_read_is_a_warning_unless_an_asked_task_is_in_it(
     warned = capsys.readouterr().err
     assert f"{tmp_path / 'broken.yaml'}:2: not valid YAML" in warned
     assert f"{tmp_path / 'twice.yaml'}:2: field 'task': key given twice (first on line 1)" in warned
-    files.check_consent(["plain"], trusted=False)
+    files.check(["plain"], trusted=False, confirmed=False)
     with pytest.raises(DataError, match="key given twice"):
-        files.check_consent(["again"], trusted=True)
+        files.check(["again"], trusted=True, confirmed=False)
 
 
 def test_names_go_to_the_include_path_first_then_rueval_then_lm_eval(tmp_path):

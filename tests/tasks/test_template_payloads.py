@@ -1,7 +1,8 @@
 """No code from data: the known template-injection payloads, fed through the command line to every place
-a task file or a data file gives rueval a template (a YAML task's doc_to_text, doc_to_target,
-doc_to_choice, description and fewshot_config; MERA's instructions; a task file that --resume reloads),
-each end in one line naming the file, exit code 2, and no file written by the payload."""
+a task file or a data file gives rueval a template (an lm-eval task file's doc_to_text, doc_to_target,
+doc_to_choice, description and fewshot_config, rendered by lm-eval's own code in rueval's sandbox; MERA's
+instructions; a task file that --resume reads again), each end in one line, exit code 2, and no file
+written by the payload."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mera_files import LAYOUTS, parus, seven_tasks
-from support import write_jsonl
+from task_files import REVIEWS, task_file
 
 # The issue's payload as it was found: it ran `id` as the user under a plain jinja2.Environment.
 ISSUE_PAYLOAD = (
@@ -27,9 +28,9 @@ READ_TIME = [
     "{{ text | attr('__class__') }}",
     "{{ [text] | map(attribute='__class__') | list }}",
 ]
-# Refused when a prompt is filled: names that come from the records (names written in the template,
-# even built as '_' ~ '_class__', are constants, refused when the file is read), format strings, sizes
-FILLING = f"{Path('hostile.yaml')}:6: field 'doc_to_text': example 0: the prompt template cannot be filled"
+# Refused when a record fills a template: names that come from the records (names written in the template,
+# even built as '_' ~ '_class__', are constants, refused when the file is read), format strings, sizes,
+# and Jinja's own objects reached without a dunder name
 RUN_TIME = [
     ("{{ text | attr(attribute) }}", "access to attribute '__class__' of 'str' object is unsafe"),
     ("{{ text[attribute] }}", "access to attribute '__class__' of 'str' object is unsafe"),
@@ -40,29 +41,17 @@ RUN_TIME = [
     ("{{ '{:>1500000000}'.format(text) }}", "width or precision above"),
     ("{{ '%1500000000s' % text }}", "width or precision above"),
     ("{{ text * 1000000000 }}", "the text would pass"),
-    # Jinja's own objects are no record's fields: rueval's task files read every name as a field
-    ("{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}", "test.jsonl:1: field 'cycler': missing"),
-    ("{{ (namespace | attr(init)).system('id > F') }}", "test.jsonl:1: field 'namespace': missing"),
+    ("{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}", "unsafe"),
+    ("{{ (namespace | attr(init)).system('id > F') }}", "unsafe"),
 ]
-TASK = """\
-task: hostile
-dataset_path: data
-training_split: train
-test_split: test
-output_type: multiple_choice
-doc_to_text: {text}
-doc_to_target: {target}
-doc_to_choice: {choice}
-"""
 NAMES = {"attribute": "__class__", "init": "__init__", "globals": "__globals__"}  # names a record may hold
-RECORDS = [{"text": f"Отзыв номер {i}: хорошо.", "label": i % 2, **NAMES} for i in range(6)]
+RECORDS = [{**review, **NAMES} for review in REVIEWS]
 
 
 def task_folder(root: Path, text: str = "'Отзыв: {{text}} Хороший?'", target: str = "label", choice: str = "") -> Path:
-    write_jsonl(root / "data" / "train.jsonl", RECORDS)
-    write_jsonl(root / "data" / "test.jsonl", RECORDS[:2])
-    declared = TASK.format(text=text, target=target, choice=choice or '["нет", "да"]')
-    (root / "hostile.yaml").write_text(declared, encoding="utf-8")
+    """hostile.yaml: an lm-eval multiple-choice task whose doc_to_text is line 8, doc_to_target 9, doc_to_choice 10."""
+    body = f"output_type: multiple_choice\ndoc_to_text: {text}\ndoc_to_target: {target}\n"
+    task_file(root, "hostile", body + f"doc_to_choice: {choice or '[нет, да]'}\n", RECORDS)
     return root
 
 
@@ -81,71 +70,60 @@ def refused(result, *expected: str) -> str:
     return lines[0]
 
 
+def run(cli, folder: Path, out: Path, model: str = "hf:some/model"):
+    return cli("run", "--include-path", folder, "-t", "hostile", "-m", model, "--limit", "2", "-o", out)
+
+
 @pytest.mark.parametrize("payload", READ_TIME)
-def test_a_payload_in_doc_to_text_is_refused_when_the_task_file_is_read(cli, tmp_path, task_registry, payload):
+def test_a_payload_in_doc_to_text_is_refused_when_the_task_file_is_read(cli, tmp_path, payload):
     written = tmp_path / "pwned"
     folder = task_folder(tmp_path / "tasks", text=quoted(payload, written))
-    result = cli("run", "--include-path", folder, "-t", "hostile", "-m", "majority", "-o", tmp_path / "out")
-    refused(result, f"{folder / 'hostile.yaml'}:6: field 'doc_to_text'", "names starting with '__'")
-    assert not written.exists() and not (tmp_path / "out" / "results.json").exists()
+    result = run(cli, folder, tmp_path / "out")
+    refused(result, f"{folder / 'hostile.yaml'}:8: field 'doc_to_text': the template is refused", "'__")
+    assert not written.exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("payload", "message"), RUN_TIME)
-def test_a_payload_in_doc_to_text_is_refused_when_a_prompt_is_filled(
-    cli, tmp_path, task_registry, tiny_gpt2_dir, payload, message
-):  # noqa: E501
+def test_a_payload_in_doc_to_text_is_refused_when_a_record_fills_it(cli, tmp_path, tiny_gpt2_dir, payload, message):
     written = tmp_path / "pwned"
     folder = task_folder(tmp_path / "tasks", text=quoted(payload, written))
-    result = cli("run", "--include-path", folder, "-t", "hostile", "-m", f"hf:{tiny_gpt2_dir}", "-o", tmp_path / "o")
-    refused(result, *([] if "field" in message else [FILLING]), message)
+    result = run(cli, folder, tmp_path / "out", f"hf:{tiny_gpt2_dir}")
+    refused(result, f"{folder / 'hostile.yaml'}: task hostile: a template cannot be filled", message)
     assert not written.exists()
 
 
-@pytest.mark.parametrize(
-    ("key", "line", "message"),
-    [("doc_to_target", 7, "expected the field holding the gold answer"), ("doc_to_choice", 8, "expected a list")],
-)
-def test_a_payload_in_doc_to_target_or_doc_to_choice_is_refused(cli, tmp_path, task_registry, key, line, message):
+@pytest.mark.parametrize(("key", "line"), [("doc_to_target", 9), ("doc_to_choice", 10)])
+def test_a_payload_in_doc_to_target_or_doc_to_choice_is_refused(cli, tmp_path, key, line):
     written = tmp_path / "pwned"
     folder = task_folder(tmp_path / "tasks", **{key.removeprefix("doc_to_"): quoted(ISSUE_PAYLOAD, written)})
-    result = cli("run", "--include-path", folder, "-t", "hostile", "-m", "majority", "-o", tmp_path / "out")
-    refused(result, f"hostile.yaml:{line}: field '{key}'", message)
+    refused(run(cli, folder, tmp_path / "out"), f"hostile.yaml:{line}: field '{key}': the template is refused")
     assert not written.exists()
-
-
-def test_answer_texts_listed_in_doc_to_choice_are_texts_never_templates(cli, tmp_path, task_registry):
-    """As lm-eval reads a list of choices: each is the answer's text, so a payload there is text."""
-    written = tmp_path / "pwned"
-    choices = f"[{quoted(ISSUE_PAYLOAD, written)}, 'да']"
-    folder = task_folder(tmp_path / "tasks", choice=choices)
-    result = cli("run", "--include-path", folder, "-t", "hostile", "-m", "majority", "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
-    predictions = (tmp_path / "out" / "predictions" / "hostile.jsonl").read_text(encoding="utf-8")
-    assert "__globals__" in predictions and not written.exists()
 
 
 @pytest.mark.parametrize("key", ["description", "fewshot_config"])
-def test_description_and_fewshot_config_are_not_read_from_a_task_file(cli, tmp_path, task_registry, key):
+def test_a_payload_in_description_or_fewshot_config_is_refused(cli, tmp_path, key):
     written = tmp_path / "pwned"
     folder = task_folder(tmp_path / "tasks")
     value = quoted(ISSUE_PAYLOAD, written) if key == "description" else "{doc_to_text: " + quoted(ISSUE_PAYLOAD, written) + "}"  # fmt: skip  # noqa: E501
     with open(folder / "hostile.yaml", "a", encoding="utf-8") as file:
         file.write(f"{key}: {value}\n")
-    result = cli("run", "--include-path", folder, "-t", "hostile", "-m", "majority", "-o", tmp_path / "out")
-    refused(result, f"hostile.yaml:9: field '{key}'", "not read from a task file")
+    field = "description" if key == "description" else "doc_to_text"
+    refused(run(cli, folder, tmp_path / "out"), f"hostile.yaml:11: field '{field}': the template is refused")
     assert not written.exists()
 
 
-def test_resume_reloads_the_task_file_through_the_sandbox(cli, tmp_path, task_registry):
-    """A shared run folder names its task files in run.json: --resume reads them again, as they are now."""
+@pytest.mark.slow
+def test_resume_reads_the_task_file_again_through_the_sandbox(cli, tmp_path, tiny_gpt2_dir):
+    """A shared run folder names its task files' folder in run.json: --resume reads them as they are now."""
     written = tmp_path / "pwned"
     folder = task_folder(tmp_path / "tasks")
     out = tmp_path / "out"
-    first = cli("run", "--include-path", folder, "-t", "hostile", "-m", "majority", "-o", out)
+    first = run(cli, folder, out, f"hf:{tiny_gpt2_dir}")
     assert first.exit_code == 0, first.output
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["include_path"] == [str(folder)]
     task_folder(folder, text=quoted(ISSUE_PAYLOAD, written))  # the task file, edited in the shared folder
-    refused(cli("run", "--resume", "-o", out), f"{folder / 'hostile.yaml'}:6: field 'doc_to_text'", "'__")
+    refused(cli("run", "--resume", "-o", out), f"{folder / 'hostile.yaml'}:8: field 'doc_to_text'", "'__")
     assert not written.exists()
 
 

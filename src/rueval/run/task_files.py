@@ -37,7 +37,7 @@ def run_task_files(spec: RunSpec, out: Path, force: bool = False) -> dict[str, A
     started = time.perf_counter()
     files = TaskFiles.finding(spec.task_files, spec.include_path)
     files.check_names(spec.task_files)  # a resumed run's too: its folder may have changed
-    files.check_consent(spec.task_files, spec.trust_task_code)
+    files.check(spec.task_files, spec.trust_task_code, spec.confirm_run_unsafe_code)
     store = RunStore(out)
     store.check_folder()
     solver = spec.solver(store.out.resolve() / "finetune")
@@ -82,8 +82,10 @@ def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> dict[str, Any]:
         )
     except RuevalError:
         raise
-    except jinja2.TemplateError as e:
-        raise RuevalError(f"a task file's template: {first_line(e)}") from None
+    except jinja2.TemplateError as e:  # what the sandbox refuses when a record fills a template
+        task = failing_task(e)
+        where = f"{files.declaring(task) or task}: task {task}: " if task else ""
+        raise RuevalError(f"{where}a template cannot be filled: {first_line(e)}") from None
     except Exception as e:  # noqa: BLE001 - lm-eval's errors about a task file are many kinds, each the user's to fix
         raise RuevalError(f"lm-eval could not run the task files: {type(e).__name__}: {first_line(e)}") from None
     if results is None:  # lm-eval returns nothing on its non-main processes
@@ -104,6 +106,16 @@ def write_results(store: RunStore, results: dict[str, Any], log_samples: bool) -
         for task, task_samples in samples.items():
             tracker.save_results_samples(task, task_samples)
     store.write_lm_eval(document)
+
+
+def failing_task(error: BaseException) -> str | None:
+    """The lm-eval task whose code raised ``error`` (a frame of one of its methods), if any."""
+    traceback, task = error.__traceback__, None
+    while traceback is not None:
+        config = getattr(traceback.tb_frame.f_locals.get("self"), "config", None)
+        task = getattr(config, "task", None) if isinstance(getattr(config, "task", None), str) else task
+        traceback = traceback.tb_next
+    return task
 
 
 def first_line(error: BaseException) -> str:

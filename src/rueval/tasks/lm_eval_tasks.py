@@ -32,6 +32,16 @@ from rueval.tasks import get_task, is_known
 EXTRA = "task files need the lm-eval extra: pip install 'rueval[lm-eval]'"
 FUNCTION_TAG = "!function"
 TRUST_FLAG = "--trust-task-code"
+UNSAFE_FLAG = "--confirm-run-unsafe-code"
+# the keys lm-eval renders as templates (in a task's config and its fewshot_config)
+TEMPLATE_KEYS = (
+    "doc_to_text",
+    "doc_to_target",
+    "doc_to_choice",
+    "description",
+    "gen_prefix",
+    "doc_to_decontamination_query",
+)
 
 
 def lm_eval_module() -> Any:
@@ -104,16 +114,30 @@ class TaskFiles:
         """Every ``!function`` of the names' files outside lm-eval's own tasks."""
         return [code for file in self.files(names) if not self._own(file) for code in _functions(file)]
 
-    def check_consent(self, names: Sequence[str], trusted: bool) -> None:
-        """The asked tasks' files read within bounds, and their Python run only with ``trusted``: else one
-        line naming the files and functions."""
-        for file in self.files(names):
+    def check(self, names: Sequence[str], trusted: bool, confirmed: bool) -> None:
+        """Before lm-eval builds the asked tasks: their files (and what they include) read within bounds,
+        their templates compiled in the sandbox (a template it refuses is an error naming the file, line
+        and key), their Python run only when ``trusted`` and the model's code only when ``confirmed``."""
+        files = self.files(names)
+        for file in files:
             if file in self.unread:
                 raise self.unread[file]
+            _check_templates(file)
         code = self.task_code(names)
         if code and not trusted:
             shown = "; ".join(map(str, code[:5])) + (f"; and {len(code) - 5} more" if len(code) > 5 else "")
             raise RuevalError(f"the task files run Python ({shown}): give {TRUST_FLAG} to run it")
+        marked = [str(file) for file in files if _says_unsafe(file)]
+        if marked and not confirmed:
+            raise RuevalError(
+                f"{', '.join(marked)}: unsafe_code: the task runs the code the model writes, on this machine (not in "
+                f"a sandbox): give {UNSAFE_FLAG} to run it"
+            )
+
+    def declaring(self, task: str) -> str:
+        """The file that declares a task, for messages ("" when lm-eval's index does not say)."""
+        entry = self.manager.task_index.get(task)
+        return str(entry.yaml_path) if entry is not None and entry.yaml_path else ""
 
     def listing(self) -> list[dict[str, Any]]:
         """The include path's tasks, groups and tags: name, kind, file, output type, and Python run."""
@@ -204,27 +228,44 @@ def _with_includes(file: Path, seen: set[Path]) -> Iterator[Path]:
         return
     seen.add(file)
     yield file
-    try:
-        node = composed(file)
-    except DataError:
-        return  # check_consent refuses it
-    for included in _scalars_under(node, "include"):
+    for included in _texts_under(_composed(file), "include"):
         path = Path(included)
         yield from _with_includes(path if path.is_absolute() else file.parent / path, seen)
 
 
 def _functions(file: Path) -> list[TaskCode]:
+    return [TaskCode(file, n.start_mark.line + 1, n.value) for n in _nodes(_composed(file)) if n.tag == FUNCTION_TAG]
+
+
+def _check_templates(file: Path) -> None:
+    """Each template key's text compiled in the sandbox: what it refuses when a template is read (a name
+    starting with "__", a syntax error) is a DataError naming the file, line and key."""
+    import jinja2
+
+    for key, value in _pairs(_composed(file)):
+        if key in TEMPLATE_KEYS and isinstance(value.value, str) and ("{{" in value.value or "{%" in value.value):
+            try:
+                environment().from_string(value.value)
+            except jinja2.TemplateError as e:
+                raise DataError(str(file), f"the template is refused: {e}", value.start_mark.line + 1, key) from None
+
+
+def _says_unsafe(file: Path) -> bool:
+    return any(value.lower() not in ("false", "no", "off") for value in _texts_under(_composed(file), "unsafe_code"))
+
+
+def _composed(file: Path) -> Any:
+    """The file's nodes; None for a file that fails rueval's checks (``TaskFiles.check`` refuses it first)."""
     try:
-        node = composed(file)
+        return composed(file)
     except DataError:
-        return []
-    return [TaskCode(file, n.start_mark.line + 1, n.value) for n in _nodes(node) if n.tag == FUNCTION_TAG]
+        return None
 
 
 def _nodes(node: Any) -> Iterator[Any]:
     """Every node of a composed document, each once (an alias is one node met twice)."""
     seen: set[int] = set()
-    stack = [node]
+    stack = [node] if node is not None else []
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -235,12 +276,16 @@ def _nodes(node: Any) -> Iterator[Any]:
             stack.extend(child for item in node.value for child in (item if isinstance(item, tuple) else (item,)))
 
 
-def _scalars_under(node: Any, key: str) -> Iterator[str]:
-    """The texts given under ``key`` anywhere in the document (a text, or a list of texts)."""
+def _pairs(node: Any) -> Iterator[tuple[Any, Any]]:
+    """Every key (its text) and value node of every mapping in the document."""
     for mapping in _nodes(node):
-        if not isinstance(mapping.value, list):
-            continue
-        for pair in mapping.value:
-            if isinstance(pair, tuple) and pair[0].value == key:
-                values = pair[1].value if isinstance(pair[1].value, list) else [pair[1]]
-                yield from (v.value for v in values if isinstance(v.value, str))
+        if isinstance(mapping.value, list):
+            yield from ((pair[0].value, pair[1]) for pair in mapping.value if isinstance(pair, tuple))
+
+
+def _texts_under(node: Any, key: str) -> Iterator[str]:
+    """The texts given under ``key`` anywhere in the document (a text, or a list of texts)."""
+    for name, value in _pairs(node):
+        if name == key:
+            values = value.value if isinstance(value.value, list) else [value]
+            yield from (v.value for v in values if isinstance(v.value, str))
