@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from rueval.core.errors import RuevalError
@@ -48,17 +49,21 @@ class HarnessTokens:
     window: int  # the model's max_length
     owner: str  # the model, for errors
 
-    @property
+    @cached_property
     def prefix(self) -> int:
         """HFLM's prefix_token_id: BOS, else EOS."""
         return start_token_of(self.tokenizer, self.owner)
+
+    @cached_property
+    def prefix_text(self) -> str:
+        return self.tokenizer.decode(self.prefix)
 
     def special(self, text: str, asked: bool | None = None) -> bool:
         """Whether ``text`` is tokenized with special tokens (HFLM.tok_encode): as asked, else not when it
         starts with the prefix token's text, else add_bos_token, else the tokenizer's default (with)."""
         if asked is not None:
             return asked
-        if text.startswith(self.tokenizer.decode(self.prefix)):
+        if text.startswith(self.prefix_text):
             return False
         return True if self.add_bos is None else self.add_bos
 
