@@ -194,6 +194,12 @@ def test_gen_kwargs_map_to_rueval_generation_and_others_are_refused(model_dir):
         lm.apply_chat_template([{"role": "user", "content": "Привет"}])
     with pytest.raises(RuevalError, match="unknown pretrained; it takes: model, device"):
         RuevalLM.create_from_arg_string(f"pretrained={model_dir},model=hf:{model_dir}")
+    with pytest.raises(RuevalError, match="batch_size=many: expected a number or auto"):
+        RuevalLM.create_from_arg_string(f"model=hf:{model_dir},batch_size=many")
+    with pytest.raises(RuevalError, match="trust_remote_code=maybe: expected a bool"):
+        RuevalLM.create_from_arg_string(f"model=hf:{model_dir},trust_remote_code=maybe")
+    auto = RuevalLM.create_from_arg_string(f"model=hf:{model_dir},batch_size=auto:4,cache=off")
+    assert auto.engine.model.auto_batch
 
 
 def test_a_sampled_request_repeated_is_drawn_anew_each_time_and_reproducibly(tiny_gpt2_dir):

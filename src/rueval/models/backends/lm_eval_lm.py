@@ -201,4 +201,10 @@ def _option(name: str, value: Any) -> Any:
             return kind(value)
     except ValueError:
         raise RuevalError(f"rueval's lm-eval model: {name}={value}: expected a {kind.__name__}") from None
-    return int(value) if name == "batch_size" and value.isdigit() else value
+    if name != "batch_size":
+        return value
+    if value.isdigit():
+        return int(value)
+    if value.partition(":")[0] != "auto":
+        raise RuevalError(f"rueval's lm-eval model: batch_size={value}: expected a number or auto")
+    return "auto"  # lm-eval's auto:N re-measures N times; rueval's auto shrinks on out-of-memory as it goes
