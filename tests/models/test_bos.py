@@ -32,7 +32,12 @@ REQUESTS = [  # (context, continuation), as lm-eval's loglikelihood takes them
     ("Река " * 60, "замёрзла в начале декабря"),  # longer than WINDOW: the oldest tokens dropped
     ("Короткий", " и длинное продолжение, в котором много разных слов"),
 ]
-TEXTS = ["Бабушка испекла яблочный пирог.", f"{BOS}Оркестр сыграл симфонию", "Дети слепили снеговика во дворе"]
+TEXTS = [
+    "Бабушка испекла яблочный пирог.",
+    f"{BOS}Оркестр сыграл симфонию",
+    "Дети слепили снеговика во дворе",
+    "Река замёрзла в начале декабря. " * 30,  # longer than WINDOW: lm-eval's rolling windows
+]
 PROMPTS = ["Вопрос: Какого цвета снег?\nОтвет:", "Кошка спит ", f"{BOS}Самолёт взлетел"]
 POLICIES = [("tokenizer", None), ("true", True), ("false", False)]
 
@@ -89,10 +94,16 @@ def test_the_policies_tokenize_differently_where_lm_eval_does(bos_adding_dir):
     assert rolling[:2] == [bos, bos]  # lm-eval's rolling text keeps the tokenizer's BOS after its prefix token
 
 
-def test_a_rolling_text_longer_than_the_window_is_one_error(bos_adding_dir):
+def test_a_rolling_text_longer_than_the_window_is_scored_in_lm_evals_windows(bos_adding_dir):
+    """Not vacuous: the long text takes several windows, each a full window but the first."""
     model = HFCausalLM(str(bos_adding_dir), bos="tokenizer")
-    with pytest.raises(RuevalError, match=f"longer than the model's window of {WINDOW}; rueval does not compute"):
-        model.loglikelihood([Loglikelihood("", "Река " * 100, rolling=True)])
+    (windows,) = model.harness.sequences([Loglikelihood("", TEXTS[-1], rolling=True)])
+    text = model.tokenizer(TEXTS[-1])["input_ids"]
+    assert len(windows) == -(-len(text) // WINDOW) > 2
+    assert [len(ids) - first for ids, first in windows] == [WINDOW] * (len(windows) - 1) + [
+        len(text) % WINDOW or WINDOW
+    ]
+    assert all(len(ids) == WINDOW + 1 for ids, _ in windows[1:])  # the last is never input
 
 
 def test_the_policy_is_part_of_the_models_cache_identity_and_always_keeps_todays(tiny_gpt2_dir):

@@ -174,7 +174,7 @@ TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped 
 BosOption = Annotated[
     BosName,
     typer.Option(
-        help="hf: start tokens: always BOS (else EOS), TAPE's; or as lm-eval's HFLM: tokenizer (default), true, false."
+        help="hf: start tokens: always BOS (else EOS), TAPE's; lm-eval HFLM's: tokenizer, add_bos_token true, false."
     ),
 ]
 RevisionOption = Annotated[str | None, typer.Option(help="hf: a hub branch, tag or commit.")]

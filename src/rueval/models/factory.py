@@ -120,7 +120,7 @@ class ModelOptions:
     trust_remote_code: bool = option(False, help="hf: run code shipped with the model.", read_by=("hf", "vllm"))
     bos: str = option(
         "always",
-        help="hf: start tokens: always BOS (else EOS), TAPE's; or as lm-eval's HFLM: tokenizer (default), true, false.",
+        help="hf: start tokens: always BOS (else EOS), TAPE's; lm-eval HFLM's: tokenizer, add_bos_token true, false.",
         read_by=("hf",),
         choices=BOS_POLICIES,
     )

@@ -12,7 +12,8 @@ none), the texts tokenized without special tokens (``encode_pair``). The others 
   start token of rueval's own (``TemplateLM._encode_pair``);
 - an empty context is lm-eval's prefix token (BOS, else EOS) before the continuation's plain tokens,
   unless they start with it (``TemplateLM.loglikelihood``); a rolling request (``loglikelihood_rolling``)
-  puts the prefix token before the whole text as ``tok_encode`` gives it;
+  puts the prefix token before the whole text as ``tok_encode`` gives it, in lm-eval's rolling windows
+  where it is longer than the model's window (each window scored from the tokens before it in the window);
 - a sequence longer than the model's window keeps its last window + 1 tokens (the last is never
   input); a generation prompt keeps its last window - new tokens (``HFLM.generate_until``).
 """
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.models.backends.token_ids import fit_window, start_token_of
-from rueval.models.base import Generation, Loglikelihood, describe, move_spaces, text_of
+from rueval.models.base import Generation, Loglikelihood, LoglikelihoodResult, describe, move_spaces, text_of
 
 ALWAYS = "always"
 # each lm-eval policy's HFLM add_bos_token: None leaves the special tokens to the tokenizer
@@ -47,17 +49,21 @@ class HarnessTokens:
     window: int  # the model's max_length
     owner: str  # the model, for errors
 
-    @property
+    @cached_property
     def prefix(self) -> int:
         """HFLM's prefix_token_id: BOS, else EOS."""
         return start_token_of(self.tokenizer, self.owner)
+
+    @cached_property
+    def prefix_text(self) -> str:
+        return self.tokenizer.decode(self.prefix)
 
     def special(self, text: str, asked: bool | None = None) -> bool:
         """Whether ``text`` is tokenized with special tokens (HFLM.tok_encode): as asked, else not when it
         starts with the prefix token's text, else add_bos_token, else the tokenizer's default (with)."""
         if asked is not None:
             return asked
-        if text.startswith(self.tokenizer.decode(self.prefix)):
+        if text.startswith(self.prefix_text):
             return False
         return True if self.add_bos is None else self.add_bos
 
@@ -69,8 +75,9 @@ class HarnessTokens:
         context, continuation = move_spaces(context, continuation)
         return [(text, self.special(text)) for text in (context, context + continuation)]
 
-    def pairs(self, requests: Sequence[Loglikelihood]) -> list[tuple[list[int], int]]:
-        """``pair`` of every request, the distinct texts tokenized in one call per special-token setting."""
+    def sequences(self, requests: Sequence[Loglikelihood]) -> list[list[tuple[list[int], int]]]:
+        """Each request's sequences to score (token ids, index of the first scored token): one, or a rolling
+        text's windows; the distinct texts tokenized in one call per special-token setting."""
         wanted = dict.fromkeys(key for request in requests for key in self.needs(request))
         ids: dict[tuple[str, bool], list[int]] = {}
         for special in (False, True):
@@ -78,29 +85,42 @@ class HarnessTokens:
             if texts:
                 tokenized = self.tokenizer(texts, add_special_tokens=special)["input_ids"]
                 ids.update(zip(((text, special) for text in texts), tokenized, strict=True))
-        return [self.pair(request, ids) for request in requests]
+        return [self.windows(request, [ids[key] for key in self.needs(request)]) for request in requests]
 
-    def pair(self, request: Loglikelihood, ids: dict[tuple[str, bool], list[int]]) -> tuple[list[int], int]:
-        """Token ids of the sequence and the index of its first scored token, from ``ids`` (``needs``' texts)."""
-        tokens = [ids[key] for key in self.needs(request)]
+    def pairs(self, requests: Sequence[Loglikelihood]) -> list[tuple[list[int], int]]:
+        """The one sequence of each request (a rolling text longer than the window has several)."""
+        pairs = []
+        for request, windows in zip(requests, self.sequences(requests), strict=True):
+            if len(windows) > 1:
+                raise ValueError(f"{describe(request)} is scored in {len(windows)} windows")
+            pairs.append(windows[0])
+        return pairs
+
+    def windows(self, request: Loglikelihood, tokens: list[list[int]]) -> list[tuple[list[int], int]]:
+        """The sequences of a request, from the tokens of ``needs``' texts."""
         if text_of(request.context):
             context, whole = tokens
             if not context or len(whole) <= len(context):
                 part = "context" if not context else "continuation"
                 raise RuevalError(f"{self.owner}: {describe(request)} has no {part} tokens as lm-eval tokenizes it")
-            return fit_window([*context, *whole[len(context) :]], len(context), self.window + 1)
+            return [fit_window([*context, *whole[len(context) :]], len(context), self.window + 1)]
         (text,) = tokens
-        sequence = text if text[:1] == [self.prefix] and not request.rolling else [self.prefix, *text]
-        if len(sequence) < 2:
-            raise RuevalError(f"{self.owner}: {describe(request)} has no tokens to score")
         if not request.rolling:
-            return fit_window(sequence, 1, self.window + 1)
-        if len(text) > self.window:
-            raise RuevalError(
-                f"{self.owner}: a rolling log-likelihood text of {len(text)} tokens is longer than the model's "
-                f"window of {self.window}; rueval does not compute lm-eval's rolling windows"
-            )
-        return sequence, 1
+            sequence = text if text[:1] == [self.prefix] else [self.prefix, *text]
+            if len(sequence) < 2:
+                raise RuevalError(f"{self.owner}: {describe(request)} has no tokens to score")
+            return [fit_window(sequence, 1, self.window + 1)]
+        if not text:
+            raise RuevalError(f"{self.owner}: {describe(request)} has no tokens to score")
+        # lm-eval's get_rolling_token_windows(context_len=1) made disjoint: the first window after the prefix
+        # token, each later one the window's worth of tokens ending at its last, scoring those not scored yet
+        windows = [([self.prefix, *text[: self.window]], 1)]
+        done = min(self.window, len(text))
+        while done < len(text):
+            size = min(len(text) - done, self.window)
+            windows.append((text[done + size - self.window - 1 : done + size], self.window + 1 - size))
+            done += size
+        return windows
 
     def prompt(self, request: Generation) -> list[int]:
         """A generation prompt as HFLM.tok_batch_encode gives it (it checks the BOS text itself, not the
@@ -112,3 +132,33 @@ class HarnessTokens:
         if not ids:
             raise RuevalError(f"{self.owner}: {describe(request)} has no tokens as lm-eval tokenizes it")
         return ids[-(self.window - request.max_new_tokens) :]
+
+
+class Windows:
+    """Requests each scored as one sequence or (a rolling text) several, the scores of a request's
+    sequences summed into its result, which is reported once every one of them is scored."""
+
+    def __init__(self, per_request: list[list[tuple[list[int], int]]]):
+        self.per_request = per_request
+        self.flat = [sequence for sequences in per_request for sequence in sequences]
+        self.owner = [i for i, sequences in enumerate(per_request) for _ in sequences]
+        self.members: list[list[int]] = [[] for _ in per_request]
+        for j, i in enumerate(self.owner):
+            self.members[i].append(j)
+        self.scores: dict[int, tuple[float, bool]] = {}
+
+    def finished(self, scored: list[tuple[int, tuple[float, bool]]]) -> list[tuple[int, LoglikelihoodResult]]:
+        """The requests whose last sequence is among ``scored`` (index into ``flat``, score), with their results."""
+        self.scores.update(scored)
+        owners = sorted({self.owner[j] for j, _ in scored})
+        return [(i, self.result(i)) for i in owners if all(j in self.scores for j in self.members[i])]
+
+    def results(self, scores: list[tuple[float, bool]]) -> list[LoglikelihoodResult]:
+        self.scores.update(enumerate(scores))
+        return [self.result(i) for i in range(len(self.per_request))]
+
+    def result(self, i: int) -> LoglikelihoodResult:
+        scores = [self.scores[j] for j in self.members[i]]
+        tokens = sum(len(ids) - first for ids, first in self.per_request[i])
+        logprob = scores[0][0] if len(scores) == 1 else sum(score for score, _ in scores)
+        return LoglikelihoodResult(logprob, tokens, all(greedy for _, greedy in scores))

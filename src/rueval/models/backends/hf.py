@@ -9,7 +9,7 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.progress import step
-from rueval.models.backends.harness_tokens import ADD_BOS, ALWAYS, HarnessTokens, tokenizer_args
+from rueval.models.backends.harness_tokens import ADD_BOS, ALWAYS, HarnessTokens, Windows, tokenizer_args
 from rueval.models.backends.placement import (
     check_device,
     content_hash,
@@ -156,20 +156,16 @@ class HFCausalLM(LanguageModel):
 
         from rueval.models.backends.prefix_tree import score_sequences
 
-        encoded = self._encode_all(requests)
-
-        def result(i: int, score: tuple[float, bool]) -> LoglikelihoodResult:
-            ids, first = encoded[i]
-            return LoglikelihoodResult(score[0], len(ids) - first, score[1])
-
-        report = (lambda scored: on_done([(i, result(i, score)) for i, score in scored])) if on_done else None
+        harness = self.harness
+        windows = Windows(harness.sequences(requests) if harness else [[pair] for pair in self._encode_all(requests)])
+        report = (lambda scored: on_done(windows.finished(scored))) if on_done else None
         # A sliding window shorter than the sequences: a shared cache (cut to the window) or a tree
         # mask (which replaces the window's) would change the attention, so each is scored whole.
-        share = self.window is None or max((len(ids) for ids, _ in encoded), default=0) <= self.window
+        share = self.window is None or max((len(ids) for ids, _ in windows.flat), default=0) <= self.window
         with torch.inference_mode():
             scores = self._fitting(
                 lambda rows, tokens: score_sequences(
-                    encoded,
+                    windows.flat,
                     self._forward,
                     self._head,
                     rows,
@@ -180,7 +176,7 @@ class HFCausalLM(LanguageModel):
                     report,
                 )
             )
-        return [result(i, score) for i, score in enumerate(scores)]
+        return windows.results(scores)
 
     def _fitting(self, compute):
         """``compute(rows, tokens)``; with batch_size "auto" the token budget (and rows with it) shrinks by a

@@ -7,21 +7,24 @@ Needs the lm-eval extra (``pip install 'rueval[lm-eval]'``); nothing else in rue
 
 - ``loglikelihood``: (log-probability, greedy) of each (context, continuation), as ``Loglikelihood``.
 - ``loglikelihood_rolling``: the log-probability of each whole text after the prefix token (a rolling
-  ``Loglikelihood``). A text longer than the model's window is refused (hf:) rather than scored in lm-eval's
-  rolling windows; an empty text has nothing to predict and scores 0, as lm-eval's windows give it where the
-  tokenizer adds no BOS.
+  ``Loglikelihood``; hf: scores a text longer than the model's window in lm-eval's rolling windows). An empty
+  text has nothing to predict and scores 0, as lm-eval's windows give it where the tokenizer adds no BOS.
 - ``generate_until``: gen_kwargs ``until`` (a text or a list; the EOS text is added as HFLM adds it),
   ``max_gen_toks`` (or its aliases; default 256 as HFLM's), ``do_sample``, ``temperature``, ``top_p`` and
-  ``seed`` as rueval's ``Generation``; any other key is refused.
+  ``seed`` as rueval's ``Generation``; any other key is refused. A sampled request repeated (lm-eval's
+  ``repeats``) is drawn anew each time, reproducibly (the k-th repeat with seed + k).
 
 The start tokens are the backend's: lm-eval's ``--model hf`` tokenization is ``bos=tokenizer`` (hf:'s default,
-``always``, is TAPE's protocol). Chat templates (``apply_chat_template``) are refused for now.
+``always``, is TAPE's protocol). ``apply_chat_template`` renders with the model's tokenizer's chat template, as
+HFLM does (a backend without one refuses it); openai-chat:, which takes chat messages, is refused.
 """
 
 from __future__ import annotations
 
 import typing
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from lm_eval.api.model import LM
@@ -45,6 +48,8 @@ class RuevalLM(LM):
 
     def __init__(self, engine: Engine):
         super().__init__()
+        if engine.model.capabilities.chat_messages:
+            raise RuevalError(f"{engine.model.identity} takes chat messages; lm-eval's requests are text: use openai:")
         self.engine = engine
         tokenizer = engine.model.capabilities.tokenizer
         eos = getattr(tokenizer, "eos_token_id", None)
@@ -101,6 +106,13 @@ class RuevalLM(LM):
 
     def generate_until(self, requests: list) -> list[str]:
         asked = [self.generation(context, gen_kwargs) for context, gen_kwargs in (r.args for r in requests)]
+        # lm-eval sends a sampled request once per repeat (`repeats`): each its own draw, the k-th with seed + k
+        # (the engine would answer a repeat with the first draw)
+        repeats: Counter[Generation] = Counter()
+        for i, generation in enumerate(asked):
+            if generation.temperature > 0 or generation.top_p < 1:
+                asked[i] = replace(generation, seed=generation.seed + repeats[generation])
+                repeats[generation] += 1
         texts = self.engine.generate(asked, "lm-eval generate_until")
         for request, text in zip(requests, texts, strict=True):
             self.cache_hook.add_partial("generate_until", request.args, text)
@@ -136,7 +148,39 @@ class RuevalLM(LM):
         )
 
     def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
-        raise RuevalError("rueval's lm-eval model does not apply chat templates yet: run without apply_chat_template")
+        """The turns as HFLM renders them: with the tokenizer's chat template, without the system turn where the
+        template refuses one; after a final assistant turn, that turn left open (continued)."""
+        import jinja2
+
+        tokenizer = self._chat_tokenizer()
+
+        def render(turns: list[dict[str, str]]) -> str:
+            return tokenizer.apply_chat_template(
+                turns,
+                tokenize=False,
+                add_generation_prompt=add_generation_prompt,
+                continue_final_message=not add_generation_prompt,
+            )
+
+        try:
+            return render(chat_history)
+        except jinja2.exceptions.TemplateError:
+            return render([turn for turn in chat_history if turn["role"] != "system"])
+
+    @property
+    def tokenizer_name(self) -> str:
+        """The tokenizer's name, as lm-eval's request cache names a chat template (HFLM's spelling)."""
+        return str(self._chat_tokenizer().name_or_path).replace("/", "__")
+
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        """The chat template that lm-eval's results record (None when not asked for)."""
+        return self._chat_tokenizer().chat_template if chat_template else None
+
+    def _chat_tokenizer(self) -> Any:
+        tokenizer = self.engine.model.capabilities.tokenizer
+        if not getattr(tokenizer, "chat_template", None):
+            raise RuevalError(f"{self.engine.model.identity} has no chat template: run without apply_chat_template")
+        return tokenizer
 
     def get_model_info(self) -> dict[str, Any]:
         """What lm-eval's results record of the model: rueval's identity of it (path or hub id and revision)."""
@@ -157,4 +201,10 @@ def _option(name: str, value: Any) -> Any:
             return kind(value)
     except ValueError:
         raise RuevalError(f"rueval's lm-eval model: {name}={value}: expected a {kind.__name__}") from None
-    return int(value) if name == "batch_size" and value.isdigit() else value
+    if name != "batch_size":
+        return value
+    if value.isdigit():
+        return int(value)
+    if value.partition(":")[0] != "auto":
+        raise RuevalError(f"rueval's lm-eval model: batch_size={value}: expected a number or auto")
+    return "auto"  # lm-eval's auto:N re-measures N times; rueval's auto shrinks on out-of-memory as it goes
