@@ -87,7 +87,8 @@ def test_a_language_model_runs_meras_settings_and_exports_every_test_id(tmp_path
         written = [entry["meta"].get("id") for entry in files[f"{folder}.json"]["data"]["test"]]
         if task != "rutie":
             assert written == [r["meta"]["id"] for r in tasks[folder]["test"]], task
-    for sample in read_samples(tmp_path / "out", "rummlu"):  # one demonstration, from the item's own domain
+    out = tmp_path / "out"
+    for sample in read_samples(out, "rummlu"):  # one demonstration, from the item's own domain
         (arguments, *_) = sample["arguments"].values()
         demonstration, question = arguments["arg_0"].split("\n\n")
         assert sample["k"] == 1 and demonstration.startswith(f"Тема: {sample['doc']['domain']}.")
@@ -95,5 +96,13 @@ def test_a_language_model_runs_meras_settings_and_exports_every_test_id(tmp_path
     for entry in files["ruEthics.json"]["data"]["test"]:  # one answer under every criterion
         assert set(entry["outputs"]) == set(CRITERIA) and len(set(entry["outputs"].values())) == 1
         assert set(entry["outputs"].values()) <= {"0", "1"}
+    asked = {s["idx"]: (s["arguments"]["gen_args_0"]["arg_0"], s["prediction"]) for s in read_samples(out, "rutie")}
+    for record in tasks["ruTiE"]["test"]:  # each question after its dialogue's earlier ones, with the model's answers
+        dialog, question = record["meta"]["dialog_id"], record["meta"]["question_id"]
+        context, _ = asked[f"dialog_id:{dialog};question_id:{question}"]
+        answers = [asked[f"dialog_id:{dialog};question_id:{q}"][1] for q in range(question)]
+        shown = [f"Вопрос {q}?\n1. Да.\n2. Нет.\nОтвет: {'12'[a]}" for q, a in enumerate(answers)]
+        assert context.count("Ответ: ") == question and all(turn in context for turn in shown)
+        assert context.endswith(f"Вопрос {question}?\n1. Да.\n2. Нет.\nОтвет:")
     assert set(results.tasks) == {"ruhhh", "ruhatespeech", "rutie", "ruethics"}  # their tests have answers
     assert set(results.predicted) == {"rummlu", "mamuramu", "mathlogicqa", "bps", "lcs"}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from mera_choice_files import BPS_INSTRUCTION, hate, knowledge, nine_tasks
 from mera_files import write_snapshot
 
 from rueval.data import open_data
+from rueval.data.mera_choice_tasks import DIALOGUE
 from rueval.tasks import get_task
 from rueval.tasks.fewshot import demonstrations
 from rueval.tasks.prompts import get_prompt
@@ -32,10 +34,21 @@ def test_a_task_whose_inputs_are_one_text_fills_it_and_keeps_the_instructions_ot
     assert lcs.context == "Строки: ABCD BCD\nОтвет:" and len(lcs.choices) == 10 and lcs.target == " 3"
 
 
-def test_a_rutie_question_is_asked_without_the_dialogue_its_context_would_hold(source):
-    (question,) = get_prompt("rutie").questions(first(source, "rutie", n=1))
-    assert question.context == "Диалог с {{собеседником}}.\nВопрос 1?\n1. Да.\n2. Нет.\nОтвет:"
-    assert question.target == " 2"
+def test_a_rutie_question_follows_its_dialogue_so_far_with_the_models_answers(source):
+    prompt, example = get_prompt("rutie"), first(source, "rutie", n=2)
+    turns = [
+        {"question": f"Вопрос {q}?", "choice1": "Да.", "choice2": "Нет.", "answer": a} for q, a in ((0, "2"), (1, "1"))
+    ]
+    (question,) = prompt.questions(replace(example, fields={**example.fields, DIALOGUE: turns}))
+    # MERA's context former: the instruction's text before {context}, each earlier question in the
+    # task's form with the model's answer, a blank line after each, then the rest of the instruction
+    assert question.context == (
+        "Диалог с {{собеседником}}.\nВопрос 0?\n1. Да.\n2. Нет.\nОтвет: 2\n\n"
+        "Вопрос 1?\n1. Да.\n2. Нет.\nОтвет: 1\n\nВопрос 2?\n1. Да.\n2. Нет.\nОтвет:"
+    )
+    assert question.target == " 1"
+    (opening,) = prompt.questions(first(source, "rutie"))  # no question before it: the delimiter, then the question
+    assert opening.context == "\n\nДиалог с {{собеседником}}.\nВопрос 0?\n1. Да.\n2. Нет.\nОтвет:"
 
 
 def test_ruethics_is_one_answer_judged_by_each_criterion_its_demonstration_the_majority(source):

@@ -12,8 +12,8 @@ benchmark_tasks/<task>/, modules/scoring/src/tasks/<task>.py):
 - ruTiE: inputs {question, choice1, choice2}, outputs "1"/"2", meta {dialog_id, question_id, ...}
   and no id: a question's id is MERA's scorer's, "dialog_id:D;question_id:Q". The instruction's
   "{context}" is where MERA's harness puts the dialogue's earlier questions with the model's own
-  answers (benchmark_tasks/custom_context_formers.py, rutie/utils.py); a task.json keeps each
-  dialogue as a list of its records;
+  answers (benchmark_tasks/custom_context_formers.py, rutie/utils.py; rueval.run.dialogue asks them
+  so); a task.json keeps each dialogue as a list of its records;
 - BPS, LCS: inputs one text (the sequence, the strings), outputs "0"/"1" and "0".."9";
 - ruEthics: inputs {text, actant_1, actant_2}, outputs {virtue, law, moral, justice,
   utilitarianism} each "0"/"1", meta {id, question}: one answer to the record's question, judged
@@ -37,6 +37,7 @@ from rueval.data.mera_record import Answers, MeraRecord, MeraTask, labelled
 ETHICS_CRITERIA = ("virtue", "law", "moral", "justice", "utilitarianism")
 DIALOG_ID = "dialog_id:{dialog_id};question_id:{question_id}"  # a ruTiE question's id, as MERA's scorer keys it
 DIALOG_CONTEXT = "{context}"  # where a ruTiE instruction holds the dialogue so far
+DIALOGUE = "dialogue"  # the field of a ruTiE question asked: its dialogue's turns so far (rueval.run.dialogue)
 TWO = {"1": 0, "2": 1}  # MERA's answer "1"/"2": the first or second reply (the Choice shape's label)
 KNOWLEDGE_DEMO = "{text}\nA) {option_a}\nB) {option_b}\nC) {option_c}\nD) {option_d}\nОтвет:"
 
@@ -113,7 +114,7 @@ CHOICE_TASKS: dict[str, MeraTask] = {
                              "Реплика: {replica}\nОтвет 1: {reply_1}\nОтвет 2: {reply_2}\n"
                              "Целевая группа: {target_group}\nОтвет:", TWO, train=("test",), strip_query=False),
     "rutie": MeraTask("ruTiE", _dialog, 0, "{question}\n1. {choice1}\n2. {choice2}\nОтвет:", TWO, train=("test",),
-                      placeholders=("question", "choice1", "choice2"), dialog=True),
+                      placeholders=("question", "choice1", "choice2"), lstrip_demo=True, dialog=True),
     "bps": MeraTask("BPS", _sequence, 1, "Последовательность: {inputs}\nОтвет:", {"0": "0", "1": "1"},
                     placeholders=("inputs",), stripped=False, strip_query=False),
     "lcs": MeraTask("LCS", _strings, 1, "Строки: {inputs}\nОтвет:", {str(n): str(n) for n in range(10)},

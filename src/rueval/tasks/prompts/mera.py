@@ -21,11 +21,11 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.formatting import FormatError
-from rueval.data.mera_choice_tasks import DIALOG_CONTEXT
+from rueval.data.mera_choice_tasks import DIALOG_CONTEXT, DIALOGUE
 from rueval.data.mera_tasks import ANSWER_CUE, OPTION_LINE, RECORD_FIELD, MeraTask
 from rueval.tasks.base import Example
 from rueval.tasks.inline_options import split_options
-from rueval.tasks.prompts.base import Choice, Question, TaskPrompt
+from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
 from rueval.tasks.prompts.common import gold_continuation
 
 
@@ -41,7 +41,9 @@ class MeraInstructionPrompt(TaskPrompt):
         record = example.fields.get(RECORD_FIELD)
         if not record:
             return self.own.questions(example)
-        instruction = self._filled(example, self._instruction(record), record)
+        if self.mera.dialog:
+            return [self._question(example, self._dialogue(example, record))]
+        instruction = self._filled(example, record["instruction"], record)
         return [self._question(example, instruction.strip() if self.mera.stripped else instruction)]
 
     def demonstration(self, example: Example, position: int) -> list[Question]:
@@ -59,6 +61,8 @@ class MeraInstructionPrompt(TaskPrompt):
         record = example.fields.get(RECORD_FIELD)
         if not record:
             return self.own.after_demonstrations(example)
+        if self.mera.dialog:  # a ruTiE question keeps its dialogue after demonstrations (--shots)
+            return self.questions(example)
         text = self._filled(example, self.mera.demo, record, self._option_lines(example))
         return [self._question(example, text.lstrip() if self.mera.lstrip_demo else text)]
 
@@ -77,6 +81,22 @@ class MeraInstructionPrompt(TaskPrompt):
             if self.mera.dialog and isinstance(instruction, str)
             else instruction
         )
+
+    def _dialogue(self, example: Example, record: Mapping[str, Any]) -> str:
+        """A ruTiE question after its dialogue so far, as MERA's context former writes it: the earlier
+        questions in the task's form, each followed by " " and the model's answer, the first after the
+        instruction's text before "{context}", a blank line after each; then the instruction's rest
+        filled, stripped. A dialogue's first question: a blank line, then the instruction filled
+        without "{context}" (the context former's delimiter after no questions)."""
+        turns = example.fields.get(DIALOGUE) or []
+        if not turns:
+            return DEMO_SEPARATOR + self._filled(example, self._instruction(record), record).strip()
+        before, _, after = str(record["instruction"]).rpartition(DIALOG_CONTEXT)
+        shown = [
+            self._filled(example, self.mera.demo, {"inputs": turn}).lstrip() + f" {turn['answer']}" for turn in turns
+        ]
+        rest = self._filled(example, after, record).strip()
+        return before + DEMO_SEPARATOR.join(shown) + DEMO_SEPARATOR + rest
 
     def _question(self, example: Example, context: str) -> Question:
         if self.mera.generated:
