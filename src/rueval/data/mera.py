@@ -1,5 +1,6 @@
-"""MERA's files, in both layouts MERA has published, for the seven tasks rueval shares with it
-(declared in rueval.data.mera_tasks):
+"""MERA's files, in both layouts MERA has published, for the seven tasks rueval shares with it and
+MERA's choice and classification tasks of its own (declared in rueval.data.mera_tasks and
+rueval.data.mera_choice_tasks):
 
 - task folders (ai-forever/MERA): `<folder>/<Task>/task.json`, each `{"data": {"train": [...],
   "test": [...]}}` (and "validation" or "dev" where MERA has one);

@@ -9,9 +9,13 @@ custom_samplers.py; the settings not in the data are declared in rueval.data.mer
 - answers " " + MERA's answer text: RCB " 1"/" 2"/" 3", PARus " 1"/" 2", RWSD " Да"/" Нет",
   ruWorldTree and ruOpenBookQA the letter of one of the item's own options (MERA's files list A-D;
   an item with more options is asked with all of them, in the same form); MultiQ and CheGeKa are
-  generated, the answer's leading spaces stripped (the generation tasks' remove_whitespace filter).
+  generated, the answer's leading spaces stripped (the generation tasks' remove_whitespace filter);
+- MERA's choice and classification tasks of its own (rueval.data.mera_choice_tasks) the same way,
+  with each task file's differences (``MeraTask``): inputs that are one text, instructions whose
+  other braces are text, stripping; ruEthics answers once for its five criteria; a ruTiE question
+  follows its dialogue so far with the model's own answers (``DIALOGUE``, rueval.run.dialogue).
 
-Examples from other data keep the task's own prompt.
+Examples from other data keep the task's own prompt (MERA's own tasks have none: ``MERA_ONLY``).
 """
 
 from __future__ import annotations
