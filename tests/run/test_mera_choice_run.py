@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 from mera_choice_files import CRITERIA, nine_tasks, write
-from mera_files import LAYOUTS
+from mera_files import LAYOUTS, seven_tasks
 from support import read_samples
 from typer.testing import CliRunner
 
@@ -29,11 +29,11 @@ def read_zip(path):
         return {name: json.loads(archive.read(name)) for name in archive.namelist()}
 
 
-def run_and_export(base, data, model, *options):
+def run_and_export(base, data, model, *options, tasks=None):
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
-        run = runner.invoke(app, ["run", "--data", str(data), "-t", ",".join(NINE), "-m", model,
+        run = runner.invoke(app, ["run", "--data", str(data), "-t", tasks or ",".join(NINE), "-m", model,
                                   "-o", str(base / "out"), *options])  # fmt: skip
         assert run.exit_code == 0, run.output
         export = runner.invoke(app, ["export", "--format", "mera", str(base / "out"), "-o", str(base / "sub.zip")])
@@ -50,8 +50,9 @@ def majority(task, labels):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_majority_baseline_is_scored_with_meras_metrics_and_exported_in_meras_shape(tmp_path, layout):
     tasks = nine_tasks(test_answers=True)
-    results, files = run_and_export(tmp_path, write(layout, tmp_path / "mera", tasks), "majority")
-    assert set(files) == {f"{folder}.json" for folder in NINE.values()}
+    data = write(layout, tmp_path / "mera", {**seven_tasks(test_answers=True), **tasks})
+    results, files = run_and_export(tmp_path, data, "majority", tasks="mera")  # MERA's sixteen tasks
+    assert set(files) == {f"{folder}.json" for folder in MERA_TASKS.values()} and len(files) == 16
     for task, folder in NINE.items():
         if task == "ruethics":
             continue
