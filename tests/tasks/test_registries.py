@@ -25,9 +25,21 @@ def test_tfidf_fields_reads_every_task_in_exactly_one_way():
     ways = {name: type(fields.fields_model(task, 0)).__name__ for name, task in TASKS.items()}
     by_way = {way: {name for name, chosen in ways.items() if chosen == way} for way in ways.values()}
     assert by_way == {
-        "LabelModel": {"lidirus", "rcb", "terra", "russe", "rwsd", "danetqa", "muserc", "winograd"},
-        "OptionModel": {"parus", "ru_openbook", "ru_worldtree", "rucos", "multiq"},
-        "CategoryModel": {"sit_ethics", "per_ethics"},
+        "LabelModel": {"lidirus", "rcb", "terra", "russe", "rwsd", "danetqa", "muserc", "winograd", "bps", "lcs"},
+        "OptionModel": {
+            "parus",
+            "ru_openbook",
+            "ru_worldtree",
+            "rucos",
+            "multiq",
+            "rummlu",
+            "mamuramu",
+            "mathlogicqa",
+            "ruhhh",
+            "ruhatespeech",
+            "rutie",
+        },  # fmt: skip
+        "CategoryModel": {"sit_ethics", "per_ethics", "ruethics"},
         "NearestAnswerModel": {"chegeka"},
     }
 
@@ -49,7 +61,7 @@ def test_slices_claim_only_known_tasks_with_the_fields_they_read():
 def test_each_task_declares_its_texts_title_and_shape(task):
     assert task.title and set(task.main_fields) <= set(task.text_fields)
     assert task.nested == (task.name in ("muserc", "rucos"))
-    assert task.inline_options == (task.name in ("ru_openbook", "ru_worldtree"))
+    assert task.inline_options == (task.name in ("ru_openbook", "ru_worldtree", "rummlu", "mamuramu", "mathlogicqa"))
     assert (task.train_from is not None) == (task.name == "lidirus")
 
 

@@ -28,10 +28,12 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.files import atomic_path
-from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train, submission_ids
+from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train
 from rueval.data.mera import MeraSource
+from rueval.data.mera_choice_tasks import CHOICE_TASKS
 from rueval.data.mera_tasks import ANSWERS, MERA_TASKS, RECORD_FIELD
 from rueval.results import PredictionRow, RunResult, TaskResult
+from rueval.run.mera_choice_export import choice_entry, written_id
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
@@ -44,6 +46,8 @@ def mera_entries(task: Task, examples: Sequence[Example], predictions: Sequence[
 
 
 def _entry(task: Task, example: Example, prediction: Any) -> dict[str, Any]:
+    if task.name in CHOICE_TASKS:  # MERA's choice and classification tasks of its own
+        return choice_entry(task.name, example, prediction)
     meta: dict[str, Any] = {"id": example.idx}
     if task.name in ANSWERS:
         return {"outputs": ANSWERS[task.name][prediction], "meta": meta}
@@ -87,7 +91,9 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
         for name in done
     }
     for name in done:
-        check_written_ids(tests[name], submission_ids(files[f"{MERA_TASKS[name]}.json"]["data"]["test"]))
+        check_written_ids(
+            tests[name], [written_id(entry) for entry in files[f"{MERA_TASKS[name]}.json"]["data"]["test"]]
+        )
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in files.items():
             archive.writestr(name, json.dumps(document, ensure_ascii=False, indent=4))

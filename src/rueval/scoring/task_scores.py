@@ -1,6 +1,6 @@
 """Scoring a task: its metrics (rueval.scoring.metrics) on its examples and predictions, the task score,
-the breakdowns (LiDiRus per feature tag, Ethics per category), whether one prediction is right,
-one example's sample-log metrics, and the RSG total.
+the breakdowns (LiDiRus per feature tag, Ethics per category, MERA's per domain or group), whether
+one prediction is right, one example's sample-log metrics, and the RSG total.
 
 ``task_statistics`` gives the per-example statistics of every metric of a task; the scores are
 their function on the whole sample, and the bootstrap (rueval.scoring.stats) applies it to resamples.
@@ -107,6 +107,8 @@ def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) ->
     if len(examples) != len(preds):
         raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
     metrics = task_statistics(task, examples, preds).point()
+    if task.breakdown_by:
+        return Scores(metrics, per_group(task, examples, preds))
     if task.kind == "multilabel":
         return Scores(metrics, _per_category(task, examples, preds))
     if task.tags:
@@ -123,6 +125,26 @@ def _per_category(task: Task, examples: Sequence[Example], preds: Sequence[Any])
     return {
         name: {m.name: 100 * m.value(outcomes) for m in task_metrics(task)} for name, outcomes in categories.items()
     }
+
+
+def per_group(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Every metric on the examples of each value of the task's ``breakdown_by`` field, with their
+    number "n" (MERA's acc.<domain>); a multilabel task's on each category there ("correct.virtue")."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, example in enumerate(examples):
+        members[str(example.fields.get(task.breakdown_by))].append(i)
+    groups: dict[str, dict[str, float]] = {}
+    for group, rows in sorted(members.items()):
+        golds, predicted = [examples[i].label for i in rows], [preds[i] for i in rows]
+        if task.kind == "multilabel":
+            for c, category in enumerate(task.categories):
+                outcomes = _category(golds, predicted, c, np.arange(len(rows)))
+                groups[f"{group}.{category}"] = {m.name: 100 * m.value(outcomes) for m in task_metrics(task)}
+                groups[f"{group}.{category}"]["n"] = len(rows)
+        else:
+            outcomes = Outcomes(golds, predicted, task.labels, None, task.normalization)
+            groups[group] = {**{m.name: 100 * m.value(outcomes) for m in task_metrics(task)}, "n": len(rows)}
+    return groups
 
 
 def lidirus_tag_mcc(

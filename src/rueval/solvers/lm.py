@@ -231,7 +231,7 @@ class LMSolver(Solver, PooledSolver[TaskPlans]):
         asked with ``prompt`` (default: the task's; tasks.prompts.prompt_variants has the others)."""
         prompt = prompt or get_prompt(task)
         k, episode, per_item_seed = setting.k, setting.episode, setting.per_item_seed
-        drawn = demonstrations(train, k, episode, per_item_seed, len(examples), self.seed, task.name)
+        drawn = demonstrations(train, k, episode, per_item_seed, len(examples), self.seed, task.name, examples)
         budget = prompt.max_new_tokens[0 if setting.k == 0 else 1]
         shown_by_set: dict[int, list[list[Question]]] = {}
         asked = []
