@@ -58,17 +58,15 @@ class HarnessTokens:
     def prefix_text(self) -> str:
         return self.tokenizer.decode(self.prefix)
 
-    def special(self, text: str, asked: bool | None = None) -> bool:
-        """Whether ``text`` is tokenized with special tokens (HFLM.tok_encode): as asked, else not when it
-        starts with the prefix token's text, else add_bos_token, else the tokenizer's default (with)."""
-        if asked is not None:
-            return asked
+    def special(self, text: str) -> bool:
+        """Whether ``text`` is tokenized with special tokens (HFLM.tok_encode): not when it starts with the
+        prefix token's text, else as add_bos_token says, else the tokenizer's default (with)."""
         if text.startswith(self.prefix_text):
             return False
         return True if self.add_bos is None else self.add_bos
 
     def needs(self, request: Loglikelihood) -> list[tuple[str, bool]]:
-        """The texts ``pair`` tokenizes, with or without special tokens."""
+        """The texts a request's sequences are made of, each with whether it is tokenized with special tokens."""
         context, continuation = text_of(request.context), request.continuation
         if not context:
             return [(continuation, self.special(continuation) if request.rolling else False)]
