@@ -44,7 +44,9 @@ from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 #    hf: generates one prompt at a time
 # 3: MERA's files asked as the current MERA asks (MERA-Evaluation/MERA): zero-shot without "\nОтвет:" after
 #    the RSG instructions, MERA's demonstrations and shot counts, greedy generation with its stop and token limit
-PROTOCOL_VERSION = 3
+# 4: hf: records its start-token policy (bos; -m hf: keeps TAPE's, always); MERA's draw of demonstrations leaves
+#    out a train record equal to the item, as MERA's sampler does
+PROTOCOL_VERSION = 4
 SPLITS = ("val", "test")
 JSON_KEYS = {"options": "solver_options"}  # the fields run.json writes under another name
 TASKS_HELP = "Comma-separated task names, or rsg, tape, mera, all; or lm-eval's task, group or tag names."
