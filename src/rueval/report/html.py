@@ -21,7 +21,7 @@ from rueval.report import examples, plots
 from rueval.report.leaderboard import Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
-from rueval.report.runs import Run, load_runs
+from rueval.report.runs import Run, load_runs, task_names
 from rueval.results import INDUSTRIAL_FIELDS, PromptScores
 from rueval.tasks import BENCHMARKS, TASKS
 
@@ -155,7 +155,7 @@ def _board_section(board: Board, figures: Mapping[str, Plot]) -> str:
 
 def _metrics_table(runs: Sequence[Run]) -> str:
     rows = []
-    for task in TASKS:
+    for task in task_names(runs):
         for run in runs:
             if task not in run.tasks:
                 continue
