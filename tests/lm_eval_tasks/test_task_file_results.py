@@ -3,6 +3,7 @@ metrics x100 and rueval's bootstrap intervals, the paired compare of two runs, t
 
 from __future__ import annotations
 
+import csv
 import json
 import zlib
 
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from rueval.cli import app
 from rueval.report.compare import compare_runs
 from rueval.report.html import write_report
+from rueval.report.leaderboard import write_leaderboard
 from rueval.results import RunResult
 from rueval.scoring.stats import item_bootstrap_ci, paired_item_bootstrap
 
@@ -128,6 +130,19 @@ def test_the_report_shows_task_file_tasks_with_their_intervals(runs, tmp_path):
     low, high = RunResult.read(runs["a"]).tasks["reviews"].ci["acc"]
     assert "<td class=text>reviews</td>" in page and "exact_match,strict-match" in page
     assert f"[{low:.1f}, {high:.1f}]" in page
+    assert "lm-eval task files leaderboard" in page
+
+
+@pytest.mark.slow
+def test_the_leaderboard_ranks_task_file_runs_among_themselves_by_their_mean_score(runs, tmp_path):
+    ((board, _, table),) = write_leaderboard([runs["a"], runs["b"]], tmp_path)
+    assert board.benchmark.name == "lm-eval" and board.tasks == ("reviews", "sums", "suite")
+    tasks = {name: RunResult.read(out).tasks for name, out in runs.items()}
+    means = {name: (scored["reviews"].score + scored["sums"].score) / 2 for name, scored in tasks.items()}
+    ranked = sorted(means, key=lambda name: -means[name])
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert [(row["rank"], row["source"]) for row in rows] == [("1", str(runs[ranked[0]])), ("2", str(runs[ranked[1]]))]
+    assert [float(row["mean score"]) for row in rows] == pytest.approx([means[name] for name in ranked], abs=1e-4)
 
 
 @pytest.mark.slow

@@ -136,7 +136,6 @@ def write_results(
     summary, rows = task_file_results(settings, document, values, tasks, wall_time_s, spec.predict_only)
     for task, task_rows in rows.items():
         write_sample_scores(predictions_file(store.out, task), task_rows)
-    summary.notes[:0] = store.notes
     store.write_results(summary, document)  # before the sample logs: the scores are kept whatever happens to them
     if spec.log_samples:
         tracker = EvaluationTracker(output_path=str(store.out / SAMPLES_DIR / FILE_NAME))  # a file: its folder
