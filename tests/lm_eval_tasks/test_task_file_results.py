@@ -130,7 +130,7 @@ def test_the_report_shows_task_file_tasks_with_their_intervals(runs, tmp_path):
     low, high = RunResult.read(runs["a"]).tasks["reviews"].ci["acc"]
     assert "<td class=text>reviews</td>" in page and "exact_match,strict-match" in page
     assert f"[{low:.1f}, {high:.1f}]" in page
-    assert "lm-eval task files leaderboard" in page
+    assert '<section id="lm-eval"><h2>lm-eval task files</h2>' in page and "Mean score (2 tasks)" in page
 
 
 @pytest.mark.slow
