@@ -238,6 +238,11 @@ class RunStore:
             results.notes.append(f"lm-eval's results file: {list(documents)[-1]}")
         write_json_files({self.out / "results.json": results.to_json(), **documents})
 
+    def write_lm_eval(self, document: Mapping[str, Any]) -> None:
+        """A task-file run's lm-eval document, first (rueval.run.task_files): its scores are kept whatever
+        happens to what rueval makes of them."""
+        write_json_files(self._lm_eval_documents(document))
+
     def _lm_eval_documents(self, document: Mapping[str, Any]) -> dict[Path, Mapping[str, Any]]:
         """Where lm-eval's results document goes: OUT/results_lmeval.json, and lm-eval's own file for -o FILE.json."""
         documents = {self.out / LM_EVAL_FILE: document}

@@ -124,19 +124,16 @@ def write_results(
     spec: RunSpec,
     wall_time_s: float,
 ) -> None:
-    """OUT/predictions/<task>.jsonl, then OUT/results.json with OUT/results_lmeval.json (lm-eval's document,
-    made JSON as lm-eval's own tracker makes it) and, with --log-samples, the sample logs, written by
-    lm-eval's own tracker."""
+    """lm-eval's outputs first, OUT/results_lmeval.json (its document, made JSON as its own tracker makes it)
+    and with --log-samples its sample logs, written by its own tracker; then rueval's, OUT/predictions/<task>.jsonl
+    and OUT/results.json."""
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.utils import handle_non_serializable
 
     samples = results.pop("samples", {})
     document = json.loads(json.dumps(results, default=handle_non_serializable, ensure_ascii=False))
+    store.write_lm_eval(document)  # first: the scores are kept whatever happens to the rest
     values = json.loads(json.dumps(samples, default=handle_non_serializable, ensure_ascii=False))
-    summary, rows = task_file_results(settings, document, values, tasks, wall_time_s, spec.predict_only)
-    for task, task_rows in rows.items():
-        write_sample_scores(predictions_file(store.out, task), task_rows)
-    store.write_results(summary, document)  # before the sample logs: the scores are kept whatever happens to them
     if spec.log_samples:
         tracker = EvaluationTracker(output_path=str(store.out / SAMPLES_DIR / FILE_NAME))  # a file: its folder
         tracker.date_id = date_id(datetime.now())  # lm-eval's command line sets it when it writes its results
@@ -144,6 +141,10 @@ def write_results(
             tracker.save_results_samples(task, task_samples)  # lm-eval logs a failure and goes on: checked below
             if not sample_files(store.out, task):
                 raise RuevalError(f"{store.out / SAMPLES_DIR}: the sample log of {task} could not be written")
+    summary, rows = task_file_results(settings, document, values, tasks, wall_time_s, spec.predict_only)
+    for task, task_rows in rows.items():
+        write_sample_scores(predictions_file(store.out, task), task_rows)
+    summary.write(store.out)
 
 
 def failing_task(error: BaseException) -> str | None:
