@@ -45,7 +45,7 @@ def task_file_results(
             task_samples = samples[name]
             results[name] = _task(name, document, metrics, task_samples, tasks[name], seed, predict_only)
             rows[name] = _rows(task_samples, {} if predict_only else metrics)
-        elif metrics:  # a group lm-eval aggregated
+        elif metrics and not predict_only:  # a group lm-eval aggregated
             leaves = _leaves(name, document["group_subtasks"])
             n = sum(document["n-samples"][leaf]["effective"] for leaf in leaves if leaf in document["n-samples"])
             scores = {named: 100 * entry[key] for named, (key, _, _) in metrics.items()}
