@@ -18,6 +18,7 @@ from rueval.tasks import TASKS, Task
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
 SCALE = "metrics are percentages (x100), as in the papers"
+LM_EVAL = "lm-eval"  # the benchmark of a task run from lm-eval's task files: its metrics are lm-eval's
 
 
 # ---- per-example rows -------------------------------------------------------------------------------
@@ -131,6 +132,10 @@ class TaskResult:
     fingerprint: str = ""
     # records of the split read; an earlier rueval's file has none (read as n where a record is one example)
     records: int | None = None
+    # a task file's: each metric's lm-eval aggregation (its name in lm-eval's registry; "" for the task's own
+    # function), and for a group the tasks lm-eval aggregated into it
+    aggregation: dict[str, str] = field(default_factory=dict)
+    subtasks: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -156,6 +161,10 @@ class TaskResult:
         if self.slices:
             data["slices"] = self.slices
         data.update({"data": self.data, "wall_time_s": self.wall_time_s, "fingerprint": self.fingerprint})
+        if self.aggregation:
+            data["aggregation"] = self.aggregation
+        if self.subtasks:
+            data["subtasks"] = self.subtasks
         if self.perturbations:
             data["perturbations"] = self.perturbations
         if self.robustness is not None:  # derived from perturbations: written for readers, re-derived on reading
@@ -220,6 +229,14 @@ class TaskResult:
             wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
             fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
             records=None if data.get("records") is None else int(check.number(data["records"], f"{at}records")),
+            aggregation={
+                metric: check.text(how, f"{at}aggregation.{metric}")
+                for metric, how in check.obj(data.get("aggregation", {}), f"{at}aggregation").items()
+            },
+            subtasks=[
+                check.text(task, f"{at}subtasks[{i}]")
+                for i, task in enumerate(check.typed(list, data.get("subtasks", []), f"{at}subtasks"))
+            ],
         )
 
     @classmethod
@@ -230,12 +247,22 @@ class TaskResult:
         write_json(path, self.to_json())
 
 
+def metric_names(name: str, result: TaskResult) -> tuple[str, ...]:
+    """The metrics of a task in a result, in order: a task file's as lm-eval named them in its result (the
+    first is its score), rueval's own task's as the task declares them."""
+    return tuple(result.metrics) if result.benchmark == LM_EVAL else TASKS[name].metrics
+
+
 def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> TaskResult:
     """A task's result in results.json: a scored task's (``tasks``) with its metrics named as the task
     names them today; a predicted task's (``predicted``) with no score."""
     at = f"{'tasks' if scored else 'predicted'}.{name}."
     result = TaskResult.from_json(data, check, at)
-    if result.records is None and not TASKS[name].nested:
+    if result.benchmark != LM_EVAL and name not in TASKS:
+        raise check.fail(
+            at.rstrip("."), f"unknown task; expected one of: {', '.join(TASKS)}, or a task file's (benchmark {LM_EVAL})"
+        )
+    if result.records is None and (result.benchmark == LM_EVAL or not TASKS[name].nested):
         result.records = result.n  # written before rueval recorded records: one example each
     if not scored:
         if result.score is not None or result.metrics:
@@ -243,7 +270,9 @@ def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> T
         return result
     if result.score is None:
         raise check.fail(f"{at}score", "missing; a task predicted and not scored belongs under 'predicted'")
-    expected = TASKS[name].metrics
+    expected = metric_names(name, result)
+    if not expected:
+        raise check.fail(f"{at}metrics", "is empty; a scored task has metrics")
     if set(result.metrics) != set(expected):
         raise check.fail(
             f"{at}metrics",
@@ -317,10 +346,6 @@ class RunResult:
         predicted = check.obj(data.get("predicted", {}), "predicted")
         if not tasks and not predicted:
             raise check.fail("tasks", "is empty; the run scored no task")
-        for where, names in (("tasks", tasks), ("predicted", predicted)):
-            for name in names:
-                if name not in TASKS:
-                    raise check.fail(f"{where}.{name}", f"unknown task; expected one of: {', '.join(TASKS)}")
         summary_keys = {
             "created",
             "wall_time_s",

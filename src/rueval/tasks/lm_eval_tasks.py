@@ -57,6 +57,25 @@ def lm_eval_module() -> Any:
     return lm_eval
 
 
+def aggregation_name(function: Any) -> str:
+    """The name lm-eval's registry gives an aggregation function ("" for a task's own)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, get_aggregation
+
+    get_aggregation("mean")  # fills the registry on first use
+    return next((name for name, known in AGGREGATION_REGISTRY.items() if known is function), "")
+
+
+def aggregation(name: str) -> Any:
+    """lm-eval's aggregation function of that name in its registry; one line when there is none."""
+    lm_eval_module()
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, get_aggregation
+
+    get_aggregation("mean")
+    if name not in AGGREGATION_REGISTRY:
+        raise RuevalError(f"aggregation {name!r:.60}: not one of lm-eval's ({', '.join(AGGREGATION_REGISTRY)})")
+    return AGGREGATION_REGISTRY.get(name)
+
+
 @dataclass(frozen=True)
 class TaskCode:
     """A ``!function`` a task file names: the file, its line, and the function."""
