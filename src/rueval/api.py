@@ -51,6 +51,7 @@ def evaluate(
     system_instruction: str | None = None,
     fewshot_as_multiturn: bool = False,
     gen_kwargs: str | Mapping[str, Any] | None = None,
+    confirm_run_unsafe_code: bool = False,
     **model_options: Any,
 ) -> Evaluation:
     """Evaluate ``model`` on ``tasks`` (names, or "rsg", "tape", "all").
@@ -69,6 +70,7 @@ def evaluate(
     ``include_path``: folders (or files) of tasks declared in YAML, as --include-path.
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
+    ``confirm_run_unsafe_code``: run the model's code on this machine, NOT in a sandbox (MERA's code tasks).
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
     from rueval.run.store import run_folder
@@ -83,6 +85,7 @@ def evaluate(
     values: dict[str, Any] = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots}
     values["episodes"] = episodes
     values |= {"include_path": include_path, "prompts": prompts, "log_samples": log_samples}
+    values["confirm_run_unsafe_code"] = confirm_run_unsafe_code
     spec, solver = _spec(model, tokenizer, tasks, given, {**values, "predict_only": predict_only})
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
@@ -113,7 +116,8 @@ def _spec(
     loaded = _language_model(model, tokenizer)
     options = LMOptions.from_given(loaded.identity, given, values["seed"], in_memory=True)
     spec = RunSpec.create(tasks, loaded.identity, options=options, **values)
-    return spec, lm_solver(Engine(loaded), spec.model, options, spec.seed)
+    assert isinstance(spec.options, LMOptions)  # as given, or with MERA's settings on MERA's files
+    return spec, lm_solver(Engine(loaded), spec.model, spec.options, spec.seed)
 
 
 def _language_model(model: Any, tokenizer: Any) -> LanguageModel:

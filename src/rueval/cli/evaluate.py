@@ -18,6 +18,7 @@ from rueval.cli.option_types import (
     ROBUSTNESS_OPTIONS,
     SOLVER_OPTIONS,
     BaseUrlOption,
+    ConfirmUnsafeCodeOption,
     DataOption,
     EpisodesOption,
     ForceOption,
@@ -102,6 +103,7 @@ def run(
     solver: GroupValues = SOLVER_OPTIONS,
     log_samples: LogSamplesOption = False,
     predict_only: PredictOnlyOption = False,
+    confirm_run_unsafe_code: ConfirmUnsafeCodeOption = False,
     perturb: PerturbOption = None,
     robustness: GroupValues = ROBUSTNESS_OPTIONS,
     tape_set: TapeSetOption = TapeSetName.episodes,
@@ -129,6 +131,7 @@ def run(
             split=split.value if split else None, seed=seed, limit=limit, episodes=episodes,
             shots=parse_shots(shots if num_fewshot is None else str(num_fewshot)), prompts=prompts.value,
             slices=slices or (), log_samples=log_samples, predict_only=predict_only, robustness=chosen,
+            confirm_run_unsafe_code=confirm_run_unsafe_code,
             tape_set=tape_set.value, **read_limits(limits),
         )  # fmt: skip
 

@@ -280,6 +280,15 @@ PredictOnlyOption = Annotated[
         "A split without answers is always predicted, not scored.",
     ),
 ]
+ConfirmUnsafeCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--confirm-run-unsafe-code",
+        "--confirm_run_unsafe_code",
+        help="Run the model's code on this machine, NOT in a sandbox (MERA's ruHumanEval and ruCodeEval); "
+        "each program in a subprocess with a timeout, a memory limit and, where unshare can, no network.",
+    ),
+]
 TapeSetOption = Annotated[
     TapeSetName,
     typer.Option(help="TAPE: score its episodes test sets (the paper's tables) or every raw record."),

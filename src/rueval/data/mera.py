@@ -24,6 +24,7 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.formatting import FormatError, fill
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
+from rueval.data.mera_generative_tasks import GENERATIVE
 from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord
 from rueval.data.reading import (
     DEFAULT_LIMITS,
@@ -38,8 +39,9 @@ from rueval.data.reading import (
 from rueval.data.records import Dataset
 
 TASK_FILE = "task.json"
-# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file
-MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev"), "test": ("test",)}
+# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file (ruModAr's
+# labelled split is its public_test)
+MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev", "public_test"), "test": ("test",)}
 RECORD_KEYS = ("instruction", "inputs", "meta")  # what tells a MERA record from a TAPE one
 
 
@@ -204,14 +206,17 @@ def _converted(
             text = json.dumps(converted, ensure_ascii=False).encode()
         except UnicodeEncodeError:
             raise record.error(surrogate_field(data) or None, NOT_UNICODE) from None
-        _check_instruction(record)
+        _check_instruction(record, task.name)
         yield number, text
 
 
-def _check_instruction(record: MeraRecord) -> None:
-    """A record's instruction fills with its inputs as MERA fills it (``instruction.format(**inputs)``),
-    naming plain fields only, within bounds (rueval.core.formatting)."""
+def _check_instruction(record: MeraRecord, task: str) -> None:
+    """A record's instruction fills with its inputs as MERA fills it (``instruction.format(**inputs)``,
+    or an inputs text under the task's name for it), naming plain fields only, within bounds
+    (rueval.core.formatting)."""
     instruction, inputs = record.data.get("instruction"), record.data.get("inputs")
+    if isinstance(inputs, str) and task in GENERATIVE:
+        inputs = {GENERATIVE[task].inputs: inputs}
     if isinstance(instruction, str) and isinstance(inputs, dict):
         try:
             fill(instruction, inputs)

@@ -1,4 +1,5 @@
-"""The seven tasks rueval shares with MERA, declared once: how a MERA record (`{"instruction", "inputs",
+"""MERA's tasks in rueval, declared once: the seven it shares with RSG and TAPE, and MERA's own generative
+tasks (rueval.data.mera_generative_tasks): how a MERA record (`{"instruction", "inputs",
 "outputs", "meta": {"id", ...}}`, in either layout MERA has published, rueval.data.mera) becomes a
 record of the task's own layout (RSG's and TAPE's fields and labels), MERA's answers, and MERA's
 settings for the task that are not in its data.
@@ -31,7 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rueval.core.errors import DataError
+from rueval.data.mera_generative_tasks import convert_arithmetic, convert_code, convert_rudetox, convert_use
+from rueval.data.mera_record import MeraRecord
 
 NAME = "mera"  # the benchmark's name: -t mera, and the benchmark of a task read from its files
 RECORD_FIELD = NAME  # the field of a converted record that keeps MERA's own
@@ -39,70 +41,7 @@ FEWSHOT_SEED = 1234
 GENERATION_STOP = ("\n",)
 MAX_GEN_TOKS = 256
 ANSWER_CUE = "\nОтвет:"  # the RSG files' query: the instruction, then this
-OPTION_LETTERS = "ABCDEFGHIJ"  # inputs option_a, option_b, ... in MERA's multiple-choice records
 OPTION_LINE = "{letter}) {text}"  # MERA's demonstration lists its options "A) {option_a}", one a line
-
-
-class MeraRecord:
-    """One MERA record with where it came from, for error messages: a task.json's record ``number``
-    (``line`` None), or a JSON Lines file's ``line``."""
-
-    def __init__(self, data: Any, file: str, number: int, line: int | None = None):
-        self.file, self.number, self.line = file, number, line
-        if not isinstance(data, dict):
-            raise self.error(None, f"expected a JSON object, got {type(data).__name__}")
-        self.data = data
-
-    def error(self, field: str | None, message: str) -> DataError:
-        return DataError(self.file, message if self.line else f"record {self.number}: {message}", self.line, field)
-
-    def part(self, name: str) -> dict[str, Any]:
-        value = self.data.get(name)
-        if not isinstance(value, dict):
-            raise self.error(name, "missing, or not an object")
-        return value
-
-    def input(self, name: str) -> Any:
-        inputs = self.part("inputs")
-        if name not in inputs:
-            raise self.error(f"inputs.{name}", "missing")
-        return inputs[name]
-
-    @property
-    def id(self) -> int:
-        """MERA's id of the record: an integer, as in every MERA task file."""
-        meta = self.part("meta")
-        if "id" not in meta:
-            raise self.error("meta.id", "missing")
-        if isinstance(meta["id"], bool) or not isinstance(meta["id"], int):
-            raise self.error("meta.id", f"expected an integer, got {meta['id']!r:.60}")
-        return meta["id"]
-
-    @property
-    def outputs(self) -> Any:
-        """The outputs, None where MERA left them empty: "", [], or answer spans with no text."""
-        outputs = self.data.get("outputs")
-        if isinstance(outputs, list) and all(isinstance(a, dict) and not a.get("segment") for a in outputs):
-            return None
-        return None if outputs in (None, "") else outputs
-
-    def label(self, answers: Mapping[str, Any]) -> Any:
-        """The outputs as the task's label, through MERA's ``answers``; None when they are empty."""
-        outputs = self.outputs
-        if outputs is None:
-            return None
-        if not isinstance(outputs, str) or outputs not in answers:
-            raise self.error("outputs", f"unknown answer {outputs!r:.60}; expected one of: {', '.join(answers)}")
-        return answers[outputs]
-
-    def options(self) -> dict[str, str]:
-        """A multiple-choice record's options in letter order, as many as it has: {"A": option_a, ...}.
-        An option that is null or empty is none (`datasets` writes null for options other records have)."""
-        inputs = self.part("inputs")
-        letters = [letter for letter in OPTION_LETTERS if inputs.get(f"option_{letter.lower()}") not in (None, "")]
-        if len(letters) < 2 or "".join(letters) != OPTION_LETTERS[: len(letters)]:
-            raise self.error("inputs", f"expected options option_a, option_b, ... in order, got {', '.join(inputs)}")
-        return {letter: str(inputs[f"option_{letter.lower()}"]) for letter in letters}
 
 
 def _labelled(fields: dict[str, Any], name: str, label: Any) -> dict[str, Any]:
@@ -206,6 +145,17 @@ MERA: dict[str, MeraTask] = {
     "multiq": MeraTask("MultiQ", _multiq, 0, "Вопрос: {question}\nТекст 1: {support_text}\nТекст 2: {text}\nОтвет:"),
     "chegeka": MeraTask("CheGeKa", _chegeka, 1, 'Категория "{topic}"\nВопрос: {text}\nОтвет:'),
 }  # fmt: skip
+# MERA's generative tasks (rueval.data.mera_generative_tasks: their converters and other settings);
+# demo: the form over {inputs} (one text) or the inputs' fields; USE's depends on the question's type
+MERA |= {
+    "simplear": MeraTask("SimpleAr", convert_arithmetic, 2, "{inputs}"),
+    "rumodar": MeraTask("ruModAr", convert_arithmetic, 0, "{inputs}"),
+    "rumultiar": MeraTask("ruMultiAr", convert_arithmetic, 1, "{inputs}"),
+    "use": MeraTask("USE", convert_use, 1, ""),
+    "rudetox": MeraTask("ruDetox", convert_rudetox, 1, "Токсичный текст: {toxic_comment}\nНетоксичный текст:"),
+    "ruhumaneval": MeraTask("ruHumanEval", convert_code, 0, "Функция:\n{function}"),
+    "rucodeeval": MeraTask("ruCodeEval", convert_code, 0, "Функция:\n{function}"),
+}
 MERA_TASKS = {name: task.name for name, task in MERA.items()}  # rueval's task name -> MERA's
 # rueval's task name -> {label: MERA's answer text}, for MERA's submission files
 ANSWERS = {name: {label: text for text, label in task.answers.items()} for name, task in MERA.items() if task.answers}

@@ -7,6 +7,7 @@ families' options)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from rueval.core.errors import RuevalError
@@ -28,7 +29,9 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
     typed = list(typed)
     stored = RunStore(out).load_spec()
     recorded = stored.to_json()
-    wanted = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed}).to_json()
+    asked_spec = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed})
+    wanted = asked_spec.to_json()
+    consented = {"confirm_run_unsafe_code": asked_spec.confirm_run_unsafe_code}  # never from run.json
     for consent, flag in CONSENTS.items():
         if recorded["solver_options"].get(consent) and not wanted["solver_options"].get(consent):
             raise RuevalError(
@@ -36,7 +39,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
                 f"not give that consent again for you: add {flag} to run the model's own code"
             )
     if not typed:
-        return stored
+        return replace(stored, **consented)
     merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
     for name in typed:
         for key in keys_set_by(name):
@@ -51,7 +54,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
             f"--resume continues the run in {out} as it was started, and these differ from it: {differences}; "
             "give none of these to continue it, or a new -o for a new run"
         )
-    return RunSpec.from_json(merged, str(out / SPEC_FILE))
+    return replace(RunSpec.from_json(merged, str(out / SPEC_FILE)), **consented)
 
 
 def keys_set_by(option: str) -> tuple[str, ...]:

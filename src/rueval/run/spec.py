@@ -14,7 +14,10 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.option_fields import check_choices, option, to_json, unscored_fields
+from rueval.core.unsafe_code import refusal
 from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
+from rueval.data.mera_generative_tasks import GENERATIVE, NOT_MERA
+from rueval.data.mera_tasks import MERA
 from rueval.models.factory import BACKENDS
 from rueval.results.checks import Checker, read_json_file
 from rueval.run.checks import check_limit, check_ranges, check_types, flag
@@ -142,6 +145,13 @@ class RunSpec:
         help="Predict and write the predictions without scoring them (lm-eval's flag); by default test. "
         "A split without answers is always predicted, not scored.",
     )
+    # consent for this command only: run.json records it as not given (rueval.core.unsafe_code)
+    confirm_run_unsafe_code: bool = option(
+        False,
+        help="Run the model's code on this machine, NOT in a sandbox (MERA's ruHumanEval and ruCodeEval); "
+        "each program in a subprocess with a timeout, a memory limit and, where unshare can, no network.",
+        scored=False,
+    )
     mera: MeraSettings | None = option(  # rueval.run.mera_settings
         None, help="MERA's settings: a language model on MERA's files takes them (not an option of its own)."
     )
@@ -236,6 +246,12 @@ class RunSpec:
     def task_list(self) -> list[Task]:
         return [get_task(name) for name in self.tasks]
 
+    def check_consents(self) -> None:
+        """A task that runs the model's code needs --confirm-run-unsafe-code (given anew to each command)."""
+        executing = [task for task in self.tasks if GENERATIVE.get(task, NOT_MERA).executes]
+        if executing and not self.confirm_run_unsafe_code:
+            raise refusal(", ".join(MERA[task].name for task in executing))
+
     def settings(self, task: Task) -> list[Setting]:
         """The few-shot settings the task is run in, in order: each k of --shots and each of its
         episodes; under MERA's settings, MERA's k for its tasks, each item's demonstrations drawn in turn.
@@ -257,7 +273,7 @@ class RunSpec:
         protocol version with them."""
         # each perturbation with the run's seed: it seeds them all
         robustness = None if self.robustness is None else self.robustness.to_json(self.seed)
-        data = to_json(self, JSON_KEYS, {"robustness": robustness})
+        data = to_json(self, JSON_KEYS, {"robustness": robustness, "confirm_run_unsafe_code": False})
         head = {"tasks": data["tasks"], "model": data["model"], "family": self.family.name}
         return {**head, **data, "protocol_version": PROTOCOL_VERSION}
 

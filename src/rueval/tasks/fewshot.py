@@ -15,19 +15,31 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.tasks import Example
 
 
 def demonstrations(
-    train: Sequence[Example], k: int, episode: int, per_item_seed: int | None, items: int, seed: int, task_name: str
+    train: Sequence[Example],
+    k: int,
+    episode: int,
+    per_item_seed: int | None,
+    items: Sequence[Example] | int,
+    seed: int,
+    task_name: str,
+    same: str | None = None,
 ) -> list[list[Example]]:
-    """The demonstrations before each of ``items`` test items: episode ``episode``'s set before every
-    item (TAPE's), or with ``per_item_seed`` each item's drawn in turn (MERA's)."""
+    """The demonstrations before each test item (``items``, or their number): episode ``episode``'s set
+    before every item (TAPE's), or with ``per_item_seed`` each item's drawn in turn (MERA's; with
+    ``same``, a field, from the train records whose field is the item's: MERA's USE)."""
+    count = items if isinstance(items, int) else len(items)
+    if per_item_seed is not None and same is not None and not isinstance(items, int):
+        return same_field_demos(train, k, per_item_seed, task_name, same, items)
     if per_item_seed is not None:
-        return item_demos(train, k, items, per_item_seed, task_name)
-    return [episode_demos(train, k, episode, seed, task_name)] * items  # one list: its questions are built once
+        return item_demos(train, k, count, per_item_seed, task_name)
+    return [episode_demos(train, k, episode, seed, task_name)] * count  # one list: its questions are built once
 
 
 def episode_demos(train: Sequence[Example], k: int, episode: int, seed: int, task_name: str) -> list[Example]:
@@ -83,3 +95,25 @@ def item_demos(train: Sequence[Example], k: int, items: int, seed: int, task_nam
         raise RuevalError(f"{task_name}: {k}-shot needs {k} train examples, the data has {len(train)}")
     draw, pool = random.Random(seed), list(train)
     return [draw.sample(pool, k) for _ in range(items)]
+
+
+def same_field_demos(
+    train: Sequence[Example], k: int, seed: int, task_name: str, field: str, items: Sequence[Example]
+) -> list[list[Example]]:
+    """Each item's demonstrations drawn in turn as MERA's sampler draws them for USE: ``random.Random(seed)
+    .sample(pool, k)`` where the pool is the train records whose ``field`` is the item's."""
+    if k == 0:
+        return [[] for _ in items]
+    pools: dict[Any, list[Example]] = defaultdict(list)
+    for example in train:
+        pools[example.fields.get(field)].append(example)
+    draw, drawn = random.Random(seed), []
+    for item in items:
+        pool = pools[item.fields.get(field)]
+        if len(pool) < k:
+            raise RuevalError(
+                f"{task_name}: {k}-shot draws from the train examples of the same {field} as the item; "
+                f"{field} {item.fields.get(field)!r} (example {item.key}) has {len(pool)}"
+            )
+        drawn.append(draw.sample(pool, k))
+    return drawn

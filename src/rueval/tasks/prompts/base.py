@@ -10,7 +10,8 @@ few-shot demonstration.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from rueval.tasks.base import Example
@@ -29,6 +30,10 @@ class Question:
     context: str
     choices: tuple[Choice, ...] = ()  # empty: the answer is generated
     target: str | None = None  # the gold continuation, when the example is labelled
+    # a generated answer: how many to sample (lm-eval's repeats; the answer is then their list), and
+    # the task's own generation settings (lm-eval's generation_kwargs keys), over the run's
+    samples: int = 1
+    generation: Mapping[str, Any] = field(default_factory=dict)
 
 
 class TaskPrompt(ABC):
@@ -37,6 +42,7 @@ class TaskPrompt(ABC):
     # generation budget in tokens: (zero-shot, few-shot); TAPE Section 5.2: CheGeKa 100/200, MultiQ 400/800
     max_new_tokens: tuple[int, int] = (32, 32)
     stop: tuple[str, ...] = ("\n",)
+    demo_field: str | None = None  # a field each demonstration shares with its item (MERA's USE)
 
     @abstractmethod
     def questions(self, example: Example) -> list[Question]: ...
