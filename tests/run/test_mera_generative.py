@@ -187,6 +187,11 @@ def test_mera_runs_the_generative_tasks_with_the_seven_and_exports_them_all(tmp_
         assert len(archive.namelist()) == 14
         humaneval = json.loads(archive.read("ruHumanEval.json"))["data"]["test"]
     assert all(len(entry["outputs"]) == 10 for entry in humaneval)
+    run_json = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run_json["confirm_run_unsafe_code"] is False  # the consent is this command's alone
+    resumed = cli("run", "--resume", "-o", tmp_path / "out")
+    assert resumed.exit_code == 2 and "--confirm-run-unsafe-code" in resumed.output
+    assert cli("run", "--resume", "-o", tmp_path / "out", "--confirm-run-unsafe-code").exit_code == 0
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
     recorded = stored.to_json()
     asked_spec = asked(**{name: getattr(stored, name) for name in KEPT if name not in typed})
     wanted = asked_spec.to_json()
-    consented = {"confirm_run_unsafe_code": asked_spec.confirm_run_unsafe_code}  # never from run.json
+    consented = asked_spec.confirm_run_unsafe_code  # never from run.json
     for consent, flag in CONSENTS.items():
         if recorded["solver_options"].get(consent) and not wanted["solver_options"].get(consent):
             raise RuevalError(
@@ -39,7 +39,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
                 f"not give that consent again for you: add {flag} to run the model's own code"
             )
     if not typed:
-        return replace(stored, **consented)
+        return replace(stored, confirm_run_unsafe_code=consented)
     merged = {**recorded, "solver_options": dict(recorded["solver_options"])}
     for name in typed:
         for key in keys_set_by(name):
@@ -54,7 +54,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
             f"--resume continues the run in {out} as it was started, and these differ from it: {differences}; "
             "give none of these to continue it, or a new -o for a new run"
         )
-    return replace(RunSpec.from_json(merged, str(out / SPEC_FILE)), **consented)
+    return replace(RunSpec.from_json(merged, str(out / SPEC_FILE)), confirm_run_unsafe_code=consented)
 
 
 def keys_set_by(option: str) -> tuple[str, ...]:
