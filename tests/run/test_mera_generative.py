@@ -13,6 +13,7 @@ from math import comb
 import pytest
 from mera_files import LAYOUTS, seven_tasks, write_snapshot
 from mera_generative_files import SIMPLEAR_INSTRUCTION, arithmetic, code, generative_tasks, use
+from support import read_samples
 
 import rueval
 from rueval.core.errors import DataError, RuevalError
@@ -81,7 +82,9 @@ def generative_run(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RUEVAL_CACHE_DIR", str(base / "cache"))
         # ruModAr scores its public_test (val), which its submission does not take: asked on its own below
-        evaluation = rueval.evaluate(model, GENERATIVE, data=data, out=base / "out", confirm_run_unsafe_code=True)
+        evaluation = rueval.evaluate(
+            model, GENERATIVE, data=data, out=base / "out", log_samples=True, confirm_run_unsafe_code=True
+        )
     return tasks, model, evaluation, base
 
 
@@ -141,6 +144,15 @@ def test_code_samples_run_as_programs_and_give_pass_at_k(generative_run):
     assert [list(results) for results in add[:3]] == [["3", "10"], ["-1", "0"], ["3", "10"]]
     assert list(even[0]) == list(even[1]) == [None, None] and list(even[2]) == ["True", "False"]
     assert sum(list(r) == ["True", "False"] for r in even) == passing["even"]
+
+
+def test_the_sample_log_holds_each_code_samples_request_and_the_items_pass_at_k(generative_run):
+    _, _, _, base = generative_run
+    add, even = read_samples(base / "out", "ruhumaneval")
+    assert len(add["arguments"]) == 10 and add["pass@1"] == pytest.approx(2 / 10) and add["correct"] is False
+    assert even["pass@5"] == pytest.approx(pass_at(10, 8, 5)) and len(even["prediction"]) == 10
+    use_lines = read_samples(base / "out", "use")
+    assert [line["correct"] for line in use_lines] == [True, True, False, True]  # matching: 2 of 4 points
 
 
 def test_rudetox_is_predicted_and_says_why_it_is_not_scored(generative_run):

@@ -67,6 +67,15 @@ def passes(expected: Sequence[str], results: Any) -> bool:
     )
 
 
+def full_marks(gold: Sequence[Any], prediction: Any) -> bool:
+    """Whether an item is answered in full: a code item's every sample passes; a USE answer scores its
+    question's points (gold: [answer, type, id_task, variant, max points])."""
+    if isinstance(prediction, list | tuple):
+        return bool(prediction) and all(passes(gold, results) for results in prediction)
+    answer, kind, id_task, _, possible = gold
+    return use_grade(answer, kind, id_task, str(prediction)) == possible
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased pass@k of n samples of which c pass."""
     if n - c < k:

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from rueval.scoring.mera_scorers import full_marks
 from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
 from rueval.tasks import RSG, Example, Task
+from rueval.tasks.mera_generative import Graded
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,10 @@ def _tag_values(value: Any) -> list[str]:
 
 def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
     """Whether one prediction is right: the gold class; every category of a multilabel example (one
-    wrong category makes the example wrong); exact match with any gold answer for span tasks."""
+    wrong category makes the example wrong); exact match with any gold answer for span tasks; full
+    marks for MERA's USE and code tasks."""
+    if isinstance(task.shape, Graded):  # MERA's USE and code tasks
+        return full_marks(gold, prediction)
     if task.kind == "span":
         return any(exact_match(answer, prediction, task.normalization) for answer in gold)
     if task.kind == "multilabel":
