@@ -121,6 +121,13 @@ def test_use_is_graded_per_variant_with_demonstrations_of_the_same_question(gene
     tasks, model, evaluation, _ = generative_run
     # variant 7: text 1 of 1, choice 1 of 1; variant 8: matching 2 of 4, question 16 2 of 2
     assert evaluation.tasks["use"].metrics == {"grade_norm": pytest.approx(100 * ((1 + 1) / 2 + (2 + 2) / 6) / 2)}
+    # MERA's grade_norm.task<N>: per exam question, the mean of points over points possible
+    assert evaluation.tasks["use"].breakdown == {
+        "task5": {"grade_norm": pytest.approx(100.0), "n": 1},
+        "task1": {"grade_norm": pytest.approx(100.0), "n": 1},
+        "task26": {"grade_norm": pytest.approx(100 * 2 / 4), "n": 1},
+        "task16": {"grade_norm": pytest.approx(100.0), "n": 1},
+    }
     use_prompts = [r for r in model.asked if "Ответ:" in r.prompt and "Задание " in r.prompt]
     assert {r.stop for r in use_prompts} == {("\n", ".")}
     for request in use_prompts:  # its one demonstration answers the same exam question

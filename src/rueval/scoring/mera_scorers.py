@@ -58,13 +58,20 @@ def grade_norm_of(sums: np.ndarray) -> np.ndarray:
         return np.asarray(shares.sum(axis=1) / present.sum(axis=1))
 
 
+def per_question(golds: Sequence[Any], preds: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """USE per exam question (MERA's grade_norm.task<N>): the mean over its answers of points over points
+    possible (x100), and how many answers."""
+    shares: dict[str, list[float]] = {}
+    for (answer, kind, id_task, _, possible), prediction in zip(golds, preds, strict=True):
+        shares.setdefault(f"task{id_task}", []).append(use_grade(answer, kind, id_task, str(prediction)) / possible)
+    return {name: {"grade_norm": 100 * float(np.mean(values)), "n": len(values)} for name, values in shares.items()}
+
+
 def passes(expected: Sequence[str], results: Any) -> bool:
     """Whether one sample's test results are the expected ones, each as text (MERA's check_solution)."""
-    return (
-        isinstance(results, list | tuple)
-        and len(results) == len(expected) > 0
-        and all(str(e) == str(r) for e, r in zip(expected, results))
-    )
+    if not isinstance(results, list | tuple) or not 0 < len(results) == len(expected):
+        return False
+    return all(str(e) == str(r) for e, r in zip(expected, results, strict=True))
 
 
 def full_marks(gold: Sequence[Any], prediction: Any) -> bool:
@@ -73,7 +80,7 @@ def full_marks(gold: Sequence[Any], prediction: Any) -> bool:
     if isinstance(prediction, list | tuple):
         return bool(prediction) and all(passes(gold, results) for results in prediction)
     answer, kind, id_task, _, possible = gold
-    return use_grade(answer, kind, id_task, str(prediction)) == possible
+    return bool(use_grade(answer, kind, id_task, str(prediction)) == possible)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

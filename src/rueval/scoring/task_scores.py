@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from rueval.scoring.mera_scorers import full_marks
-from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
+from rueval.scoring.mera_scorers import full_marks, per_question
+from rueval.scoring.metrics import ACCURACY, GRADE_NORM, MCC, Metric, OfSums, Outcomes, exact_match, metric
 from rueval.tasks import RSG, Example, Task
 from rueval.tasks.mera_generative import Graded
 
@@ -105,7 +105,8 @@ def _averaged(of_sums: OfSums, widths: list[int]) -> OfSums:
 
 
 def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> Scores:
-    """Every headline metric of the task, plus LiDiRus per-tag MCC and Ethics per-category scores."""
+    """Every headline metric of the task, plus LiDiRus per-tag MCC, Ethics per-category scores and USE's
+    per exam question."""
     if len(examples) != len(preds):
         raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
     metrics = task_statistics(task, examples, preds).point()
@@ -113,6 +114,8 @@ def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) ->
         return Scores(metrics, _per_category(task, examples, preds))
     if task.tags:
         return Scores(metrics, lidirus_tag_mcc(examples, preds, task.tags))
+    if GRADE_NORM.name in task.metrics:  # MERA's USE: grade_norm.task<N>
+        return Scores(metrics, per_question([e.label for e in examples], preds))
     return Scores(metrics)
 
 
