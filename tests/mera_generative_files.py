@@ -62,7 +62,7 @@ def generative_tasks(test_answers=True):
                          use(12, test("1,2,3,4"), MATCHING, "26", 8, 4),
                          use(13, test("1,2,4"), INDEPENDENT, "16", 8, 2)]},
         "ruDetox": {"train": [rudetox(1, "ты дурак", "ты не прав")],
-                    "test": [rudetox(30, "это бред", test("это неверно"))]},
+                    "test": [rudetox(30, "это бред ", test("это неверно"))]},
         "ruHumanEval": {"test": [code(0, test(["3", "10"])),
                                  code(1, test(["True", "False"]), 'def even(n):\n    """Чётно ли n."""\n',
                                       "[{'n': 4}, {'n': 3}]", "even")]},

@@ -163,7 +163,10 @@ def test_the_sample_log_holds_each_code_samples_request_and_the_items_pass_at_k(
 
 
 def test_rudetox_is_predicted_and_says_why_it_is_not_scored(generative_run):
-    _, _, evaluation, _ = generative_run
+    _, model, evaluation, _ = generative_run
+    (prompt,) = [r.prompt for r in model.asked if r.prompt.endswith("Нетоксичный текст:")]
+    demonstration = 'Токсичное сообщение: "ты дурак"\nПерепиши его вежливо. Ответ: ты не прав'  # 1 shot
+    assert prompt == demonstration + "\n\nТоксичный текст: это бред \nНетоксичный текст:"  # its inputs as they are
     assert "rudetox" not in evaluation.tasks and evaluation.predicted["rudetox"].score is None
     (line,) = [note for note in evaluation.notes if note.startswith("rudetox:")]
     assert "cannot be had offline" in line and "\n" not in line

@@ -34,8 +34,7 @@ class GenerativeSettings:
     inputs when they are one text (the instruction's field); ``query_strip``: the first demonstration
     (the instruction filled) is stripped; ``until`` its stop sequences; ``samples`` answers generated
     per item (lm-eval's ``repeats``), sampled at ``temperature`` (None: greedy); ``same``: the meta
-    field a demonstration must share with its item; ``executes``: its answers are programs to run;
-    ``scored``: MERA's metrics can be computed here (ruDetox's need models that cannot be had offline)."""
+    field a demonstration must share with its item; ``executes``: its answers are programs to run."""
 
     inputs: str = "inputs"
     query_strip: bool = True
@@ -44,8 +43,7 @@ class GenerativeSettings:
     temperature: float | None = None
     same: str | None = None
     executes: bool = False
-    scored: bool = True
-    demo_strip: bool = True  # a demonstration's inputs text stripped (ruModAr's is not)
+    demo_strip: bool = True  # a demonstration's inputs text stripped (ruModAr's and ruDetox's are not)
 
 
 GENERATIVE: dict[str, GenerativeSettings] = {
@@ -53,7 +51,7 @@ GENERATIVE: dict[str, GenerativeSettings] = {
     "rumodar": GenerativeSettings(demo_strip=False),
     "rumultiar": GenerativeSettings(),
     "use": GenerativeSettings(query_strip=False, until=("\n", "."), same="id_task"),
-    "rudetox": GenerativeSettings(inputs="toxic_comment", scored=False),
+    "rudetox": GenerativeSettings(inputs="toxic_comment", demo_strip=False),
     "ruhumaneval": GenerativeSettings(until=CODE_STOP, samples=10, temperature=0.6, executes=True),
     "rucodeeval": GenerativeSettings(until=CODE_STOP, samples=10, temperature=0.6, executes=True),
 }
