@@ -3,11 +3,13 @@ declarations hold what every consumer reads from them."""
 
 import pytest
 
+from rueval.core.errors import RuevalError
 from rueval.robustness.targets import TARGETS
 from rueval.scoring.slices import SLICES
 from rueval.solvers.heuristics import RULES
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import RSG, TAPE, TASKS
+from rueval.tasks.mera_generative import Graded
 from rueval.tasks.prompts import PROMPTS
 
 
@@ -22,7 +24,11 @@ def test_heuristic_rules_cover_the_rsg_tasks_but_rwsd():
 
 
 def test_tfidf_fields_reads_every_task_in_exactly_one_way():
-    ways = {name: type(fields.fields_model(task, 0)).__name__ for name, task in TASKS.items()}
+    graded = {name for name, task in TASKS.items() if isinstance(task.shape, Graded)}  # MERA's USE, code tasks
+    for name in graded:
+        with pytest.raises(RuevalError, match=f"does not know how to read task '{name}'"):
+            fields.fields_model(TASKS[name], 0)
+    ways = {name: type(fields.fields_model(task, 0)).__name__ for name, task in TASKS.items() if name not in graded}
     by_way = {way: {name for name, chosen in ways.items() if chosen == way} for way in ways.values()}
     assert by_way == {
         "LabelModel": {"lidirus", "rcb", "terra", "russe", "rwsd", "danetqa", "muserc", "winograd", "bps", "lcs"},
@@ -40,7 +46,7 @@ def test_tfidf_fields_reads_every_task_in_exactly_one_way():
             "rutie",
         },  # fmt: skip
         "CategoryModel": {"sit_ethics", "per_ethics", "ruethics"},
-        "NearestAnswerModel": {"chegeka"},
+        "NearestAnswerModel": {"chegeka", "simplear", "rumodar", "rumultiar", "rudetox"},
     }
 
 

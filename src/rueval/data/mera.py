@@ -40,8 +40,9 @@ from rueval.data.reading import (
 from rueval.data.records import Dataset
 
 TASK_FILE = "task.json"
-# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file
-MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev"), "test": ("test",)}
+# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file (ruModAr's
+# labelled split is its public_test)
+MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev", "public_test"), "test": ("test",)}
 RECORD_KEYS = ("instruction", "inputs", "meta")  # what tells a MERA record from a TAPE one
 
 

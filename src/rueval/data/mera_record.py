@@ -125,6 +125,7 @@ class MeraTask:
     # ruEthics: one answer per record, judged against each of these criteria of its outputs
     criteria: tuple[str, ...] = ()
     dialog: bool = False  # ruTiE: the instruction's "{context}" holds the dialogue's earlier questions
+    text_input: str = "inputs"  # the name an instruction gives the inputs where they are one text (ruDetox's)
 
     @property
     def config(self) -> str:
@@ -137,10 +138,10 @@ class MeraTask:
 
     def fill(self, template: str, inputs: Any, extra: Mapping[str, str] | None = None) -> str:
         """``template`` filled as MERA fills the task's instruction: ``template.format(**inputs)``, or
-        ``format(inputs=inputs)`` where the inputs are one text; with ``placeholders`` those fields
+        ``format(<text_input>=inputs)`` where the inputs are one text; with ``placeholders`` those fields
         alone, every other brace kept as written. A FormatError (rueval.core.formatting) if it
         cannot be filled within bounds."""
-        fields = {**(inputs if isinstance(inputs, dict) else {"inputs": inputs}), **(extra or {})}
+        fields = {**(inputs if isinstance(inputs, dict) else {self.text_input: inputs}), **(extra or {})}
         if self.placeholders:
             named = [*self.placeholders, *(extra or {})]
             escaped = template.replace("{", "{{").replace("}", "}}")

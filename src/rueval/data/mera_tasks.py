@@ -1,8 +1,9 @@
-"""The seven tasks rueval shares with MERA, declared once (``MERA`` also holds MERA's choice and
-classification tasks of its own, declared in rueval.data.mera_choice_tasks): how a MERA record
-(`{"instruction", "inputs", "outputs", "meta": {"id", ...}}`, in either layout MERA has published,
-rueval.data.mera) becomes a record of the task's own layout (RSG's and TAPE's fields and labels),
-MERA's answers, and MERA's settings for the task that are not in its data.
+"""MERA's tasks in rueval, declared once: the seven it shares with RSG and TAPE, MERA's own choice and
+classification tasks (rueval.data.mera_choice_tasks) and its generative tasks
+(rueval.data.mera_generative_tasks): how a MERA record (`{"instruction", "inputs", "outputs", "meta":
+{"id", ...}}`, in either layout MERA has published, rueval.data.mera) becomes a record of the task's own
+layout (RSG's and TAPE's fields and labels), MERA's answers, and MERA's settings for the task that are
+not in its data.
 
 A converted record keeps MERA's own under the field "mera" (its instruction, inputs and outputs as
 they are): prompts ask with the record's own instruction, and the submission writes its answer in the
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from rueval.data.mera_choice_tasks import CHOICE_TASKS
+from rueval.data.mera_generative_tasks import convert_arithmetic, convert_code, convert_rudetox, convert_use
 from rueval.data.mera_record import Answers, MeraRecord, MeraTask, labelled
 
 NAME = "mera"  # the benchmark's name: -t mera, and the benchmark of a task read from its files
@@ -113,6 +115,23 @@ MERA: dict[str, MeraTask] = {
     "chegeka": MeraTask("CheGeKa", _chegeka, 1, 'Категория "{topic}"\nВопрос: {text}\nОтвет:'),
 }  # fmt: skip
 MERA |= CHOICE_TASKS  # MERA's choice and classification tasks of its own (rueval.data.mera_choice_tasks)
+# MERA's generative tasks (rueval.data.mera_generative_tasks: their converters and other settings);
+# demo: the form over {inputs} (one text) or the inputs' fields; USE's depends on the question's type
+MERA |= {
+    "simplear": MeraTask("SimpleAr", convert_arithmetic, 2, "{inputs}"),
+    "rumodar": MeraTask("ruModAr", convert_arithmetic, 0, "{inputs}"),
+    "rumultiar": MeraTask("ruMultiAr", convert_arithmetic, 1, "{inputs}"),
+    "use": MeraTask("USE", convert_use, 1, "", demos_within="id_task"),  # demonstrations of the item's question
+    "rudetox": MeraTask(
+        "ruDetox",
+        convert_rudetox,
+        1,
+        "Токсичный текст: {toxic_comment}\nНетоксичный текст:",
+        text_input="toxic_comment",
+    ),
+    "ruhumaneval": MeraTask("ruHumanEval", convert_code, 0, "Функция:\n{function}"),
+    "rucodeeval": MeraTask("ruCodeEval", convert_code, 0, "Функция:\n{function}"),
+}
 MERA_TASKS = {name: task.name for name, task in MERA.items()}  # rueval's task name -> MERA's
 # rueval's task name -> {label: MERA's answer text}, for MERA's submission files
 ANSWERS = {name: {label: text for text, label in task.answers.items()} for name, task in MERA.items() if task.answers}

@@ -15,6 +15,7 @@ from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.scores import PromptScores, ShotResult
 from rueval.tasks import TASKS, Task
+from rueval.tasks.mera_generative import Graded
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
 SCALE = "metrics are percentages (x100), as in the papers"
@@ -60,7 +61,7 @@ class PredictionRow:
 
 def _gold_problem(task: Task, gold: Any) -> str | None:
     """Why a gold value cannot be the task's, or None (none: an example without answers, predicted)."""
-    if gold is None:
+    if gold is None or isinstance(task.shape, Graded):  # its scorer's shape, read by its scorer
         return None
     if task.kind == "span":
         if isinstance(gold, tuple) and gold and all(isinstance(g, str) for g in gold):
@@ -76,6 +77,8 @@ def _gold_problem(task: Task, gold: Any) -> str | None:
 def _prediction_problem(task: Task, pred: Any) -> str | None:
     """Why a prediction cannot be scored, or None. Classification predictions outside the label
     space are scored (as wrong), as they were in the run."""
+    if isinstance(task.shape, Graded):
+        return None
     if task.kind == "span" and not isinstance(pred, str):
         return f"expected answer text, got {pred!r:.60}"
     if task.kind == "multilabel" and not (

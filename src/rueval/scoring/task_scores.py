@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
+from rueval.scoring.mera_scorers import full_marks, per_question
+from rueval.scoring.metrics import ACCURACY, GRADE_NORM, MCC, Metric, OfSums, Outcomes, exact_match, metric
 from rueval.tasks import RSG, Example, Task
+from rueval.tasks.mera_generative import Graded
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def _averaged(of_sums: OfSums, widths: list[int]) -> OfSums:
 
 
 def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> Scores:
-    """Every headline metric of the task, plus LiDiRus per-tag MCC and Ethics per-category scores."""
+    """Every headline metric of the task, plus LiDiRus per-tag MCC, Ethics per-category scores and USE's
+    per exam question."""
     if len(examples) != len(preds):
         raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
     metrics = task_statistics(task, examples, preds).point()
@@ -113,6 +116,8 @@ def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) ->
         return Scores(metrics, _per_category(task, examples, preds))
     if task.tags:
         return Scores(metrics, lidirus_tag_mcc(examples, preds, task.tags))
+    if GRADE_NORM.name in task.metrics:  # MERA's USE: grade_norm.task<N>
+        return Scores(metrics, per_question([e.label for e in examples], preds))
     return Scores(metrics)
 
 
@@ -177,7 +182,10 @@ def _tag_values(value: Any) -> list[str]:
 
 def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
     """Whether one prediction is right: the gold class; every category of a multilabel example (one
-    wrong category makes the example wrong); exact match with any gold answer for span tasks."""
+    wrong category makes the example wrong); exact match with any gold answer for span tasks; full
+    marks for MERA's USE and code tasks."""
+    if isinstance(task.shape, Graded):  # MERA's USE and code tasks
+        return full_marks(gold, prediction)
     if task.kind == "span":
         return any(exact_match(answer, prediction, task.normalization) for answer in gold)
     if task.kind == "multilabel":
