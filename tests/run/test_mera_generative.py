@@ -11,6 +11,7 @@ import zipfile
 from math import comb
 
 import pytest
+from mera_choice_files import nine_tasks
 from mera_files import LAYOUTS, seven_tasks, write_snapshot
 from mera_generative_files import SIMPLEAR_INSTRUCTION, arithmetic, code, generative_tasks, use
 from support import read_samples
@@ -198,7 +199,7 @@ def test_code_tasks_refuse_to_run_without_consent(tmp_path, cli):
 
 
 def test_mera_runs_the_generative_tasks_with_the_seven_and_exports_them_all(tmp_path, tiny_gpt2_dir, cli):
-    data = write_snapshot(tmp_path / "mera", {**seven_tasks(), **generative_tasks(test_answers=False)})
+    data = write_snapshot(tmp_path / "mera", {**seven_tasks(), **nine_tasks(), **generative_tasks(test_answers=False)})
     run = cli("run", "-t", "mera", "-m", f"hf:{tiny_gpt2_dir}", "--data", data, "-o", tmp_path / "out",
               "--confirm-run-unsafe-code", "--predict-only")  # fmt: skip
     assert run.exit_code == 0, run.output
@@ -206,13 +207,13 @@ def test_mera_runs_the_generative_tasks_with_the_seven_and_exports_them_all(tmp_
     export = cli("export", "--format", "mera", tmp_path / "out", "-o", tmp_path / "sub.zip")
     assert export.exit_code == 0, export.output
     with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
-        assert len(archive.namelist()) == 14
+        assert len(archive.namelist()) == 23  # MERA's text tasks
         humaneval = json.loads(archive.read("ruHumanEval.json"))["data"]["test"]
     assert all(len(entry["outputs"]) == 10 for entry in humaneval)
     run_json = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
-    assert run_json["confirm_run_unsafe_code"] is False  # the consent is this command's alone
+    assert run_json["confirm_run_unsafe_code"] is True  # recorded, and given anew by each command:
     resumed = cli("run", "--resume", "-o", tmp_path / "out")
-    assert resumed.exit_code == 2 and "--confirm-run-unsafe-code" in resumed.output
+    assert resumed.exit_code == 2 and "add --confirm-run-unsafe-code to run that code" in resumed.output
     assert cli("run", "--resume", "-o", tmp_path / "out", "--confirm-run-unsafe-code").exit_code == 0
 
 

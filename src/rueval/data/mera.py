@@ -190,8 +190,11 @@ class MeraSource(DataSource):
 
 def _mera_names(task: Dataset, split: str) -> tuple[str, ...]:
     """MERA's names of rueval's split for the task: its train split is the one its task file draws
-    demonstrations from (MeraTask.train)."""
-    return MERA[task.name].train if split == "train" else MERA_SPLITS.get(split, ())
+    demonstrations from (MeraTask.train), never also scored (LCS's public_test; ruModAr's is its val)."""
+    train = MERA[task.name].train
+    if split == "val":
+        return tuple(name for name in MERA_SPLITS[split] if name not in train)
+    return train if split == "train" else MERA_SPLITS.get(split, ())
 
 
 def _dialogues_unfolded(records: list[Any]) -> Iterator[Any]:
