@@ -14,7 +14,11 @@ BOS = "<s>"  # the start token of a tokenizer that adds its own (``adds_bos``)
 
 
 def sample_texts() -> list[str]:
-    """Every string field of every bundled sample record."""
+    """Every string field of every bundled sample record of RSG's and TAPE's tasks (the tiny model's
+    texts, the same whichever other tasks bring samples of their own)."""
+    from rueval.tasks import RSG, TAPE
+
+    folders = {task.folder for task in (*RSG.tasks, *TAPE.tasks)}
     texts: list[str] = []
 
     def collect(value) -> None:
@@ -27,7 +31,7 @@ def sample_texts() -> list[str]:
             for item in value:
                 collect(item)
 
-    for path in sorted(SAMPLES_DIR.glob("*/*.jsonl")):
+    for path in sorted(path for path in SAMPLES_DIR.glob("*/*.jsonl") if path.parent.name in folders):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 collect(json.loads(line))
