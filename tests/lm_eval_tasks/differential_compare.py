@@ -1,0 +1,115 @@
+"""Read two runs' lm-eval outputs (the results document and the per-task sample logs, in lm-eval's layout
+or rueval's) and list every place where they disagree, each naming task, document and both values."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from support import read_jsonl
+
+LOGLIKELIHOOD_NATS = 1e-4  # per request, absolute
+METRIC_TOLERANCE = 1e-6  # per sample and aggregated, absolute or relative (perplexities are large)
+SAMPLE_FILE = re.compile(r"samples_(?P<task>.+)_\d{4}-\d{2}-\d{2}T[0-9.\-]+\.jsonl")
+
+
+@dataclass(frozen=True)
+class Output:
+    results: dict
+    samples: dict[str, list[dict]]  # task -> its sample lines
+
+
+def read_output(folder: Path) -> Output:
+    """The one results document under ``folder`` and every sample log, by task."""
+    (results_file,) = sorted(folder.rglob("results*.json"))
+    samples: dict[str, list[dict]] = {}
+    for path in sorted(folder.rglob("samples_*.jsonl")):
+        found = SAMPLE_FILE.fullmatch(path.name)
+        assert found, f"{path}: not named samples_<task>_<date>.jsonl"
+        assert found["task"] not in samples, f"{path}: a second sample log of {found['task']}"
+        samples[found["task"]] = read_jsonl(path)
+    return Output(json.loads(results_file.read_text(encoding="utf-8")), samples)
+
+
+def number(value: object) -> float | None:
+    """``value`` as a float where it is one (lm-eval writes log-likelihoods as strings), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def same(a: object, b: object, tolerance: float, relative: bool = True) -> bool:
+    """Equal, numbers within ``tolerance`` (absolute, or relative where ``relative``), walking lists and dicts."""
+    x, y = number(a), number(b)
+    if x is not None and y is not None:
+        return math.isclose(x, y, rel_tol=tolerance if relative else 0.0, abs_tol=tolerance) or (
+            math.isnan(x) and math.isnan(y)
+        )
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(p, q, tolerance, relative) for p, q in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], tolerance, relative) for k in a)
+    return a == b
+
+
+def result_differences(reference: dict, candidate: dict) -> list[str]:
+    found = []
+    for section in ("results", "groups", "n-samples"):
+        ours, theirs = reference.get(section, {}), candidate.get(section, {})
+        if ours.keys() != theirs.keys():
+            found.append(f"{section}: lm-eval has {sorted(ours)}, rueval has {sorted(theirs)}")
+        for name in sorted(ours.keys() & theirs.keys()):
+            for key in sorted(ours[name].keys() | theirs[name].keys()):
+                a, b = ours[name].get(key), theirs[name].get(key)
+                if not same(a, b, METRIC_TOLERANCE):
+                    found.append(f"{section} {name} {key}: lm-eval {a!r}, rueval {b!r}")
+    for section in ("n-shot", "group_subtasks"):
+        if reference.get(section) != candidate.get(section):
+            found.append(f"{section}: lm-eval {reference.get(section)!r}, rueval {candidate.get(section)!r}")
+    return found
+
+
+def sample_differences(task: str, output_type: str, reference: list[dict], candidate: list[dict]) -> list[str]:
+    """Per document and filter: the same document, prompt and target; the same responses (log-likelihoods
+    within LOGLIKELIHOOD_NATS, generations equal after filtering); the same per-sample metrics."""
+    ours = {(s["doc_id"], s["filter"]): s for s in reference}
+    theirs = {(s["doc_id"], s["filter"]): s for s in candidate}
+    found = []
+    if ours.keys() != theirs.keys():
+        found.append(f"{task}: lm-eval has samples {sorted(ours)}, rueval {sorted(theirs)}")
+    generated = output_type == "generate_until"
+    for key in sorted(ours.keys() & theirs.keys()):
+        a, b = ours[key], theirs[key]
+        where = f"{task} doc {key[0]} filter {key[1]}"
+        checks = [("doc", 0.0, True), ("arguments", 0.0, True), ("target", 0.0, True)]
+        if generated:
+            checks.append(("filtered_resps", 0.0, True))
+        else:
+            checks += [("resps", LOGLIKELIHOOD_NATS, False), ("filtered_resps", LOGLIKELIHOOD_NATS, False)]
+        checks += [(metric, METRIC_TOLERANCE, True) for metric in a["metrics"]]
+        for field, tolerance, relative in checks:
+            if not same(a.get(field), b.get(field), tolerance, relative):
+                found.append(f"{where} {field}: lm-eval {a.get(field)!r}, rueval {b.get(field)!r}")
+    return found
+
+
+def differences(reference: Output, candidate: Output) -> list[str]:
+    """Every disagreement of ``candidate`` (rueval) with ``reference`` (lm-eval), one line each."""
+    found = result_differences(reference.results, candidate.results)
+    if reference.samples.keys() != candidate.samples.keys():
+        found.append(f"sample logs: lm-eval has {sorted(reference.samples)}, rueval {sorted(candidate.samples)}")
+    configs = reference.results["configs"]
+    for task in sorted(reference.samples.keys() & candidate.samples.keys()):
+        output_type = configs[task]["output_type"]
+        found += sample_differences(task, output_type, reference.samples[task], candidate.samples[task])
+    return found
