@@ -24,7 +24,7 @@ class Output:
 
 def read_output(folder: Path) -> Output:
     """The one results document under ``folder`` and every sample log, by task."""
-    (results_file,) = sorted(folder.rglob("results*.json"))
+    (results_file,) = sorted(folder.rglob("results_*.json"))  # lm-eval's results_<date>, rueval's results_lmeval
     samples: dict[str, list[dict]] = {}
     for path in sorted(folder.rglob("samples_*.jsonl")):
         found = SAMPLE_FILE.fullmatch(path.name)
