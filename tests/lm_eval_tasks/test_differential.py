@@ -10,6 +10,7 @@ lines are changed, to read small JSON Lines made here in each task's own field l
 from __future__ import annotations
 
 import os
+import subprocess
 from functools import partial
 from pathlib import Path
 
@@ -82,7 +83,7 @@ NOT_TIED_NATS = 1e-2  # the reference's best two options of every document are f
 
 
 def offline(cache: Path) -> dict[str, str]:
-    """Both tools read the local JSON Lines through `datasets`, into the same fresh cache, offline; and
+    """A tool reads the local JSON Lines through `datasets`, into a fresh cache of its own, offline; and
     torch in one thread (the model is 64 wide: a second thread only waits, much longer on shared cores)."""
     return {"HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 
@@ -100,14 +101,15 @@ def one_torch_thread():
 
 def run_lm_eval(model: Path, tasks: Path, out: Path, env: dict[str, str]) -> Output:
     """The reference: lm-eval's own command line and `--model hf`, in lm-eval's virtualenv, all tasks at once."""
-    import subprocess
-
     command = [
         *(str(LM_EVAL_PYTHON), "-m", "lm_eval", "--model", "hf"),
         *("--model_args", f"pretrained={model},dtype=float32", "--device", "cpu", "--batch_size", "1"),
         *("--include_path", str(tasks), "--tasks", ",".join(ASKED), "--log_samples", "--output_path", str(out)),
+        *("--seed", "0,1234,1234,1234"),  # lm-eval's defaults, which rueval takes too unless given --seed
     ]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env, "PYTHONPATH": ""})
+    done = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, **env, "PYTHONPATH": ""}, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return read_output(out)
 
@@ -130,10 +132,12 @@ def test_rueval_and_lm_eval_agree_on_real_task_files(cli, tiny_gpt2_dir, tmp_pat
 
     documents = write_task_folder(TASK_FILES, Path(lm_eval.tasks.__file__).parent, tmp_path / "tasks")
     model = train_briefly(tiny_gpt2_dir, training_texts(documents), tmp_path / "model")
-    env = offline(tmp_path / "datasets")
-    reference = run_lm_eval(model, tmp_path / "tasks", tmp_path / "lm-eval", env)
+    reference = run_lm_eval(model, tmp_path / "tasks", tmp_path / "lm-eval", offline(tmp_path / "datasets-lm-eval"))
+    env = offline(tmp_path / "datasets-rueval")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    # this process may have imported datasets already, which reads its cache folder once
+    monkeypatch.setattr("datasets.config.HF_DATASETS_CACHE", Path(env["HF_DATASETS_CACHE"]))
     candidate = run_rueval(cli, model, tmp_path / "tasks", tmp_path / "rueval")
 
     found = differences(reference, candidate)
