@@ -9,6 +9,7 @@ JSON Lines written here in that task's own field layout.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,10 +288,10 @@ def write_task_folder(table: tuple[TaskFiles, ...], lm_eval_tasks: Path, target:
         folder = target / entry.folder.replace("/", "_")
         folder.mkdir(parents=True)
         for name in entry.files:
-            text = (lm_eval_tasks / entry.folder / name).read_text(encoding="utf-8")
             if name.endswith(".py"):
-                (folder / name).write_text(text, encoding="utf-8")
+                shutil.copyfile(lm_eval_tasks / entry.folder / name, folder / name)
                 continue
+            text = (lm_eval_tasks / entry.folder / name).read_text(encoding="utf-8")
             task = TASK_NAME.search(text)
             data_files = None
             if task and task.group(1) in entry.data:
