@@ -11,8 +11,22 @@ from pathlib import Path
 
 from support import read_jsonl
 
-LOGLIKELIHOOD_NATS = 1e-4  # per request, absolute
-METRIC_TOLERANCE = 1e-6  # per sample and aggregated, absolute or relative (perplexities are large)
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Two numbers agree within ``absolute`` or within ``relative`` of the larger."""
+
+    absolute: float
+    relative: float
+
+
+EXACT = Tolerance(0.0, 0.0)
+LOGLIKELIHOOD = Tolerance(absolute=1e-4, relative=0.0)  # nats, per request
+METRIC = Tolerance(absolute=1e-6, relative=1e-6)  # per sample and aggregated (relative: perplexities are large)
+# A metric lm-eval computes smoothly from log-likelihoods (a perplexity, truthfulqa_mc2's share of the
+# probability mass) moves with them: two engines' float32 sums differ in their last digits (some 1e-5
+# nats), and a ratio of sums of exp(log-likelihood) moves by up to twice that, relatively.
+SMOOTH_METRIC = Tolerance(absolute=0.0, relative=2 * LOGLIKELIHOOD.absolute)
 SAMPLE_FILE = re.compile(r"samples_(?P<task>.+)_\d{4}-\d{2}-\d{2}T[0-9.\-]+\.jsonl")
 
 
@@ -48,22 +62,45 @@ def number(value: object) -> float | None:
     return None
 
 
-def same(a: object, b: object, tolerance: float, relative: bool = True) -> bool:
-    """Equal, numbers within ``tolerance`` (absolute, or relative where ``relative``), walking lists and dicts."""
+def same(a: object, b: object, tolerance: Tolerance) -> bool:
+    """Equal, numbers within ``tolerance``, walking lists and dicts."""
     x, y = number(a), number(b)
     if x is not None and y is not None:
-        return math.isclose(x, y, rel_tol=tolerance if relative else 0.0, abs_tol=tolerance) or (
-            math.isnan(x) and math.isnan(y)
-        )
+        close = math.isclose(x, y, rel_tol=tolerance.relative, abs_tol=tolerance.absolute)
+        return close or (math.isnan(x) and math.isnan(y))
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(same(p, q, tolerance, relative) for p, q in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same(p, q, tolerance) for p, q in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k], tolerance, relative) for k in a)
+        return a.keys() == b.keys() and all(same(a[k], b[k], tolerance) for k in a)
     return a == b
 
 
-def result_differences(reference: dict, candidate: dict) -> list[str]:
+def smooth_metrics(output: Output) -> set[tuple[str, str]]:
+    """(task, metric) where the task is scored from log-likelihoods and a document's value of the metric is
+    not a decision (0 or 1)."""
+    found = set()
+    for task, samples in output.samples.items():
+        if output.results["configs"][task]["output_type"] != "generate_until":
+            found |= {(task, m) for s in samples for m in s["metrics"] if number(s[m]) not in (0.0, 1.0)}
+    return found
+
+
+def tasks_under(name: str, group_subtasks: dict[str, list[str]]) -> set[str]:
+    """A group's tasks, through its subgroups; a task is its own."""
+    if name not in group_subtasks:
+        return {name}
+    return {task for sub in group_subtasks[name] for task in tasks_under(sub, group_subtasks)}
+
+
+def result_tolerance(name: str, key: str, smooth: set[tuple[str, str]], group_subtasks: dict) -> Tolerance:
+    """The tolerance of results[name][key] ("acc,none", "acc_stderr,none")."""
+    metric = key.split(",")[0].removesuffix("_stderr")
+    return SMOOTH_METRIC if any((task, metric) in smooth for task in tasks_under(name, group_subtasks)) else METRIC
+
+
+def result_differences(reference: dict, candidate: dict, smooth: set[tuple[str, str]]) -> list[str]:
     found = []
+    group_subtasks = reference.get("group_subtasks", {})
     for section in ("results", "groups", "n-samples"):
         ours, theirs = reference.get(section, {}), candidate.get(section, {})
         if ours.keys() != theirs.keys():
@@ -71,7 +108,7 @@ def result_differences(reference: dict, candidate: dict) -> list[str]:
         for name in sorted(ours.keys() & theirs.keys()):
             for key in sorted(ours[name].keys() | theirs[name].keys()):
                 a, b = ours[name].get(key), theirs[name].get(key)
-                if not same(a, b, METRIC_TOLERANCE):
+                if not same(a, b, result_tolerance(name, key, smooth, group_subtasks)):
                     found.append(f"{section} {name} {key}: lm-eval {a!r}, rueval {b!r}")
     for section in ("n-shot", "group_subtasks"):
         if reference.get(section) != candidate.get(section):
@@ -79,9 +116,11 @@ def result_differences(reference: dict, candidate: dict) -> list[str]:
     return found
 
 
-def sample_differences(task: str, output_type: str, reference: list[dict], candidate: list[dict]) -> list[str]:
+def sample_differences(
+    task: str, output_type: str, reference: list[dict], candidate: list[dict], smooth: set[tuple[str, str]]
+) -> list[str]:
     """Per document and filter: the same document, prompt and target; the same responses (log-likelihoods
-    within LOGLIKELIHOOD_NATS, generations equal after filtering); the same per-sample metrics."""
+    within LOGLIKELIHOOD, generations equal after filtering); the same per-sample metrics."""
     ours = {(s["doc_id"], s["filter"]): s for s in reference}
     theirs = {(s["doc_id"], s["filter"]): s for s in candidate}
     found = []
@@ -91,25 +130,26 @@ def sample_differences(task: str, output_type: str, reference: list[dict], candi
     for key in sorted(ours.keys() & theirs.keys()):
         a, b = ours[key], theirs[key]
         where = f"{task} doc {key[0]} filter {key[1]}"
-        checks = [("doc", 0.0, True), ("arguments", 0.0, True), ("target", 0.0, True)]
+        checks = [("doc", EXACT), ("arguments", EXACT), ("target", EXACT)]
         if generated:
-            checks.append(("filtered_resps", 0.0, True))
+            checks.append(("filtered_resps", EXACT))
         else:
-            checks += [("resps", LOGLIKELIHOOD_NATS, False), ("filtered_resps", LOGLIKELIHOOD_NATS, False)]
-        checks += [(metric, METRIC_TOLERANCE, True) for metric in a["metrics"]]
-        for field, tolerance, relative in checks:
-            if not same(a.get(field), b.get(field), tolerance, relative):
+            checks += [("resps", LOGLIKELIHOOD), ("filtered_resps", LOGLIKELIHOOD)]
+        checks += [(m, SMOOTH_METRIC if (task, m) in smooth else METRIC) for m in a["metrics"]]
+        for field, tolerance in checks:
+            if not same(a.get(field), b.get(field), tolerance):
                 found.append(f"{where} {field}: lm-eval {a.get(field)!r}, rueval {b.get(field)!r}")
     return found
 
 
 def differences(reference: Output, candidate: Output) -> list[str]:
     """Every disagreement of ``candidate`` (rueval) with ``reference`` (lm-eval), one line each."""
-    found = result_differences(reference.results, candidate.results)
+    smooth = smooth_metrics(reference)
+    found = result_differences(reference.results, candidate.results, smooth)
     if reference.samples.keys() != candidate.samples.keys():
         found.append(f"sample logs: lm-eval has {sorted(reference.samples)}, rueval {sorted(candidate.samples)}")
     configs = reference.results["configs"]
     for task in sorted(reference.samples.keys() & candidate.samples.keys()):
         output_type = configs[task]["output_type"]
-        found += sample_differences(task, output_type, reference.samples[task], candidate.samples[task])
+        found += sample_differences(task, output_type, reference.samples[task], candidate.samples[task], smooth)
     return found

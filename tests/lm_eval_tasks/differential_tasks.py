@@ -196,15 +196,16 @@ def triviaqa() -> Docs:
 
 
 def wikitext() -> Docs:
+    # short pages: a page's log-likelihood is one float32 sum over its tokens, whose rounding grows with it
     def doc(i: int) -> dict:
-        lines = " . ".join(f"{pick(EN, i + k)} @,@ {1900 + i + k}" for k in range(4))
-        return {"page": f" = Article {i} = \n {lines} . \n {pick(EN, i + 6)} ( again ) . \n"}
+        lines = " . ".join(f"{pick(RU, i + k)} @,@ {1900 + i + k}" for k in range(2))
+        return {"page": f" = Статья {i} = \n {lines} . \n {pick(RU, i + 6)} ( снова ) . \n"}
 
     return {"train": [doc(0)], "validation": [doc(1)], "test": [doc(2), doc(3)]}
 
 
 def lambada() -> Docs:
-    return {"test": [{"text": f"{pick(EN, i)} and {pick(EN, i + 3).lower()} today"} for i in range(4)]}
+    return {"test": [{"text": f"{pick(RU, i)}, а {pick(RU, i + 3).lower()} сегодня"} for i in range(4)]}
 
 
 def truthfulqa() -> Docs:

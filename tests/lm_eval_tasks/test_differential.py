@@ -1,7 +1,9 @@
 """The differential suite: rueval and lm-evaluation-harness 0.4.13 itself (`--model hf`, in its own
 virtualenv) run the same real lm-eval task files with the same briefly trained tiny model, and must agree:
 per-request log-likelihoods within 1e-4 nats, equal filtered generations, every per-sample metric and
-every task and group aggregate within 1e-6.
+every task and group aggregate within 1e-6; a metric that is a smooth function of log-likelihoods
+(perplexities, truthfulqa_mc2's probability mass) within the 2e-4 relative that the log-likelihoods'
+own tolerance allows it (differential_compare.py).
 
 The task files are copied at test time from the installed lm-eval's `lm_eval/tasks/`; only their dataset
 lines are changed, to read small JSON Lines made here in each task's own field layout
@@ -172,4 +174,23 @@ def test_a_disagreement_names_task_document_and_both_values():
         f"t doc 3 filter none resps: lm-eval {resps!r}, rueval {beyond!r}",
         f"t doc 3 filter none filtered_resps: lm-eval {[r[0] for r in resps]!r}, rueval {[r[0] for r in beyond]!r}",
         "t doc 3 filter none acc: lm-eval 1.0, rueval 0.0",
+    ]
+
+
+def test_a_metric_smooth_in_log_likelihoods_moves_with_them_and_a_decision_does_not():
+    results = {"results": {}, "configs": {"t": {"output_type": "multiple_choice"}}}
+
+    def run(mass: float, acc: float) -> Output:
+        sample = {"doc_id": 0, "filter": "none", "doc": {}, "arguments": {}, "target": 0, "metrics": ["mass", "acc"]}
+        resps = [[["-1.5", "False"]]]
+        return Output(
+            results, {"t": [{**sample, "resps": resps, "filtered_resps": resps[0], "mass": mass, "acc": acc}]}
+        )
+
+    assert differences(run(0.2254669, 1.0), run(0.2254656, 1.0)) == []  # as e^(2e-5 nats) moves it
+    assert differences(run(0.2254669, 1.0), run(0.226, 1.0)) == [
+        "t doc 0 filter none mass: lm-eval 0.2254669, rueval 0.226"
+    ]
+    assert differences(run(0.2254669, 1.0), run(0.2254669, 0.9999)) == [
+        "t doc 0 filter none acc: lm-eval 1.0, rueval 0.9999"
     ]
