@@ -150,6 +150,10 @@ def test_rueval_and_lm_eval_agree_on_real_task_files(cli, tiny_gpt2_dir, tmp_pat
     assert {c["output_type"] for c in configs.values()} == OUTPUT_TYPES
     assert {c["dataset_path"] for c in configs.values()} == {"json"}  # the local data, never the Hub's
     assert set(reference.results["groups"]) >= {"xstorycloze", "global_mmlu_full_ru"}
+    for subject in MMLU_SUBJECTS:  # process_docs kept the subject's documents, not the other subject's
+        task = f"global_mmlu_full_ru_{subject}"
+        kept = [doc for doc in documents[task]["test"] if doc["subject"] == subject]
+        assert [s["doc"] for s in sorted(reference.samples[task], key=lambda s: s["doc_id"])] == kept
     for task, samples in reference.samples.items():
         assert samples, task
         if configs[task]["output_type"] == "multiple_choice":
