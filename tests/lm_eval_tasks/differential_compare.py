@@ -24,8 +24,9 @@ EXACT = Tolerance(0.0, 0.0)
 LOGLIKELIHOOD = Tolerance(absolute=1e-4, relative=0.0)  # nats, per request
 METRIC = Tolerance(absolute=1e-6, relative=1e-6)  # per sample and aggregated (relative: perplexities are large)
 # A metric lm-eval computes smoothly from log-likelihoods (a perplexity, truthfulqa_mc2's share of the
-# probability mass) moves with them: two engines' float32 sums differ in their last digits (some 1e-5
-# nats), and a ratio of sums of exp(log-likelihood) moves by up to twice that, relatively.
+# probability mass) moves with them: rueval's and HFLM's sums of a request's token log-probabilities
+# differ in their last float32 digits (some 1e-5 nats: HFLM's is a float32, rueval's carries more digits),
+# and a ratio of sums of exp(log-likelihood) moves by up to twice that, relatively.
 SMOOTH_METRIC = Tolerance(absolute=0.0, relative=2 * LOGLIKELIHOOD.absolute)
 SAMPLE_FILE = re.compile(r"samples_(?P<task>.+)_\d{4}-\d{2}-\d{2}T[0-9.\-]+\.jsonl")
 
