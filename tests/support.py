@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,20 @@ def require(available: bool, reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: nothing may be skipped)")
     pytest.skip(reason, allow_module_level=True)
+
+
+# lm-evaluation-harness in a virtualenv of its own (.ci/run makes it and sets RUEVAL_LMEVAL_PYTHON)
+LM_EVAL_PYTHON = Path(
+    os.environ.get("RUEVAL_LMEVAL_PYTHON") or Path(__file__).resolve().parents[1] / ".venv-lmeval" / "bin" / "python"
+)
+
+
+def lm_eval_missing(*modules: str) -> str | None:
+    """Why lm-eval's interpreter cannot be used (it is absent, or cannot import ``modules``), or None."""
+    if not LM_EVAL_PYTHON.is_file():
+        return f"needs lm-eval: no interpreter at {LM_EVAL_PYTHON} (set RUEVAL_LMEVAL_PYTHON, or run .ci/run's step)"
+    found = subprocess.run([str(LM_EVAL_PYTHON), "-c", f"import {', '.join(modules)}"], capture_output=True)
+    return None if found.returncode == 0 else f"needs lm-eval: {LM_EVAL_PYTHON} cannot import {' and '.join(modules)}"
 
 
 def require_modules(*names: str, extra: str) -> None:

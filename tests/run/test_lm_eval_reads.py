@@ -11,23 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import require
-
-REPO = Path(__file__).resolve().parents[2]
-LM_EVAL_PYTHON = Path(os.environ.get("RUEVAL_LMEVAL_PYTHON") or REPO / ".venv-lmeval" / "bin" / "python")
+from support import LM_EVAL_PYTHON, lm_eval_missing, require
 
 pytestmark = pytest.mark.slow  # starts lm-eval's interpreter
 
 
-def lm_eval_missing() -> str | None:
-    if not LM_EVAL_PYTHON.is_file():
-        return f"needs lm-eval: no interpreter at {LM_EVAL_PYTHON} (set RUEVAL_LMEVAL_PYTHON, or run .ci/run's step)"
-    found = subprocess.run([str(LM_EVAL_PYTHON), "-c", "import lm_eval, wandb"], capture_output=True)
-    return None if found.returncode == 0 else f"needs lm-eval: {LM_EVAL_PYTHON} cannot import lm_eval and wandb"
-
-
 def test_lm_evals_own_code_finds_and_logs_rueval_sample_files(cli, tiny_gpt2_dir, tmp_path):
-    missing = lm_eval_missing()
+    missing = lm_eval_missing("lm_eval", "wandb")
     require(missing is None, missing or "")
     run = tmp_path / "run"
     args = ("-t", "parus,terra,multiq", "--limit", "4", "--log-samples", "--gen_kwargs", "max_gen_toks=8")
