@@ -98,7 +98,7 @@ class TaskFiles:
         self.include_path = tuple(include_path)
         self.unread = unread_files(self.include_path)
         for error in self.unread.values():
-            warn(f"{error} (not read as a task file: passed over)")
+            warn(f"{error} (its tasks are not run)")
         self.manager = TaskManager(include_path=list(self.include_path) or None, include_defaults=defaults)
         self.own_folder = Path(lm_eval.tasks.__file__).parent.resolve()
 
