@@ -6,7 +6,7 @@ suite (CI cannot download the fork).
 
     python benchmarks/mera_harness_check.py OUT --fork FORK --fork-python VENV/bin/python
         --benchmark-tasks MERA/benchmark_tasks [--items 15] [--tasks parus,rcb,...]
-        [--fork-model-args add_bos_token=True] [--reuse-fork]
+        [--rueval-spelling lm-eval|hf] [--fork-model-args KEY=VALUE] [--reuse-fork]
 
 FORK: a checkout of MERA's fork (artemorloff/lm-evaluation-harness at 6c59a42, lm-eval 0.4.4), installed
 with ``pip install -e FORK`` in the virtualenv of VENV/bin/python (it needs transformers < 4.50 and
@@ -24,8 +24,9 @@ labelled folder, the one change. Each task is one ``lm_eval`` process, as in run
 
 rueval runs with lm-eval's spelling, ``rueval run --model hf --model_args pretrained=DIR``, on the same
 tiny GPT-2 folder (rueval make-tiny-model; its tokenizer_class written as PreTrainedTokenizerFast,
-which transformers 4.x reads as 5.x does). ``--fork-model-args`` adds keys to the fork's --model_args
-(``add_bos_token=True``: lm-eval's HFLM with a start token, as rueval's ``-m hf:`` tokenizes).
+which transformers 4.x reads as 5.x does); ``--rueval-spelling hf`` runs it as ``-m hf:DIR`` instead,
+rueval's own tokenization (a start token always, TAPE's protocol). ``--fork-model-args`` adds keys to
+the fork's --model_args.
 ``--reuse-fork`` keeps the fork's runs of an earlier check in OUT made with the same items and model
 arguments, so that only rueval runs again (the made-up folder and the model are the same each time).
 
@@ -144,13 +145,15 @@ def run_fork(args, tasks: list[str], model: Path, gold: Path, out: Path) -> dict
     return folders
 
 
-def run_rueval(tasks: list[str], model: Path, gold: Path, out: Path) -> Path:
+def run_rueval(tasks: list[str], model: Path, gold: Path, out: Path, spelling: str) -> Path:
     run_dir = out / "rueval"
     shutil.rmtree(run_dir, ignore_errors=True)
     names = ",".join(TASKS[task][0] for task in tasks)
-    command = [sys.executable, "-m", "rueval", "run", "--model", "hf", "--model_args", f"pretrained={model}",
-               "-t", names, "--data", str(gold), "-o", str(run_dir), "--log-samples", "--batch-size", "1",
-               "--seed", "1234", "--device", "cpu", "--cache", "off"]  # fmt: skip
+    as_model = (
+        ["--model", "hf", "--model_args", f"pretrained={model}"] if spelling == "lm-eval" else ["-m", f"hf:{model}"]
+    )
+    command = [sys.executable, "-m", "rueval", "run", *as_model, "-t", names, "--data", str(gold), "-o", str(run_dir),
+               "--log-samples", "--batch-size", "1", "--seed", "1234", "--device", "cpu", "--cache", "off"]  # fmt: skip
     print(f"== rueval: {shlex.join(command[1:])}", flush=True)
     subprocess.run(command, check=True)
     return run_dir
@@ -231,6 +234,13 @@ def main() -> None:
         help="keep the fork's runs of an earlier check in OUT "
         "with the same --items and model arguments (rueval only runs again)",
     )
+    parser.add_argument(
+        "--rueval-spelling",
+        choices=("lm-eval", "hf"),
+        default="lm-eval",
+        help="rueval's model as --model hf --model_args pretrained=DIR (lm-eval's tokenization), "
+        "or as -m hf:DIR (rueval's own: a start token always, as TAPE)",
+    )
     parser.add_argument("--fork-model-args", default="", help="more --model_args for the fork, e.g. add_bos_token=True")
     args = parser.parse_args()
     out, tasks = args.out.resolve(), args.tasks.split(",")
@@ -243,13 +253,14 @@ def main() -> None:
     write_gold(gold, args.items, makers={**MAKERS, "ruWorldTree": FOUR_OPTIONS, "ruOpenBookQA": FOUR_OPTIONS})
     model = tiny_model(out / "tiny")
     fork_runs = run_fork(args, tasks, model, gold, out)
-    run_dir = run_rueval(tasks, model, gold, out)
+    run_dir = run_rueval(tasks, model, gold, out, args.rueval_spelling)
     run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     where = "import rueval; print(rueval.__file__)"
     package = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, check=True).stdout.strip()
     report = {
         "settings": {"items": args.items, "tasks": tasks, "fork": str(args.fork), "fork_lm_eval": version,
                      "fork_model_args": args.fork_model_args, "rueval_package": package,
+                     "rueval_spelling": args.rueval_spelling,
                      "rueval_model": run["model"], "rueval_model_identity": run["model_identity"],
                      "rueval_solver_options": run["solver_options"], "rueval_mera": run["mera"]},
         "tasks": compare(tasks, fork_runs, run_dir),
