@@ -171,27 +171,34 @@ def _lines(path: Path) -> list[dict]:
 
 
 def compare_items(mera: list[dict], ours: list[dict]) -> dict:
-    """Per item (MERA's meta.id): the requests' contexts and continuations, each option's
-    log-likelihood, and the generated answer."""
+    """Per item (MERA's meta.id): whether the requests (contexts and continuations) are the same, each
+    option's log-likelihood both sides, or whether the generated answers are the same."""
     by_id = {line["idx"]: line for line in ours}
-    prompts = generations = choices = 0
-    ll_diff = 0.0
+    if sorted(by_id) != sorted(line["doc"]["meta"]["id"] for line in mera):
+        raise SystemExit("the two sample logs hold different items")
+    rows = []
     for line in mera:
         other = by_id[line["doc"]["meta"]["id"]]
         theirs, mine = list(line["arguments"].values()), list(other["arguments"].values())
-        prompts += [a["arg_0"] for a in theirs] == [a["arg_0"] for a in mine] and all(
-            isinstance(a["arg_1"], dict) or a["arg_1"] == b["arg_1"] for a, b in zip(theirs, mine, strict=True)
+        same = len(theirs) == len(mine) and all(
+            a["arg_0"] == b["arg_0"] and (isinstance(a["arg_1"], dict) or a["arg_1"] == b["arg_1"])
+            for a, b in zip(theirs, mine, strict=False)
         )
+        row = {"id": other["idx"], "prompts_equal": same}
         if isinstance(theirs[0]["arg_1"], dict):  # generate_until
-            generations += line["resps"][0][0] == other["resps"][0][0]
-            continue
-        lls = [[float(r[0][0]) for r in side["resps"]] for side in (line, other)]
-        ll_diff = max(ll_diff, *(abs(a - b) for a, b in zip(*lls, strict=True)))
-        choices += lls[0].index(max(lls[0])) == lls[1].index(max(lls[1]))
-    generated = isinstance(mera[0]["arguments"]["gen_args_0"]["arg_1"], dict)
-    return {"items": len(mera), "prompts_equal": prompts,
-            **({"generations_equal": generations} if generated else
-               {"max_loglikelihood_diff": ll_diff, "same_choice": choices})}  # fmt: skip
+            rows.append(row | {"generation_equal": line["resps"][0][0] == other["resps"][0][0]})
+        else:
+            lls = {side: [float(r[0][0]) for r in data["resps"]] for side, data in (("mera", line), ("rueval", other))}
+            rows.append(row | {"loglikelihoods": lls})
+    summary = {"items": len(rows), "prompts_equal": sum(row["prompts_equal"] for row in rows)}
+    if "generation_equal" in rows[0]:
+        return summary | {"generations_equal": sum(row["generation_equal"] for row in rows), "per_item": rows}
+    pairs = [(row["loglikelihoods"]["mera"], row["loglikelihoods"]["rueval"]) for row in rows]
+    return summary | {
+        "max_loglikelihood_diff": max(abs(a - b) for x, y in pairs for a, b in zip(x, y, strict=True)),
+        "same_choice": sum(x.index(max(x)) == y.index(max(y)) for x, y in pairs),
+        "per_item": rows,
+    }
 
 
 def compare(tasks: list[str], fork_runs: dict[str, Path], run_dir: Path) -> dict:
