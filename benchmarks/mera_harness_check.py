@@ -114,7 +114,8 @@ def tiny_model(folder: Path) -> Path:
 def fork_version(fork: Path, python: str) -> str:
     """The lm-eval version of ``python``'s virtualenv, which must be the one installed from ``fork``."""
     code = "import importlib.metadata, lm_eval; print(lm_eval.__file__); print(importlib.metadata.version('lm_eval'))"
-    where, version = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    answer = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    where, version = answer.stdout.splitlines()
     if not Path(where).resolve().is_relative_to(fork.resolve()):
         raise SystemExit(f"{python}: its lm_eval is {where}, not the fork at {fork} (pip install -e {fork})")
     return version
