@@ -17,7 +17,8 @@ QA5_INSTRUCTION = "{question}\nA. {option_a}\nB. {option_b}\nC. {option_c}\nD. {
 MULTIQ_INSTRUCTION = "Текст 1: {support_text}\nТекст 2: {text}\nВопрос: {question}\nОтвет:"
 CHEGEKA_INSTRUCTION = 'Категория "{topic}". Вопрос: {text}\nОтвет:'
 MAIN_TEXT = "Кыбантывис — река в России. Левый приток Айювы."
-SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test"}  # a split -> its file in the snapshot
+# a split -> its file in the snapshot (LCS's demonstrations and ruModAr's labelled split: public_test)
+SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test", "public_test": "public_test"}
 
 
 def rcb(id_, outputs, premise="Маша знала, что идёт дождь."):

@@ -50,6 +50,7 @@ def evaluate(
     system_instruction: str | None = None,
     fewshot_as_multiturn: bool = False,
     gen_kwargs: str | Mapping[str, Any] | None = None,
+    confirm_run_unsafe_code: bool = False,
     **model_options: Any,
 ) -> Evaluation:
     """Evaluate ``model`` on ``tasks`` (names, or "rsg", "tape", "all").
@@ -67,6 +68,8 @@ def evaluate(
     ``log_samples``: write OUT/samples/samples_<task>_<date id>.jsonl, lm-eval's per-example logs (needs ``out``).
     ``apply_chat_template``, ``system_instruction``, ``fewshot_as_multiturn``, ``gen_kwargs`` (lm-eval's
     "temperature=0,max_gen_toks=64" or a dict of those keys): as the command line's options of those names.
+    ``confirm_run_unsafe_code``: run the code a model writes (MERA's ruHumanEval and ruCodeEval) on this machine:
+    a subprocess with limits, not a sandbox (as --confirm-run-unsafe-code).
     In-memory models are not cached between calls: their weights may change between them."""
     from rueval.run import run
     from rueval.run.store import run_folder
@@ -81,6 +84,7 @@ def evaluate(
     values: dict[str, Any] = {"data": data, "split": split, "seed": seed, "limit": limit, "shots": shots}
     values["episodes"] = episodes
     values |= {"prompts": prompts, "log_samples": log_samples}
+    values["confirm_run_unsafe_code"] = confirm_run_unsafe_code
     spec, solver = _spec(model, tokenizer, tasks, given, {**values, "predict_only": predict_only})
     if spec.log_samples and out is None:  # written to a temporary folder, they would be lost
         raise RuevalError("log_samples: the sample logs are written to OUT/samples/; give out= a folder")
@@ -111,7 +115,8 @@ def _spec(
     loaded = _language_model(model, tokenizer)
     options = LMOptions.from_given(loaded.identity, given, values["seed"], in_memory=True)
     spec = RunSpec.create(tasks, loaded.identity, options=options, **values)
-    return spec, lm_solver(Engine(loaded), spec.model, options, spec.seed)
+    assert isinstance(spec.options, LMOptions)  # as given, or with MERA's settings on MERA's files
+    return spec, lm_solver(Engine(loaded), spec.model, spec.options, spec.seed)
 
 
 def _language_model(model: Any, tokenizer: Any) -> LanguageModel:

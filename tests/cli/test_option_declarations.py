@@ -39,8 +39,7 @@ API_ONLY = {"model", "tokenizer", "out", "force", "model_options"}
 # RunSpec's options the Python API leaves at their defaults (the command line's only)
 # (task files run from Python through lm-eval's own simple_evaluate: rueval.models.backends.lm_eval_lm)
 COMMAND_LINE_ONLY = {"slices", "tape_set", "robustness", "max_line_bytes", "max_file_bytes", "max_lines",
-                     "max_blank_lines", "options", "mera", "task_files", "include_path", "trust_task_code",
-                     "confirm_run_unsafe_code"}  # fmt: skip
+                     "max_blank_lines", "options", "mera", "task_files", "include_path", "trust_task_code"}  # fmt: skip
 
 
 def test_every_field_is_declared_and_fingerprinted_unless_declared_unscored():
@@ -84,6 +83,7 @@ OTHER_VALUES = {
     "batch_size": 8, "device": "cuda", "dtype": "float16", "trust_remote_code": True,
     "base_url": "http://other:8000/v1", "concurrency": 2, "tokenizer": "text", "timeout": 5.0, "cache": "off",
     "chat_scoring": "generate", "revision": "v2", "device_map": "auto", "peft": "/adapter", "load_in": "8bit",
+    "bos": "tokenizer",
 }  # fmt: skip
 
 

@@ -64,8 +64,10 @@ def test_names_go_to_the_include_path_first_then_rueval_then_lm_eval(tmp_path):
     assert task_file_names(["parus", "rcb"], [str(tmp_path)]) == ("parus",)
     assert task_file_names(["rcb", "rsg"], []) == ()
     assert task_file_names(["rcb", "xstorycloze_ru"], []) == ("xstorycloze_ru",)
-    with pytest.raises(RuevalError, match="unknown task no_such_task: neither rueval's, nor in .* nor lm-eval's"):
+    with pytest.raises(RuevalError) as unknown:
         task_file_names(["no_such_task"], [str(tmp_path)])
+    assert str(unknown.value).startswith("unknown task 'no_such_task'; expected one of: lidirus, rcb, parus")
+    assert str(unknown.value).endswith(f"; nor is it among lm-eval's tasks, groups and tags (nor under {tmp_path})")
 
 
 def test_lm_eval_renders_templates_in_rueval_s_sandbox(tmp_path):

@@ -18,6 +18,7 @@ from support import read_jsonl, write_jsonl
 
 import rueval
 from rueval.data.local import SAMPLES_DIR
+from rueval.tasks import TASKS
 
 UNREACHABLE_HUB_MODEL = "hf:rueval-tests/no-such-model"  # a hub id; HF_HUB_OFFLINE keeps the hub unasked
 
@@ -85,13 +86,13 @@ def test_a_refused_rerun_leaves_the_runs_folder_as_it_was(cli, data_dir, tmp_pat
 @pytest.fixture
 def unfinished(cli, data_dir, tmp_path) -> tuple[Path, Path]:
     """A `-t all` run stopped at winograd, the first TAPE task (its train split has no answers): its nine
-    RSG tasks are finished, run.json lists all sixteen. Returns (the run's folder, its data)."""
+    RSG tasks are finished, run.json lists every task. Returns (the run's folder, its data)."""
     out = tmp_path / "out"
     without_train_labels(data_dir, "winograd")
     stopped = cli("run", "-m", "majority", "-t", "all", "--data", data_dir, "-o", out)
     assert stopped.exit_code == 2 and "winograd: the majority baseline needs labelled train" in stopped.stderr
     recorded = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    assert len(recorded["tasks"]) == 16 and len(recorded["files"]) == 9  # finished work is kept
+    assert len(recorded["tasks"]) == len(TASKS) and len(recorded["files"]) == 9  # finished work is kept
     return out, data_dir
 
 
@@ -101,7 +102,7 @@ def test_a_run_of_other_tasks_into_an_unfinished_runs_folder_is_refused(cli, unf
     refused = cli("run", "-m", "majority", "-t", "rsg", "--data", data, "-o", out)
     assert refused.exit_code == 2
     assert refused.stderr == (
-        f"error: {out}: holds an unfinished run whose 7 other task(s) this run would drop (winograd, "
+        f"error: {out}: holds an unfinished run whose {len(TASKS) - 9} other task(s) this run would drop (winograd, "
         f"ru_worldtree, ru_openbook, multiq, chegeka, ...); continue it with rueval run --resume -o {out}, "
         "give a new -o, or --force to run these tasks in its place\n"
     )
@@ -110,7 +111,7 @@ def test_a_run_of_other_tasks_into_an_unfinished_runs_folder_is_refused(cli, unf
     resumed = cli("run", "--resume", "-o", out)  # the data mended: --resume loses no task
     assert resumed.exit_code == 0, resumed.output
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert len(results["tasks"]) + len(results["predicted"]) == 16 and len(results["reused"]) == 9
+    assert len(results["tasks"]) + len(results["predicted"]) == len(TASKS) and len(results["reused"]) == 9
 
 
 def test_force_runs_other_tasks_in_an_unfinished_runs_place_and_says_so(cli, unfinished):

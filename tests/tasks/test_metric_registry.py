@@ -16,9 +16,11 @@ from rueval.scoring.metrics import (
     BINARY_F1,
     EXACT_MATCH,
     F1A,
+    GRADE_NORM,
     MACRO_F1,
     MCC,
     METRICS,
+    PASS_AT,
     QUESTION_EM,
     TOKEN_F1,
     Metric,
@@ -140,6 +142,11 @@ def test_the_metric_of_a_resamples_summed_statistics_is_the_metric_of_that_resam
     binary = [rng.randint(0, 1) for _ in range(40)], [rng.randint(0, 1) for _ in range(40)]
     answers = [(rng.choice(ANSWERS),) for _ in range(40)], [rng.choice(ANSWERS) for _ in range(40)]
     questions = np.repeat(np.arange(10), 4)  # four answer options per question
+    kinds, expected = ("text", "matching", "multiple_choice_based_on_text"), ("3", "10")
+    # USE's golds: [answer, type, id_task, variant, max points]
+    graded = [(rng.choice(["а", "1,2"]), rng.choice(kinds), rng.choice(["1", "16"]), rng.randint(1, 4), 3)
+              for _ in range(40)]  # fmt: skip
+    programs = [[rng.choice([list(expected), ["3", None]]) for _ in range(10)] for _ in range(40)]
     samples = {
         ACCURACY: Outcomes(golds, preds, LABELS),
         MACRO_F1: Outcomes(golds, preds, LABELS),
@@ -150,6 +157,8 @@ def test_the_metric_of_a_resamples_summed_statistics_is_the_metric_of_that_resam
         QUESTION_EM: Outcomes(*binary, (0, 1), units=questions),
         TOKEN_F1: Outcomes(*answers, normalization="squad"),
         EXACT_MATCH: Outcomes(*answers, normalization="squad"),
+        GRADE_NORM: Outcomes(graded, [rng.choice(["а", "1,2", "2,1"]) for _ in graded]),
+        **{PASS_AT[k]: Outcomes([expected] * 40, programs) for k in PASS_AT},
     }
     assert set(samples) == set(METRICS.values())  # every registered metric is checked
     for m, outcomes in samples.items():

@@ -3,11 +3,13 @@ declarations hold what every consumer reads from them."""
 
 import pytest
 
+from rueval.core.errors import RuevalError
 from rueval.robustness.targets import TARGETS
 from rueval.scoring.slices import SLICES
 from rueval.solvers.heuristics import RULES
 from rueval.solvers.tfidf import fields, official
 from rueval.tasks import RSG, TAPE, TASKS
+from rueval.tasks.mera_generative import Graded
 from rueval.tasks.prompts import PROMPTS
 
 
@@ -22,13 +24,29 @@ def test_heuristic_rules_cover_the_rsg_tasks_but_rwsd():
 
 
 def test_tfidf_fields_reads_every_task_in_exactly_one_way():
-    ways = {name: type(fields.fields_model(task, 0)).__name__ for name, task in TASKS.items()}
+    graded = {name for name, task in TASKS.items() if isinstance(task.shape, Graded)}  # MERA's USE, code tasks
+    for name in graded:
+        with pytest.raises(RuevalError, match=f"does not know how to read task '{name}'"):
+            fields.fields_model(TASKS[name], 0)
+    ways = {name: type(fields.fields_model(task, 0)).__name__ for name, task in TASKS.items() if name not in graded}
     by_way = {way: {name for name, chosen in ways.items() if chosen == way} for way in ways.values()}
     assert by_way == {
-        "LabelModel": {"lidirus", "rcb", "terra", "russe", "rwsd", "danetqa", "muserc", "winograd"},
-        "OptionModel": {"parus", "ru_openbook", "ru_worldtree", "rucos", "multiq"},
-        "CategoryModel": {"sit_ethics", "per_ethics"},
-        "NearestAnswerModel": {"chegeka"},
+        "LabelModel": {"lidirus", "rcb", "terra", "russe", "rwsd", "danetqa", "muserc", "winograd", "bps", "lcs"},
+        "OptionModel": {
+            "parus",
+            "ru_openbook",
+            "ru_worldtree",
+            "rucos",
+            "multiq",
+            "rummlu",
+            "mamuramu",
+            "mathlogicqa",
+            "ruhhh",
+            "ruhatespeech",
+            "rutie",
+        },  # fmt: skip
+        "CategoryModel": {"sit_ethics", "per_ethics", "ruethics"},
+        "NearestAnswerModel": {"chegeka", "simplear", "rumodar", "rumultiar", "rudetox"},
     }
 
 
@@ -49,7 +67,7 @@ def test_slices_claim_only_known_tasks_with_the_fields_they_read():
 def test_each_task_declares_its_texts_title_and_shape(task):
     assert task.title and set(task.main_fields) <= set(task.text_fields)
     assert task.nested == (task.name in ("muserc", "rucos"))
-    assert task.inline_options == (task.name in ("ru_openbook", "ru_worldtree"))
+    assert task.inline_options == (task.name in ("ru_openbook", "ru_worldtree", "rummlu", "mamuramu", "mathlogicqa"))
     assert (task.train_from is not None) == (task.name == "lidirus")
 
 

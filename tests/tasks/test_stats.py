@@ -9,6 +9,7 @@ import pytest
 from rueval.scoring.stats import bootstrap_ci, paired_bootstrap
 from rueval.scoring.task_scores import score_task, task_statistics, units_of
 from rueval.tasks import TASKS, Example
+from rueval.tasks.mera_generative import Graded
 
 ANSWERS = ["Москва", "Пётр Первый", "1812 год", "Казань"]
 
@@ -34,7 +35,11 @@ def synthetic(task_name: str, n: int, right: float, seed: int = 0) -> tuple[list
     return examples, preds
 
 
-@pytest.mark.parametrize("task_name", list(TASKS))
+# MERA's USE and code tasks score golds of their own scorers' shapes (test_metric_registry), ruDetox none
+SCORED_ANSWERS = [name for name, task in TASKS.items() if task.metrics and not isinstance(task.shape, Graded)]
+
+
+@pytest.mark.parametrize("task_name", SCORED_ANSWERS)
 def test_summed_statistics_reproduce_score_task_exactly(task_name):
     task = TASKS[task_name]
     examples, preds = synthetic(task_name, 300, right=0.6)

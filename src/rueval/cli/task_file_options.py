@@ -1,5 +1,6 @@
 """The options of `rueval run` for lm-evaluation-harness task files (rueval.run.task_files): the names it
-takes, the folders they come from, and the consents to run code they need."""
+takes and the folders they come from; and the consents to run code from elsewhere (a task folder's Python, the
+code a model writes) that task files and MERA's code tasks need."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ ConfirmRunUnsafeCodeOption = Annotated[
     typer.Option(
         "--confirm-run-unsafe-code",
         "--confirm_run_unsafe_code",
-        help="Run the code a model writes, as code tasks need: it runs on this machine, not in a sandbox.",
+        help="Run the code a model writes (MERA's ruHumanEval and ruCodeEval, task files marked unsafe_code) on "
+        "this machine: a subprocess with limits, not a sandbox.",
     ),
 ]

@@ -1,5 +1,6 @@
-"""MERA's files, in both layouts MERA has published, for the seven tasks rueval shares with it
-(declared in rueval.data.mera_tasks):
+"""MERA's files, in both layouts MERA has published, for the seven tasks rueval shares with it and
+MERA's choice and classification tasks of its own (declared in rueval.data.mera_tasks and
+rueval.data.mera_choice_tasks):
 
 - task folders (ai-forever/MERA): `<folder>/<Task>/task.json`, each `{"data": {"train": [...],
   "test": [...]}}` (and "validation" or "dev" where MERA has one);
@@ -22,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
-from rueval.core.formatting import FormatError, fill
+from rueval.core.formatting import FormatError
 from rueval.data.local import DataSource, PerturbedSplit, Split, parse_examples
-from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord
+from rueval.data.mera_choice_tasks import DIALOG_CONTEXT
+from rueval.data.mera_tasks import MERA, MERA_TASKS, NAME, RECORD_FIELD, MeraRecord, MeraTask
 from rueval.data.reading import (
     DEFAULT_LIMITS,
     NOT_UNICODE,
@@ -38,8 +40,9 @@ from rueval.data.reading import (
 from rueval.data.records import Dataset
 
 TASK_FILE = "task.json"
-# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file
-MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev"), "test": ("test",)}
+# rueval's split -> MERA's: the key in a task.json's "data", the name of a snapshot's file (ruModAr's
+# labelled split is its public_test)
+MERA_SPLITS = {"train": ("train",), "val": ("validation", "dev", "public_test"), "test": ("test",)}
 RECORD_KEYS = ("instruction", "inputs", "meta")  # what tells a MERA record from a TAPE one
 
 
@@ -101,13 +104,14 @@ class MeraSource(DataSource):
         """MERA's name of the split the task has, or None."""
         if task.name not in MERA_TASKS:
             return None
+        names = _mera_names(task, split)
         if self.snapshot is not None:
             folder = self.snapshot / MERA[task.name].config
-            return next((name for name in MERA_SPLITS.get(split, ()) if (folder / f"{name}.jsonl").exists()), None)
+            return next((name for name in names if (folder / f"{name}.jsonl").exists()), None)
         document = self._document(task)
         if document is None:
             return None
-        return next((name for name in MERA_SPLITS.get(split, ()) if name in document[0]), None)
+        return next((name for name in names if name in document[0]), None)
 
     def has_split(self, task: Dataset, split: str) -> bool:
         return self._mera_split(task, split) is not None
@@ -158,7 +162,7 @@ class MeraSource(DataSource):
             raise self.missing(task, split)
         splits, sha256 = document
         file = f"{self.split_file(task, split)}#data.{mera_split}"  # "line N" below: the split's record N
-        records = _converted(task, enumerate(splits[mera_split], 1), file, numbered=True)
+        records = _converted(task, enumerate(_dialogues_unfolded(splits[mera_split]), 1), file, numbered=True)
         groups, complete = parse_examples(task, records, file, limit, f"reading {task.name}/{split}")
         split_hash = hashlib.sha256(f"{sha256}/{mera_split}".encode()).hexdigest()
         return Split(task, split, groups[None], file, split_hash, complete)
@@ -170,18 +174,33 @@ class MeraSource(DataSource):
         if task.name not in MERA_TASKS:
             shared = ", ".join(MERA_TASKS)
             return RuevalError(f"{self.description}: {task.name} is not a MERA task; the tasks rueval shares: {shared}")
-        expected = " or ".join(f'"{name}"' for name in MERA_SPLITS.get(split, (split,)))
+        expected = " or ".join(f'"{name}"' for name in _mera_names(task, split) or (split,))
         if self.snapshot is not None:
             folder = self.snapshot / MERA[task.name].config
             if not folder.is_dir():
                 return DataError(str(self.snapshot), f"no {MERA[task.name].config}/ for task {task.name}")
-            files = " or ".join(f"{name}.jsonl" for name in MERA_SPLITS.get(split, (split,)))
+            files = " or ".join(f"{name}.jsonl" for name in _mera_names(task, split) or (split,))
             return DataError(str(folder), f"no {split} split: expected {files}")
         if self._document(task) is None:
             return DataError(str(self.root), f"no {MERA_TASKS[task.name]}/{TASK_FILE} for task {task.name}")
         return DataError(
             str(self.split_file(task, "train") or self.root), f"no {split} split: expected {expected} in data"
         )
+
+
+def _mera_names(task: Dataset, split: str) -> tuple[str, ...]:
+    """MERA's names of rueval's split for the task: its train split is the one its task file draws
+    demonstrations from (MeraTask.train), never also scored (LCS's public_test; ruModAr's is its val)."""
+    train = MERA[task.name].train
+    if split == "val":
+        return tuple(name for name in MERA_SPLITS[split] if name not in train)
+    return train if split == "train" else MERA_SPLITS.get(split, ())
+
+
+def _dialogues_unfolded(records: list[Any]) -> Iterator[Any]:
+    """A task.json's records, a dialogue kept as the list of its records (ruTiE's) unfolded into them."""
+    for record in records:
+        yield from record if isinstance(record, list) else (record,)
 
 
 def _json_lines(lines: JsonLines) -> Iterator[tuple[int, Any]]:
@@ -204,16 +223,16 @@ def _converted(
             text = json.dumps(converted, ensure_ascii=False).encode()
         except UnicodeEncodeError:
             raise record.error(surrogate_field(data) or None, NOT_UNICODE) from None
-        _check_instruction(record)
+        _check_instruction(record, mera)
         yield number, text
 
 
-def _check_instruction(record: MeraRecord) -> None:
-    """A record's instruction fills with its inputs as MERA fills it (``instruction.format(**inputs)``),
-    naming plain fields only, within bounds (rueval.core.formatting)."""
+def _check_instruction(record: MeraRecord, mera: MeraTask) -> None:
+    """A record's instruction fills with its inputs as MERA fills it (``instruction.format(**inputs)``,
+    MeraTask.fill), naming plain fields only, within bounds (rueval.core.formatting)."""
     instruction, inputs = record.data.get("instruction"), record.data.get("inputs")
-    if isinstance(instruction, str) and isinstance(inputs, dict):
+    if isinstance(instruction, str) and isinstance(inputs, dict | str):
         try:
-            fill(instruction, inputs)
+            mera.fill(instruction.replace(DIALOG_CONTEXT, "") if mera.dialog else instruction, inputs)
         except FormatError as e:
             raise record.error("instruction", str(e)) from None

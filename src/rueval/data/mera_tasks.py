@@ -1,7 +1,9 @@
-"""The seven tasks rueval shares with MERA, declared once: how a MERA record (`{"instruction", "inputs",
-"outputs", "meta": {"id", ...}}`, in either layout MERA has published, rueval.data.mera) becomes a
-record of the task's own layout (RSG's and TAPE's fields and labels), MERA's answers, and MERA's
-settings for the task that are not in its data.
+"""MERA's tasks in rueval, declared once: the seven it shares with RSG and TAPE, MERA's own choice and
+classification tasks (rueval.data.mera_choice_tasks) and its generative tasks
+(rueval.data.mera_generative_tasks): how a MERA record (`{"instruction", "inputs", "outputs", "meta":
+{"id", ...}}`, in either layout MERA has published, rueval.data.mera) becomes a record of the task's own
+layout (RSG's and TAPE's fields and labels), MERA's answers, and MERA's settings for the task that are
+not in its data.
 
 A converted record keeps MERA's own under the field "mera" (its instruction, inputs and outputs as
 they are): prompts ask with the record's own instruction, and the submission writes its answer in the
@@ -27,11 +29,11 @@ lm-evaluation-harness it runs (its submodule, commit 6c59a42, lm-eval 0.4.4):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from rueval.core.errors import DataError
+from rueval.data.mera_choice_tasks import CHOICE_TASKS
+from rueval.data.mera_generative_tasks import convert_arithmetic, convert_code, convert_rudetox, convert_use
+from rueval.data.mera_record import Answers, MeraRecord, MeraTask, labelled
 
 NAME = "mera"  # the benchmark's name: -t mera, and the benchmark of a task read from its files
 RECORD_FIELD = NAME  # the field of a converted record that keeps MERA's own
@@ -39,84 +41,14 @@ FEWSHOT_SEED = 1234
 GENERATION_STOP = ("\n",)
 MAX_GEN_TOKS = 256
 ANSWER_CUE = "\nОтвет:"  # the RSG files' query: the instruction, then this
-OPTION_LETTERS = "ABCDEFGHIJ"  # inputs option_a, option_b, ... in MERA's multiple-choice records
 OPTION_LINE = "{letter}) {text}"  # MERA's demonstration lists its options "A) {option_a}", one a line
-
-
-class MeraRecord:
-    """One MERA record with where it came from, for error messages: a task.json's record ``number``
-    (``line`` None), or a JSON Lines file's ``line``."""
-
-    def __init__(self, data: Any, file: str, number: int, line: int | None = None):
-        self.file, self.number, self.line = file, number, line
-        if not isinstance(data, dict):
-            raise self.error(None, f"expected a JSON object, got {type(data).__name__}")
-        self.data = data
-
-    def error(self, field: str | None, message: str) -> DataError:
-        return DataError(self.file, message if self.line else f"record {self.number}: {message}", self.line, field)
-
-    def part(self, name: str) -> dict[str, Any]:
-        value = self.data.get(name)
-        if not isinstance(value, dict):
-            raise self.error(name, "missing, or not an object")
-        return value
-
-    def input(self, name: str) -> Any:
-        inputs = self.part("inputs")
-        if name not in inputs:
-            raise self.error(f"inputs.{name}", "missing")
-        return inputs[name]
-
-    @property
-    def id(self) -> int:
-        """MERA's id of the record: an integer, as in every MERA task file."""
-        meta = self.part("meta")
-        if "id" not in meta:
-            raise self.error("meta.id", "missing")
-        if isinstance(meta["id"], bool) or not isinstance(meta["id"], int):
-            raise self.error("meta.id", f"expected an integer, got {meta['id']!r:.60}")
-        return meta["id"]
-
-    @property
-    def outputs(self) -> Any:
-        """The outputs, None where MERA left them empty: "", [], or answer spans with no text."""
-        outputs = self.data.get("outputs")
-        if isinstance(outputs, list) and all(isinstance(a, dict) and not a.get("segment") for a in outputs):
-            return None
-        return None if outputs in (None, "") else outputs
-
-    def label(self, answers: Mapping[str, Any]) -> Any:
-        """The outputs as the task's label, through MERA's ``answers``; None when they are empty."""
-        outputs = self.outputs
-        if outputs is None:
-            return None
-        if not isinstance(outputs, str) or outputs not in answers:
-            raise self.error("outputs", f"unknown answer {outputs!r:.60}; expected one of: {', '.join(answers)}")
-        return answers[outputs]
-
-    def options(self) -> dict[str, str]:
-        """A multiple-choice record's options in letter order, as many as it has: {"A": option_a, ...}.
-        An option that is null or empty is none (`datasets` writes null for options other records have)."""
-        inputs = self.part("inputs")
-        letters = [letter for letter in OPTION_LETTERS if inputs.get(f"option_{letter.lower()}") not in (None, "")]
-        if len(letters) < 2 or "".join(letters) != OPTION_LETTERS[: len(letters)]:
-            raise self.error("inputs", f"expected options option_a, option_b, ... in order, got {', '.join(inputs)}")
-        return {letter: str(inputs[f"option_{letter.lower()}"]) for letter in letters}
-
-
-def _labelled(fields: dict[str, Any], name: str, label: Any) -> dict[str, Any]:
-    return fields if label is None else {**fields, name: label}
-
-
-Answers = Mapping[str, Any]  # MERA's answer text -> the task's label
 
 
 def _rcb(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     meta = r.part("meta")
     fields = {"idx": r.id, "premise": r.input("premise"), "hypothesis": r.input("hypothesis")}
     fields |= {name: meta[name] for name in ("verb", "negation", "genre") if name in meta}
-    return _labelled(fields, "label", r.label(answers))
+    return labelled(fields, "label", r.label(answers))
 
 
 def _parus(r: MeraRecord, answers: Answers) -> dict[str, Any]:
@@ -124,12 +56,12 @@ def _parus(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     fields["question"] = r.part("meta").get("task")
     if fields["question"] not in ("cause", "effect"):
         raise r.error("meta.task", f"expected cause or effect, got {fields['question']!r}")
-    return _labelled(fields, "label", r.label(answers))
+    return labelled(fields, "label", r.label(answers))
 
 
 def _rwsd(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     target = {name: r.input(name) for name in ("span1_index", "span1_text", "span2_index", "span2_text")}
-    return _labelled({"idx": r.id, "text": r.input("text"), "target": target}, "label", r.label(answers))
+    return labelled({"idx": r.id, "text": r.input("text"), "target": target}, "label", r.label(answers))
 
 
 def _science_qa(r: MeraRecord, answers: Answers) -> dict[str, Any]:
@@ -137,7 +69,7 @@ def _science_qa(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     options = " ".join(f"({letter}) {text}" for letter, text in r.options().items())
     fields = {"idx": r.id, "question": f"{r.input('question')} {options}"}
     fields |= {k: v for k, v in r.part("meta").items() if k != "id"}
-    return _labelled(fields, "answer", r.label({letter: letter for letter in r.options()}))
+    return labelled(fields, "answer", r.label({letter: letter for letter in r.options()}))
 
 
 def _multiq(r: MeraRecord, answers: Answers) -> dict[str, Any]:
@@ -157,7 +89,7 @@ def _multiq(r: MeraRecord, answers: Answers) -> dict[str, Any]:
                    for a in outputs.split(";")]  # fmt: skip
     elif outputs is not None and not (isinstance(outputs, list) and all(isinstance(a, dict) for a in outputs)):
         raise r.error("outputs", "expected the answer text, or a list of answer spans {label, length, offset, segment}")
-    return _labelled(fields, "main_answers", outputs)
+    return labelled(fields, "main_answers", outputs)
 
 
 def _chegeka(r: MeraRecord, answers: Answers) -> dict[str, Any]:
@@ -165,31 +97,7 @@ def _chegeka(r: MeraRecord, answers: Answers) -> dict[str, Any]:
     fields |= {k: v for k, v in r.part("meta").items() if k != "id"}
     if r.outputs is not None and not isinstance(r.outputs, str):
         raise r.error("outputs", f"expected the answer text, got {r.outputs!r:.60}")
-    return _labelled(fields, "answer", r.outputs)
-
-
-@dataclass(frozen=True)
-class MeraTask:
-    """How one of MERA's tasks maps onto rueval's task of the same data, and MERA's settings for it."""
-
-    name: str  # MERA's: its task.json folder, its submission file <name>.json; lower-cased, its dataset config
-    convert: Callable[[MeraRecord, Answers], dict[str, Any]]  # a MERA record -> a record in the task's own layout
-    shots: int  # MERA's number of demonstrations per test item
-    demo: str  # a demonstration after the first, and the question after them, over the record's inputs
-    # MERA's answer texts and the labels they stand for; a language model answers " " + the text.
-    # Empty: the answer is generated, or (letters) is the letter of one of the record's own options.
-    answers: Answers = field(default_factory=dict)
-    letters: bool = False
-    cued: bool = False  # the first demonstration: the instruction followed by ANSWER_CUE (else stripped)
-
-    @property
-    def config(self) -> str:
-        """MERA's dataset configuration (MERA-evaluation/MERA's data/<config>/)."""
-        return self.name.lower()
-
-    @property
-    def generated(self) -> bool:
-        return not self.answers and not self.letters
+    return labelled(fields, "answer", r.outputs)
 
 
 LETTERS_DEMO = "{question}\n{options}\nОтвет:"  # options: OPTION_LINE, one a line
@@ -206,6 +114,24 @@ MERA: dict[str, MeraTask] = {
     "multiq": MeraTask("MultiQ", _multiq, 0, "Вопрос: {question}\nТекст 1: {support_text}\nТекст 2: {text}\nОтвет:"),
     "chegeka": MeraTask("CheGeKa", _chegeka, 1, 'Категория "{topic}"\nВопрос: {text}\nОтвет:'),
 }  # fmt: skip
+MERA |= CHOICE_TASKS  # MERA's choice and classification tasks of its own (rueval.data.mera_choice_tasks)
+# MERA's generative tasks (rueval.data.mera_generative_tasks: their converters and other settings);
+# demo: the form over {inputs} (one text) or the inputs' fields; USE's depends on the question's type
+MERA |= {
+    "simplear": MeraTask("SimpleAr", convert_arithmetic, 2, "{inputs}"),
+    "rumodar": MeraTask("ruModAr", convert_arithmetic, 0, "{inputs}"),
+    "rumultiar": MeraTask("ruMultiAr", convert_arithmetic, 1, "{inputs}"),
+    "use": MeraTask("USE", convert_use, 1, "", demos_within="id_task"),  # demonstrations of the item's question
+    "rudetox": MeraTask(
+        "ruDetox",
+        convert_rudetox,
+        1,
+        "Токсичный текст: {toxic_comment}\nНетоксичный текст:",
+        text_input="toxic_comment",
+    ),
+    "ruhumaneval": MeraTask("ruHumanEval", convert_code, 0, "Функция:\n{function}"),
+    "rucodeeval": MeraTask("ruCodeEval", convert_code, 0, "Функция:\n{function}"),
+}
 MERA_TASKS = {name: task.name for name, task in MERA.items()}  # rueval's task name -> MERA's
 # rueval's task name -> {label: MERA's answer text}, for MERA's submission files
 ANSWERS = {name: {label: text for text, label in task.answers.items()} for name, task in MERA.items() if task.answers}

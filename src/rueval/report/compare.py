@@ -4,6 +4,9 @@ Both runs must have scored the same examples; their predictions files hold each 
 gold, so the comparison needs no data, only the two run directories. Each common task gets the
 paired-bootstrap difference (A minus B) of every metric, with its interval and p-value
 (rueval.scoring.stats.paired_bootstrap).
+
+Two task-file runs pair each task's documents by lm-eval's doc_id and resample lm-eval's per-sample values
+(their predictions files), each metric aggregated by lm-eval's own function; a group is not paired.
 """
 
 from __future__ import annotations
@@ -14,8 +17,23 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import progress
-from rueval.results import RunResult, read_predictions
-from rueval.scoring.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, check_bootstrap, paired_bootstrap
+from rueval.results import (
+    LM_EVAL,
+    RunResult,
+    TaskResult,
+    metric_names,
+    predictions_file,
+    read_predictions,
+    read_sample_scores,
+)
+from rueval.scoring.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    Difference,
+    check_bootstrap,
+    paired_bootstrap,
+    paired_item_bootstrap,
+)
 from rueval.tasks import TASKS, Example, Task
 
 SIGNIFICANCE_LEVEL = 0.05
@@ -39,12 +57,25 @@ def compare_runs(
         )
     tasks: dict[str, Any] = {}
     for name in progress(common, "comparing runs", total=len(common)):
-        task = TASKS[name]  # RunResult.read has checked that every task name is known
-        examples, preds_a = scored_examples(task, run_a)
-        examples_b, preds_b = scored_examples(task, run_b)
-        _check_same_examples(task, run_a, examples, run_b, examples_b)
-        differences = paired_bootstrap(task, examples, preds_a, preds_b, resamples, confidence, seed)
-        tasks[name] = {"n": len(examples), "metrics": {metric: d.as_dict() for metric, d in differences.items()}}
+        result_a, result_b = summary_a.tasks[name], summary_b.tasks[name]
+        if (result_a.benchmark == LM_EVAL) != (result_b.benchmark == LM_EVAL):
+            raise RuevalError(f"{name}: one run's is a task file's, the other's rueval's own task: not comparable")
+        if result_a.subtasks or result_b.subtasks:
+            continue  # a group: its documents are its tasks', paired there
+        if result_a.benchmark == LM_EVAL:
+            n, differences = task_file_differences(
+                name, (run_a, result_a), (run_b, result_b), resamples, confidence, seed
+            )
+        else:
+            task = TASKS[name]  # RunResult.read has checked that every other task name is known
+            examples, preds_a = scored_examples(task, run_a)
+            examples_b, preds_b = scored_examples(task, run_b)
+            _check_same_examples(task, run_a, examples, run_b, examples_b)
+            n, differences = (
+                len(examples),
+                paired_bootstrap(task, examples, preds_a, preds_b, resamples, confidence, seed),
+            )
+        tasks[name] = {"n": n, "metrics": {metric: d.as_dict() for metric, d in differences.items()}}
     return {
         "run_a": {"dir": str(run_a), "model": summary_a.model},
         "run_b": {"dir": str(run_b), "model": summary_b.model},
@@ -57,6 +88,56 @@ def compare_runs(
         "only_in_b": [name for name in summary_b.tasks if name not in summary_a.tasks],
         "tasks": tasks,
     }
+
+
+def task_file_differences(
+    name: str,
+    run_a: tuple[Path, TaskResult],
+    run_b: tuple[Path, TaskResult],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> tuple[int, dict[str, Difference]]:
+    """A minus B of every metric both runs of a task file scored, paired by doc_id: each metric's per-sample
+    values resampled as lm-eval aggregates them (its mean, or its own function by name)."""
+    from rueval.tasks.lm_eval_tasks import aggregation
+
+    (dir_a, result_a), (dir_b, result_b) = run_a, run_b
+    rows_a = read_sample_scores(predictions_file(dir_a, name), metric_names(name, result_a))
+    rows_b = read_sample_scores(predictions_file(dir_b, name), metric_names(name, result_b))
+    file_b = str(predictions_file(dir_b, name))
+    if len(rows_a) != len(rows_b):
+        raise DataError(
+            file_b, f"{len(rows_b)} documents, but {dir_a} scored {len(rows_a)}: the runs scored other data"
+        )
+    for number, (a, b) in enumerate(zip(rows_a, rows_b, strict=True), 1):
+        for field, value_a, value_b in (("idx", a.idx, b.idx), ("gold", a.gold, b.gold)):
+            if value_a != value_b:
+                raise DataError(
+                    file_b,
+                    f"{value_b!r:.60} differs from {value_a!r:.60} in {dir_a}: the runs scored other documents",
+                    line=number,
+                    field=field,
+                )
+    differences = {}
+    for metric in (m for m in metric_names(name, result_a) if m in result_b.metrics):
+        how = result_a.aggregation.get(metric, "mean")
+        if how != result_b.aggregation.get(metric, "mean"):
+            raise RuevalError(f"{name}: {metric} is aggregated as {how!r} in {dir_a}, otherwise in {dir_b}")
+        if not how:
+            raise RuevalError(f"{name}: {metric} is aggregated by the task file's own function: not compared")
+        differences[metric] = paired_item_bootstrap(
+            result_a.metrics[metric],
+            result_b.metrics[metric],
+            [row.values[metric] for row in rows_a],
+            [row.values[metric] for row in rows_b],
+            None if how == "mean" else aggregation(how),
+            name,
+            resamples,
+            confidence,
+            seed,
+        )
+    return len(rows_a), differences
 
 
 def scored_examples(task: Task, run_dir: Path) -> tuple[list[Example], list[Any]]:

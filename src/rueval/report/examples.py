@@ -14,9 +14,8 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.local import decode_lines, parse_json_line
-from rueval.report.runs import Run
+from rueval.report.runs import Run, task_names
 from rueval.results.lm_eval import sample_files
-from rueval.tasks import TASKS
 
 MAX_SHOWN = 1000  # examples per run and task on the page; the log keeps them all
 FILTERS = ("all", "right", "wrong")
@@ -61,7 +60,7 @@ def examples_section(runs: Sequence[Run]) -> str:
     """Per run and task with a sample log, its examples; empty when no run logged samples."""
     blocks: list[str] = []
     for run in runs:
-        for task in TASKS:
+        for task in task_names([run]):
             logs = sample_files(run.dir, task)
             if task in run.tasks and logs:
                 blocks.append(_task_block(len(blocks), run.label, task, read_samples(logs[-1])))

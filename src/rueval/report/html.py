@@ -18,10 +18,10 @@ from typing import Any
 from rueval import __version__
 from rueval.core.files import atomic_path, write_text
 from rueval.report import examples, plots
-from rueval.report.leaderboard import Board, boards, format_score
+from rueval.report.leaderboard import TASK_FILES, Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
-from rueval.report.runs import Run, load_runs
+from rueval.report.runs import Run, load_runs, task_names
 from rueval.results import INDUSTRIAL_FIELDS, PromptScores
 from rueval.tasks import BENCHMARKS, TASKS
 
@@ -149,13 +149,19 @@ def _board_section(board: Board, figures: Mapping[str, Plot]) -> str:
         "records), is shown unranked. Cells: each metric of the task, in the order of the column header; ± is "
         "the std over few-shot episodes.</p>"
     )
+    if board.benchmark is TASK_FILES:
+        intro = (
+            "<p class=muted>Runs of lm-eval task files, ranked among themselves by their mean score (each task's "
+            "first metric) over the tasks, not groups, that every one of them scored. A run of part of each split "
+            "(partial) is shown unranked.</p>"
+        )
     notes_list = f"<ul class=muted>{notes_html}</ul>" if notes else ""
     return intro + table + notes_list + _figure(figures.get(f"scores-{board.benchmark.name}"))
 
 
 def _metrics_table(runs: Sequence[Run]) -> str:
     rows = []
-    for task in TASKS:
+    for task in task_names(runs):
         for run in runs:
             if task not in run.tasks:
                 continue

@@ -12,14 +12,18 @@ import html
 import io
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rueval.core.files import write_text
-from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, references
+from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, metric_order, references
 from rueval.report.runs import Run, load_runs
+from rueval.results import LM_EVAL
 from rueval.scoring.metrics import metric
-from rueval.tasks import BENCHMARKS, TASKS, Benchmark, tasks_of
+from rueval.tasks import BENCHMARKS, TASKS, Benchmark, Total, tasks_of
+
+# task-file runs ranked among themselves, by the mean score (each task's first metric) over the tasks all scored
+TASK_FILES = Benchmark(LM_EVAL, title="lm-eval task files")
 
 
 @dataclass(frozen=True)
@@ -29,33 +33,48 @@ class Board:
     benchmark: Benchmark
     rows: list[ScoreRow]
     tasks: tuple[str, ...]
+    rule: Total | None = None  # the board's own total (task files'); else the benchmark's
 
     @property
     def title(self) -> str:
         return f"{self.benchmark.title} leaderboard"
 
     @property
+    def total(self) -> Total | None:
+        return self.rule or self.benchmark.total
+
+    @property
     def totals(self) -> tuple[str, ...]:
         """The total's columns in the CSV."""
-        return self.benchmark.total.columns if self.benchmark.total else ()
+        return self.total.columns if self.total else ()
+
+    def metrics_of(self, task: str) -> tuple[str, ...]:
+        """The task's metrics in its column; a task file's as the first run with the task named them."""
+        if self.benchmark is not TASK_FILES:
+            return TASKS[task].metrics
+        return metric_order(LM_EVAL, task, next(row.metrics[task] for row in self.rows if task in row.metrics))
 
     @property
     def show_k(self) -> bool:
         return any(row.k is not None for row in self.rows)
 
     def header(self) -> list[str]:
-        total = [self.benchmark.total.title] if self.benchmark.total else []
+        total = [self.total.title] if self.total else []
         columns = ["#", "Name", *(["k"] if self.show_k else []), *total]
-        columns += [f"{TASKS[t].title} ({'/'.join(metric(m).title for m in TASKS[t].metrics)})" for t in self.tasks]
-        return [*columns, "Source"]
+        return [*columns, *map(self._column, self.tasks), "Source"]
+
+    def _column(self, task: str) -> str:
+        if self.benchmark is TASK_FILES:
+            return f"{task} ({'/'.join(self.metrics_of(task))})"
+        return f"{TASKS[task].title} ({'/'.join(metric(m).title for m in self.metrics_of(task))})"
 
     def cells(self, rank: int | None, row: ScoreRow) -> list[str]:
         """One row as printed text: rank (runs and papers alike), name, k, total, task cells, source."""
         total = row.reported_total()
         cells = [str(rank) if rank else "", row.name, *([_k(row.k)] if self.show_k else [])]
-        if self.benchmark.total:
+        if self.total:
             cells.append(" / ".join(map(format_score, total)) if total else "–")
-        cells += [task_cell(row, t) for t in self.tasks]
+        cells += [task_cell(row, t, self.metrics_of(t)) for t in self.tasks]
         return [*cells, row.source]
 
     def ranked(self) -> list[tuple[int | None, ScoreRow]]:
@@ -79,7 +98,7 @@ class Board:
         keys = [
             (t, m)
             for t in self.tasks
-            for m in (*TASKS[t].metrics, TASK_LEVEL)
+            for m in (*self.metrics_of(t), TASK_LEVEL)
             if any(m in r.metrics.get(t, {}) for r in self.rows)
         ]
         std_keys = [(t, m) for t, m in keys if any(m in r.std.get(t, {}) for r in self.rows)]
@@ -138,16 +157,29 @@ def boards(runs: Sequence[Run]) -> list[Board]:
         if rows:
             order = tuple(t.name for t in tasks_of(benchmark))  # the papers' column order, then tasks added
             result.append(Board(benchmark, [*rows, *papers], order))
-    return result
+    return result + task_file_boards(runs)
 
 
-def task_cell(row: ScoreRow, task: str) -> str:
+def task_file_boards(runs: Sequence[Run]) -> list[Board]:
+    """The task-file runs ranked among themselves: by their mean score over the tasks (not groups) every one
+    of them scored; a run of part of each split (--limit) unranked."""
+    rows = [row for run in runs for row in run.score_rows(TASK_FILES)]
+    if not rows:
+        return []
+    groups = {name for run in runs for name, result in run.tasks.items() if result.subtasks}
+    tasks = tuple(dict.fromkeys(task for row in rows for task in row.metrics))
+    shared = tuple(t for t in tasks if t not in groups and all(t in row.metrics for row in rows))
+    rule = Total(shared, title=f"Mean score ({len(shared)} tasks)", per_metric=("mean score",)) if shared else None
+    return [Board(TASK_FILES, [replace(row, total_rule=rule) for row in rows], tasks, rule)]
+
+
+def task_cell(row: ScoreRow, task: str, metrics: Sequence[str]) -> str:
     """'43.2 / 46.8' in the task's metric order, '36.7 ±0.0 / 58.0 ±0.0' with stds, '–' when absent."""
     values = row.metrics.get(task)
     if not values:
         return "–"
     std = row.std.get(task, {})
-    names = [m for m in (*TASKS[task].metrics, TASK_LEVEL) if m in values]
+    names = [m for m in (*metrics, TASK_LEVEL) if m in values]
     return " / ".join(format_score(values[m]) + (f" ±{format_score(std[m])}" if m in std else "") for m in names)
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from rueval.core.named import named
-from rueval.tasks import BENCHMARKS, TASKS, Benchmark
+from rueval.results import LM_EVAL
+from rueval.tasks import BENCHMARKS, TASKS, Benchmark, Total
 from rueval.tasks import RSG as RSG_BENCHMARK
 from rueval.tasks import TAPE as TAPE_BENCHMARK
 
@@ -60,6 +61,7 @@ class ScoreRow:
     counterpart: str | None = None  # the rueval model that computes the same baseline
     printed_total: tuple[float, ...] = ()
     note: str = ""  # a paper row's transcription note; why a run is not comparable with the papers' rows
+    total_rule: Total | None = None  # a board's own total, where the benchmark has none (task files')
 
     @property
     def is_reference(self) -> bool:
@@ -83,17 +85,23 @@ class ScoreRow:
     def total(self) -> tuple[float, ...] | None:
         """The benchmark's total (rueval.tasks.Total): RSG's mean of the nine task scores, TAPE's mean
         F1 and mean accuracy/EM over the seven tasks. None unless every task of the total is reported."""
-        rule = BENCHMARKS[self.benchmark].total
+        rule = self.total_rule or BENCHMARKS[self.benchmark].total
         return None if rule is None else rule.of({task: self._in_order(task) for task in self.metrics})
 
     def _in_order(self, task: str) -> list[float]:
         """The task's values in its metric order; a task-level value alone where the paper printed one."""
         values = self.metrics[task]
-        return [values[m] for m in TASKS[task].metrics if m in values] or list(values.values())
+        return [values[m] for m in metric_order(self.benchmark, task, values) if m in values] or list(values.values())
 
     def reported_total(self) -> tuple[float, ...] | None:
         """The total a table shows: the paper's own for reference rows, computed for runs."""
         return self.printed_total or self.total()
+
+
+def metric_order(benchmark: str, task: str, values: Mapping[str, float]) -> tuple[str, ...]:
+    """A task's metrics in a row's order: a task file's as its run named them (its score first), rueval's own
+    task's as the task declares them."""
+    return tuple(values) if benchmark == LM_EVAL else TASKS[task].metrics
 
 
 def _parse_cell(task: str, cell: str, scale: float) -> tuple[dict[str, float], dict[str, float]]:

@@ -69,6 +69,12 @@ class Run:
         return rows
 
 
+def task_names(runs: Sequence[Run]) -> list[str]:
+    """Every task the runs scored: rueval's own in its registry's order, then task files' in the runs' order."""
+    scored = dict.fromkeys(name for run in runs for name in run.tasks)
+    return [*(name for name in TASKS if name in scored), *(name for name in scored if name not in TASKS)]
+
+
 def load_runs(dirs: Sequence[Path]) -> list[Run]:
     """Read and check each RUN_DIR/results.json; label runs by model, disambiguated by directory."""
     if not dirs:

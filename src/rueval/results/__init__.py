@@ -8,16 +8,20 @@ from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.run import (
     INDUSTRIAL_FIELDS,
+    LM_EVAL,
     PredictionRow,
     RunResult,
     TaskResult,
+    metric_names,
     read_predictions,
     write_predictions,
 )
 from rueval.results.scores import PromptResult, PromptScores, ShotResult
+from rueval.results.task_files import SampleScores, predictions_file, read_sample_scores, write_sample_scores
 
 __all__ = [
     "INDUSTRIAL_FIELDS",
+    "LM_EVAL",
     "NO_RULE",
     "AuditResult",
     "Checker",
@@ -28,10 +32,15 @@ __all__ = [
     "RobustnessSummary",
     "RuleCoverage",
     "RunResult",
+    "SampleScores",
     "ShotResult",
     "TaskAudit",
     "TaskResult",
+    "metric_names",
+    "predictions_file",
     "read_json_file",
     "read_predictions",
+    "read_sample_scores",
     "write_predictions",
+    "write_sample_scores",
 ]

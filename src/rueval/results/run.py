@@ -15,9 +15,11 @@ from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.scores import PromptScores, ShotResult
 from rueval.tasks import TASKS, Task
+from rueval.tasks.mera_generative import Graded
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
 SCALE = "metrics are percentages (x100), as in the papers"
+LM_EVAL = "lm-eval"  # the benchmark of a task run from lm-eval's task files: its metrics are lm-eval's
 
 
 # ---- per-example rows -------------------------------------------------------------------------------
@@ -59,7 +61,7 @@ class PredictionRow:
 
 def _gold_problem(task: Task, gold: Any) -> str | None:
     """Why a gold value cannot be the task's, or None (none: an example without answers, predicted)."""
-    if gold is None:
+    if gold is None or isinstance(task.shape, Graded):  # its scorer's shape, read by its scorer
         return None
     if task.kind == "span":
         if isinstance(gold, tuple) and gold and all(isinstance(g, str) for g in gold):
@@ -75,6 +77,8 @@ def _gold_problem(task: Task, gold: Any) -> str | None:
 def _prediction_problem(task: Task, pred: Any) -> str | None:
     """Why a prediction cannot be scored, or None. Classification predictions outside the label
     space are scored (as wrong), as they were in the run."""
+    if isinstance(task.shape, Graded):
+        return None
     if task.kind == "span" and not isinstance(pred, str):
         return f"expected answer text, got {pred!r:.60}"
     if task.kind == "multilabel" and not (
@@ -131,6 +135,10 @@ class TaskResult:
     fingerprint: str = ""
     # records of the split read; an earlier rueval's file has none (read as n where a record is one example)
     records: int | None = None
+    # a task file's: each metric's lm-eval aggregation (its name in lm-eval's registry; "" for the task's own
+    # function), and for a group the tasks lm-eval aggregated into it
+    aggregation: dict[str, str] = field(default_factory=dict)
+    subtasks: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -156,6 +164,10 @@ class TaskResult:
         if self.slices:
             data["slices"] = self.slices
         data.update({"data": self.data, "wall_time_s": self.wall_time_s, "fingerprint": self.fingerprint})
+        if self.aggregation:
+            data["aggregation"] = self.aggregation
+        if self.subtasks:
+            data["subtasks"] = self.subtasks
         if self.perturbations:
             data["perturbations"] = self.perturbations
         if self.robustness is not None:  # derived from perturbations: written for readers, re-derived on reading
@@ -220,6 +232,14 @@ class TaskResult:
             wall_time_s=check.number(data.get("wall_time_s", 0.0), f"{at}wall_time_s"),
             fingerprint=check.text(data.get("fingerprint", ""), f"{at}fingerprint"),
             records=None if data.get("records") is None else int(check.number(data["records"], f"{at}records")),
+            aggregation={
+                metric: check.text(how, f"{at}aggregation.{metric}")
+                for metric, how in check.obj(data.get("aggregation", {}), f"{at}aggregation").items()
+            },
+            subtasks=[
+                check.text(task, f"{at}subtasks[{i}]")
+                for i, task in enumerate(check.typed(list, data.get("subtasks", []), f"{at}subtasks"))
+            ],
         )
 
     @classmethod
@@ -230,12 +250,22 @@ class TaskResult:
         write_json(path, self.to_json())
 
 
+def metric_names(name: str, result: TaskResult) -> tuple[str, ...]:
+    """The metrics of a task in a result, in order: a task file's as lm-eval named them in its result (the
+    first is its score), rueval's own task's as the task declares them."""
+    return tuple(result.metrics) if result.benchmark == LM_EVAL else TASKS[name].metrics
+
+
 def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> TaskResult:
     """A task's result in results.json: a scored task's (``tasks``) with its metrics named as the task
     names them today; a predicted task's (``predicted``) with no score."""
     at = f"{'tasks' if scored else 'predicted'}.{name}."
     result = TaskResult.from_json(data, check, at)
-    if result.records is None and not TASKS[name].nested:
+    if result.benchmark != LM_EVAL and name not in TASKS:
+        raise check.fail(
+            at.rstrip("."), f"unknown task; expected one of: {', '.join(TASKS)}, or a task file's (benchmark {LM_EVAL})"
+        )
+    if result.records is None and (result.benchmark == LM_EVAL or not TASKS[name].nested):
         result.records = result.n  # written before rueval recorded records: one example each
     if not scored:
         if result.score is not None or result.metrics:
@@ -243,7 +273,9 @@ def _task_result(name: str, data: Any, check: Checker, scored: bool = True) -> T
         return result
     if result.score is None:
         raise check.fail(f"{at}score", "missing; a task predicted and not scored belongs under 'predicted'")
-    expected = TASKS[name].metrics
+    expected = metric_names(name, result)
+    if not expected:
+        raise check.fail(f"{at}metrics", "is empty; a scored task has metrics")
     if set(result.metrics) != set(expected):
         raise check.fail(
             f"{at}metrics",
@@ -317,10 +349,6 @@ class RunResult:
         predicted = check.obj(data.get("predicted", {}), "predicted")
         if not tasks and not predicted:
             raise check.fail("tasks", "is empty; the run scored no task")
-        for where, names in (("tasks", tasks), ("predicted", predicted)):
-            for name in names:
-                if name not in TASKS:
-                    raise check.fail(f"{where}.{name}", f"unknown task; expected one of: {', '.join(TASKS)}")
         summary_keys = {
             "created",
             "wall_time_s",

@@ -23,6 +23,7 @@ from rueval.robustness.constraints import (
 from rueval.robustness.spans import Span, tighten
 from rueval.tasks import TASKS, Example, PerTask, Task
 from rueval.tasks.inline_options import option_spans
+from rueval.tasks.mera_generative import Graded
 from rueval.tasks.shapes import (
     Answer,
     AnswerCheck,
@@ -80,6 +81,8 @@ def _shape_target(shape: Shape) -> Target:
             return Target((question, *passages), keep, span_of or (passages or (question,))[-1])
         case MultiLabel(text=text):
             return Target((text,), distractor=text)
+        case Graded(fields=fields):  # MERA's USE and code tasks: their texts, no distractor
+            return Target(fields)
     raise RuevalError(f"no perturbable fields follow from a {type(shape).__name__} shape")
 
 

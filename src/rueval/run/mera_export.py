@@ -2,7 +2,9 @@
 scored or predicted on MERA's data, each `{"data": {"test": [{"outputs": ..., "meta": {"id": ...}}]}}`
 as MERA writes them (MERA-Evaluation/MERA scripts/log_to_submission.py; ai-forever/MERA's sample
 submission): RCB "1"/"2"/"3", PARus "1"/"2", RWSD "Да"/"Нет", ruWorldTree and ruOpenBookQA a letter,
-CheGeKa the answer text; MultiQ in the shape of the test records' own outputs: the answer text
+CheGeKa the answer text (and MERA's generative tasks as rueval.data.mera_generative_tasks writes
+them: the answer text, USE's with its question's number and variant, the code tasks' each sample's
+test results); MultiQ in the shape of the test records' own outputs: the answer text
 (MERA-evaluation/MERA's files), or one answer span of the main text (`{"label": "passage", "length",
 "offset", "segment"}`, offset -1 when the text does not hold it) with the record's `bridge_answers`
 in its meta (ai-forever/MERA's task files).
@@ -28,10 +30,13 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.files import atomic_path
-from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train, submission_ids
+from rueval.data import TaskData, check_written_ids, in_split_order, is_mera_folder, load_train
 from rueval.data.mera import MeraSource
+from rueval.data.mera_choice_tasks import CHOICE_TASKS
+from rueval.data.mera_generative_tasks import GENERATIVE, submission_entry
 from rueval.data.mera_tasks import ANSWERS, MERA_TASKS, RECORD_FIELD
 from rueval.results import PredictionRow, RunResult, TaskResult
+from rueval.run.mera_choice_export import choice_entry, written_id
 from rueval.run.predict import predict_tasks
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
@@ -44,6 +49,10 @@ def mera_entries(task: Task, examples: Sequence[Example], predictions: Sequence[
 
 
 def _entry(task: Task, example: Example, prediction: Any) -> dict[str, Any]:
+    if task.name in CHOICE_TASKS:  # MERA's choice and classification tasks of its own
+        return choice_entry(task.name, example, prediction)
+    if task.name in GENERATIVE:
+        return submission_entry(task.name, example.fields, example.idx, prediction)
     meta: dict[str, Any] = {"id": example.idx}
     if task.name in ANSWERS:
         return {"outputs": ANSWERS[task.name][prediction], "meta": meta}
@@ -87,7 +96,9 @@ def export_mera(run_dir: Path, out: Path) -> dict[str, int]:
         for name in done
     }
     for name in done:
-        check_written_ids(tests[name], submission_ids(files[f"{MERA_TASKS[name]}.json"]["data"]["test"]))
+        check_written_ids(
+            tests[name], [written_id(entry) for entry in files[f"{MERA_TASKS[name]}.json"]["data"]["test"]]
+        )
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in files.items():
             archive.writestr(name, json.dumps(document, ensure_ascii=False, indent=4))

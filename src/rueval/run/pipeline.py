@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rueval import __version__
+from rueval.core import unsafe_code
 from rueval.core.errors import RuevalError
-from rueval.core.progress import detail
+from rueval.core.progress import detail, warn
 from rueval.data import DataSource, TaskData, load_task_data, open_data, tape_set_of
+from rueval.data.mera_generative_tasks import GENERATIVE, NOT_MERA, UNSCORED
 from rueval.models.distributed import on_main, world
 from rueval.results import PredictionRow, PromptResult, PromptScores, RunResult, ShotResult, TaskResult
 from rueval.results.lm_eval import lm_eval_results
@@ -67,9 +69,12 @@ def run(spec: RunSpec, out: Path, force: bool = False, solver: Solver | None = N
     kept, results = on_main(lambda: reuse(prepared, force))  # under accelerate launch, the main process decides
     reused = list(results)
     pending = [(task, data) for task, data in prepared.loaded if task.name not in results]
+    if spec.confirm_run_unsafe_code and any(GENERATIVE.get(task.name, NOT_MERA).executes for task, _ in pending):
+        warn(unsafe_code.warning())
     try:
-        for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples, spec.prompts_of):
-            results[predicted.task.name] = score_and_record(prepared, predicted)
+        with unsafe_code.allowed(spec.confirm_run_unsafe_code):
+            for predicted in predict_tasks(prepared.solver, pending, spec.settings, spec.log_samples, spec.prompts_of):
+                results[predicted.task.name] = score_and_record(prepared, predicted)
     except RuevalError:
         prepared.store.withdraw()  # refused before a task finished: the run writes nothing
         raise
@@ -80,6 +85,7 @@ def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
     """Read and check every task's data, then make the solver (fine-tuning checkpoints live in the run
     directory, so a killed run resumes from them) and the perturbations: bad input fails before a
     model loads or anything is asked of a server."""
+    spec.check_consents()
     store = RunStore(out)
     store.check_folder()  # a user's own folder is refused before a model loads
     source = open_data(spec.data, spec.read_limits, spec.tape_set)
@@ -152,6 +158,7 @@ def summarise(
     for name, result in ordered.items():
         if result.score is None:
             why = "--predict-only" if prepared.spec.predict_only else f"the {result.split} split has no answers"
+            why = UNSCORED.get(name, why)
             prepared.store.notes.append(f"{name}: {result.n} {result.split} examples predicted, not scored ({why})")
     everything = {**kept, **ordered}
     scored_tasks = {name: r for name, r in everything.items() if r.score is not None}

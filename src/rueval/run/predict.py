@@ -29,6 +29,7 @@ from rueval.core.progress import detail, progress
 from rueval.data import TaskData
 from rueval.models.base import Generation, Request, prompt_text
 from rueval.models.distributed import world
+from rueval.run.dialogue import answer_dialogues, is_dialogue
 from rueval.scoring.task_scores import example_metrics, is_correct
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import PooledSolver, TaskAnswers, TaskPlan
@@ -107,6 +108,46 @@ def predict_tasks(
 
 
 def _pooled(
+    solver: PooledSolver[Any],
+    pending: Sequence[tuple[Task, TaskData]],
+    settings: Callable[[Task], Sequence[Setting]],
+    log_samples: bool,
+    prompts: Prompts | None,
+) -> Iterator[Predicted]:
+    """The tasks' requests pooled; then ruTiE's dialogues, asked round by round (rueval.run.dialogue)."""
+    together = [(task, data) for task, data in pending if not is_dialogue(task)]
+    if together:
+        yield from _pooled_together(solver, together, settings, log_samples, prompts)
+    for task, data in pending:
+        if is_dialogue(task):
+            yield _dialogues(solver, task, data, settings(task), log_samples)
+
+
+def _dialogues(
+    solver: PooledSolver[Any], task: Task, data: TaskData, settings: Sequence[Setting], log_samples: bool
+) -> Predicted:
+    started = time.perf_counter()
+    answers, computed = answer_dialogues(solver, task, _train(data), data.eval.examples, settings)
+
+    def predictor(jobs: Sequence[tuple[Sequence[Example], Setting]]) -> list[list[Any]]:
+        asked = [answer_dialogues(solver, task, _train(data), examples, [setting]) for examples, setting in jobs]
+        return [answers.by_setting[setting] for (answers, _), (_, setting) in zip(asked, jobs, strict=True)]
+
+    return Predicted(
+        task,
+        data,
+        answers.by_setting,
+        answers.normalized,
+        seconds=time.perf_counter() - started,
+        requests_computed=len(computed),
+        predictor=predictor,
+        protocol=answers.protocol,
+        unmatched_answers=answers.unmatched,
+        samples=exchange_samples(task, data.eval.examples, answers) if log_samples else [],
+    )
+
+
+def _pooled_together(
     solver: PooledSolver[Any],
     pending: Sequence[tuple[Task, TaskData]],
     settings: Callable[[Task], Sequence[Setting]],

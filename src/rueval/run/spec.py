@@ -14,7 +14,10 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.option_fields import check_choices, option, to_json, unscored_fields
+from rueval.core.unsafe_code import refusal
 from rueval.data import DEFAULT_LIMITS, TAPE_SETS, ReadLimits, check_data_spec, is_mera_folder
+from rueval.data.mera_generative_tasks import GENERATIVE, NOT_MERA
+from rueval.data.mera_tasks import MERA
 from rueval.models.factory import BACKENDS
 from rueval.results.checks import Checker, read_json_file
 from rueval.run.checks import check_limit, check_ranges, check_types, flag
@@ -44,7 +47,9 @@ from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 #    hf: generates one prompt at a time
 # 3: MERA's files asked as the current MERA asks (MERA-Evaluation/MERA): zero-shot without "\nОтвет:" after
 #    the RSG instructions, MERA's demonstrations and shot counts, greedy generation with its stop and token limit
-PROTOCOL_VERSION = 3
+# 4: hf: records its start-token policy (bos; -m hf: keeps TAPE's, always); MERA's draw of demonstrations leaves
+#    out a train record equal to the item, as MERA's sampler does
+PROTOCOL_VERSION = 4
 SPLITS = ("val", "test")
 JSON_KEYS = {"options": "solver_options"}  # the fields run.json writes under another name
 TASKS_HELP = "Comma-separated task names, or rsg, tape, mera, all; or lm-eval's task, group or tag names."
@@ -146,7 +151,8 @@ class RunSpec:
     )
     confirm_run_unsafe_code: bool = option(
         False,
-        help="Run the code a model writes, as code tasks need: it runs on this machine, not in a sandbox.",
+        help="Run the code a model writes (MERA's ruHumanEval and ruCodeEval, task files marked unsafe_code) on "
+        "this machine: a subprocess with limits, not a sandbox.",
         scored=False,
     )
     predict_only: bool = option(
@@ -290,6 +296,12 @@ class RunSpec:
     @property
     def task_list(self) -> list[Task]:
         return [get_task(name) for name in self.tasks]
+
+    def check_consents(self) -> None:
+        """A task that runs the model's code needs --confirm-run-unsafe-code (given anew to each command)."""
+        executing = [task for task in self.tasks if GENERATIVE.get(task, NOT_MERA).executes]
+        if executing and not self.confirm_run_unsafe_code:
+            raise refusal(", ".join(MERA[task].name for task in executing))
 
     def settings(self, task: Task) -> list[Setting]:
         """The few-shot settings the task is run in, in order: each k of --shots and each of its

@@ -239,7 +239,8 @@ class RunStore:
         write_json_files({self.out / "results.json": results.to_json(), **documents})
 
     def write_lm_eval(self, document: Mapping[str, Any]) -> None:
-        """A task-file run's results: lm-eval's own document (rueval.run.task_files)."""
+        """A task-file run's lm-eval document, first (rueval.run.task_files): its scores are kept whatever
+        happens to what rueval makes of them."""
         write_json_files(self._lm_eval_documents(document))
 
     def _lm_eval_documents(self, document: Mapping[str, Any]) -> dict[Path, Mapping[str, Any]]:

@@ -4,8 +4,10 @@ tasks (rueval.tasks.lm_eval_tasks), asks rueval's engine for every request throu
 answers with lm-eval's own code: filters, metrics, group aggregates and standard errors are lm-eval's.
 
 The run folder holds run.json (what --resume continues: the request cache answers every request
-computed before), lm-eval's results document as ``results_lmeval.json`` and, with --log-samples, its
-sample logs as lm-eval writes them (``samples/samples_<task>_<date id>.jsonl``).
+computed before), lm-eval's results document as ``results_lmeval.json``, rueval's ``results.json`` and
+``predictions/<task>.jsonl`` made from it and lm-eval's per-sample values (rueval.run.task_file_results:
+what report, compare and leaderboard read) and, with --log-samples, lm-eval's sample logs as lm-eval writes
+them (``samples/samples_<task>_<date id>.jsonl``).
 
 Seeds are lm-eval's: its defaults (0 for Python's, 1234 for numpy's, torch's and the few-shot
 sampler's) unless ``--seed`` is given, which sets all four, as lm-eval's ``--seed N`` does.
@@ -16,15 +18,18 @@ from __future__ import annotations
 import json
 import logging
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rueval import __version__
 from rueval.core.errors import RuevalError
 from rueval.core.progress import detail
-from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR
+from rueval.results import predictions_file, write_sample_scores
+from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR, date_id, sample_files
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
+from rueval.run.task_file_results import task_file_results
 from rueval.tasks.lm_eval_tasks import TaskFiles
 
 LM_EVAL_SEEDS = (0, 1234, 1234, 1234)  # lm-eval's random, numpy, torch and few-shot seeds by default
@@ -46,18 +51,35 @@ def run_task_files(spec: RunSpec, out: Path, force: bool = False) -> dict[str, A
     store.claim(settings, spec.task_files, force)
     store.save_spec(settings)
     try:
-        document = evaluate(spec, files, solver)
+        document, tasks = evaluate(spec, files, solver)
     except RuevalError:
         store.withdraw()
         raise
-    write_results(store, document, spec.log_samples)
+    write_results(store, settings, document, tasks, spec, time.perf_counter() - started)
     detail(f"task files evaluated in {time.perf_counter() - started:.1f} s")
     return document
 
 
-def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> dict[str, Any]:
-    """lm-eval's simple_evaluate over rueval's engine; whatever lm-eval raises about a task file (a
-    template, its data, a metric) is one line."""
+class KeepingTasks:
+    """lm-eval's TaskManager for one simple_evaluate, keeping the tasks its ``load`` builds for it: their
+    aggregation functions are what rueval's intervals resample with."""
+
+    def __init__(self, manager: Any):
+        self.manager = manager
+        self.tasks: dict[str, Any] = {}
+
+    def load(self, *args: Any, **kwargs: Any) -> Any:
+        loaded = self.manager.load(*args, **kwargs)
+        self.tasks = dict(loaded["tasks"])
+        return loaded
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.manager, name)
+
+
+def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """lm-eval's simple_evaluate over rueval's engine: its results, and the tasks it built; whatever
+    lm-eval raises about a task file (a template, its data, a metric) is one line."""
     import jinja2
     from lm_eval import simple_evaluate
 
@@ -65,11 +87,12 @@ def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> dict[str, Any]:
 
     logging.getLogger("lm_eval").setLevel(logging.WARNING)  # its per-task info lines are rueval's detail
     seeds = LM_EVAL_SEEDS if spec.seed == 0 else (spec.seed,) * 4
+    manager = KeepingTasks(files.manager)
     try:
         results = simple_evaluate(
             model=RuevalLM(solver.engine),
             tasks=list(spec.task_files),
-            task_manager=files.manager,
+            task_manager=manager,
             num_fewshot=spec.shots[0] if spec.shots else None,
             limit=spec.limit,
             log_samples=True,
@@ -90,22 +113,38 @@ def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> dict[str, Any]:
         raise RuevalError(f"lm-eval could not run the task files: {type(e).__name__}: {first_line(e)}") from None
     if results is None:  # lm-eval returns nothing on its non-main processes
         raise RuevalError("lm-eval returned no results")
-    return results
+    return results, manager.tasks
 
 
-def write_results(store: RunStore, results: dict[str, Any], log_samples: bool) -> None:
-    """OUT/results_lmeval.json (lm-eval's document, made JSON as lm-eval's own tracker makes it) and, with
-    ``log_samples``, the sample logs, written by lm-eval's own tracker."""
+def write_results(
+    store: RunStore,
+    settings: dict[str, Any],
+    results: dict[str, Any],
+    tasks: dict[str, Any],
+    spec: RunSpec,
+    wall_time_s: float,
+) -> None:
+    """lm-eval's outputs first, OUT/results_lmeval.json (its document, made JSON as its own tracker makes it)
+    and with --log-samples its sample logs, written by its own tracker; then rueval's, OUT/predictions/<task>.jsonl
+    and OUT/results.json."""
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.utils import handle_non_serializable
 
     samples = results.pop("samples", {})
     document = json.loads(json.dumps(results, default=handle_non_serializable, ensure_ascii=False))
-    if log_samples:
+    store.write_lm_eval(document)  # first: the scores are kept whatever happens to the rest
+    values = json.loads(json.dumps(samples, default=handle_non_serializable, ensure_ascii=False))
+    if spec.log_samples:
         tracker = EvaluationTracker(output_path=str(store.out / SAMPLES_DIR / FILE_NAME))  # a file: its folder
+        tracker.date_id = date_id(datetime.now())  # lm-eval's command line sets it when it writes its results
         for task, task_samples in samples.items():
-            tracker.save_results_samples(task, task_samples)
-    store.write_lm_eval(document)
+            tracker.save_results_samples(task, task_samples)  # lm-eval logs a failure and goes on: checked below
+            if not sample_files(store.out, task):
+                raise RuevalError(f"{store.out / SAMPLES_DIR}: the sample log of {task} could not be written")
+    summary, rows = task_file_results(settings, document, values, tasks, wall_time_s, spec.predict_only)
+    for task, task_rows in rows.items():
+        write_sample_scores(predictions_file(store.out, task), task_rows)
+    summary.write(store.out)
 
 
 def failing_task(error: BaseException) -> str | None:

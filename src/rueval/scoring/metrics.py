@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from rueval.core.errors import RuevalError
+from rueval.scoring.mera_scorers import grade_norm_of, grade_statistics, pass_at
 
 # ---- answer normalisation (span tasks) --------------------------------------------------------------
 
@@ -81,6 +82,7 @@ NORMALIZATIONS: dict[str, Callable[[str], str]] = {
     "record": squad_normalize,  # RuCoS, as RSG's ReCoRD-derived scorer
     "squad": squad_normalize,  # MultiQ, CheGeKa, as TAPE's SQuAD-style scoring
     "russian": normalize_answer,
+    "exact": str,  # none: lm-eval's exact_match as MERA's task files set it (MERA's arithmetic)
 }
 # The scorers differ only when an answer has no token left: ReCoRD's F1 is then 0 (no overlap),
 # SQuAD 2.0's and rueval's 1 if neither has a token.
@@ -384,3 +386,24 @@ TOKEN_F1 = register(
         per_example=_best_token_f1,
     )
 )
+
+# ---- MERA's own scorers (rueval.scoring.mera_scorers) ----------------------------------------------
+
+GRADE_NORM = register(
+    Metric(
+        "grade_norm",
+        "Grade",
+        "grade_norm",
+        description="USE: points scored over points possible per exam variant, averaged over variants (MERA)",
+        statistics=lambda outcomes: grade_statistics(outcomes.golds, outcomes.preds),
+        of_sums=grade_norm_of,
+    )
+)
+PASS_AT = {
+    k: register(
+        mean_over_examples(
+            f"pass@{k}", f"pass@{k}", f"pass@{k}", f"unbiased pass@{k} of an item's samples, averaged", pass_at(k)
+        )
+    )
+    for k in (1, 5, 10)
+}

@@ -6,6 +6,10 @@ statistics (rueval.scoring.metrics), so each unit is reduced once to a row of su
 resample is a vector of draw counts: the statistics of 1000 resamples are one matrix product, and
 each metric is the same function of them that gives the point value on the whole sample. 1000
 resamples of thousands of examples take a second or less.
+
+A task file's metrics are another library's (lm-eval's): their per-item values are resampled as they
+are, a mean by indexing, any other aggregation (F1 over the pairs, BLEU over the corpus) by applying
+that library's own function to each resample.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ _BLOCK_DRAWS = 2**19  # and to this many draws (4 MB a block), so a large split'
 
 # per-unit statistics (units x columns) and the metrics (each an array over resamples) of their sums
 MetricsOfSums = Callable[[np.ndarray], dict[str, np.ndarray]]
+# a metric of per-item values, as another library aggregates them (lm-eval's f1, mcc, bleu): a fraction
+Aggregate = Callable[[list[Any]], float]
 
 
 @dataclass(frozen=True)
@@ -88,14 +94,39 @@ def paired_bootstrap(
     stats = np.hstack([stats_a.table, stats_b.table])
     draws = _resampled_metrics(stats, difference, unit, resamples, _rng(seed, task))
     point_a, point_b = _point(stats_a.point()), _point(stats_b.point())
-    result = {}
-    for name, diffs in draws.items():
-        beyond = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
-        p_value = min(1.0, 2 * (int(beyond) + 1) / (len(diffs) + 1))
-        low, high = _interval(diffs, confidence)
-        a, b = point_a[name], point_b[name]
-        result[name] = Difference(a, b, a - b, (low, high), p_value)
-    return result
+    return {name: _difference(point_a[name], point_b[name], diffs, confidence) for name, diffs in draws.items()}
+
+
+def item_bootstrap_ci(
+    items: Sequence[Any],
+    aggregate: Aggregate | None,
+    name: str,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> list[float]:
+    """Percentile bootstrap interval, x100, of a metric of per-item values: their mean (``aggregate`` None:
+    the values are numbers), or ``aggregate`` applied to each resample of the items. ``name`` (the task's)
+    seeds the draws with ``seed``, so every metric of a task is computed on the same resamples."""
+    return _interval(_item_draws(items, aggregate, resamples, _seeded(seed, name)), confidence)
+
+
+def paired_item_bootstrap(
+    a: float,
+    b: float,
+    items_a: Sequence[Any],
+    items_b: Sequence[Any],
+    aggregate: Aggregate | None,
+    name: str,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> Difference:
+    """A minus B of a metric (``a`` and ``b``, x100, as each run scored it) with the interval and p-value of
+    paired_bootstrap, over the per-item values paired by position, both runs on the same resamples."""
+    draws_a = _item_draws(items_a, aggregate, resamples, _seeded(seed, name))
+    draws_b = _item_draws(items_b, aggregate, resamples, _seeded(seed, name))
+    return _difference(a, b, draws_a - draws_b, confidence)
 
 
 def is_seed(value: object) -> bool:
@@ -115,14 +146,43 @@ def check_bootstrap(resamples: object, seed: object) -> None:
     check_seed(seed)
 
 
+def _difference(a: float, b: float, diffs: np.ndarray, confidence: float) -> Difference:
+    """A minus B with the percentile interval of the resampled differences and their two-sided p-value."""
+    beyond = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
+    p_value = min(1.0, 2 * (int(beyond) + 1) / (len(diffs) + 1))
+    low, high = _interval(diffs, confidence)
+    return Difference(a, b, a - b, (low, high), p_value)
+
+
+def _item_draws(
+    items: Sequence[Any], aggregate: Aggregate | None, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The metric (x100) on each resample of the items, drawn as _resampled_metrics draws its units."""
+    count = len(items)
+    values = np.asarray(items, dtype=float) if aggregate is None else None
+    per_block = max(1, min(_BLOCK, _BLOCK_DRAWS // count))
+    draws = []
+    for start in range(0, resamples, per_block):
+        drawn = rng.integers(0, count, size=(min(per_block, resamples - start), count))
+        if values is not None:
+            draws.append(values[drawn].mean(axis=1))
+        else:
+            draws.append(np.array([float(aggregate(list(map(items.__getitem__, row)))) for row in drawn]))
+    return 100 * np.concatenate(draws)
+
+
 def _point(metrics: dict[str, float]) -> dict[str, float]:
     """The metrics and the task score on the whole sample, as score_task gives them."""
     return {**metrics, "score": Scores(metrics).score}
 
 
 def _rng(seed: int, task: Task) -> np.random.Generator:
+    return _seeded(seed, task.name)
+
+
+def _seeded(seed: int, task: str) -> np.random.Generator:
     """Seeded per task, so a task's interval does not depend on which tasks ran before it."""
-    return np.random.default_rng([seed, zlib.crc32(task.name.encode())])
+    return np.random.default_rng([seed, zlib.crc32(task.encode())])
 
 
 def _interval(values: np.ndarray, confidence: float) -> list[float]:

@@ -1,6 +1,6 @@
 """Scoring a task: its metrics (rueval.scoring.metrics) on its examples and predictions, the task score,
-the breakdowns (LiDiRus per feature tag, Ethics per category), whether one prediction is right,
-one example's sample-log metrics, and the RSG total.
+the breakdowns (LiDiRus per feature tag, Ethics per category, MERA's per domain or group), whether
+one prediction is right, one example's sample-log metrics, and the RSG total.
 
 ``task_statistics`` gives the per-example statistics of every metric of a task; the scores are
 their function on the whole sample, and the bootstrap (rueval.scoring.stats) applies it to resamples.
@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rueval.scoring.metrics import ACCURACY, MCC, Metric, OfSums, Outcomes, exact_match, metric
+from rueval.scoring.mera_scorers import full_marks, per_question
+from rueval.scoring.metrics import ACCURACY, GRADE_NORM, MCC, Metric, OfSums, Outcomes, exact_match, metric
 from rueval.tasks import RSG, Example, Task
+from rueval.tasks.mera_generative import Graded
 
 
 @dataclass(frozen=True)
@@ -103,14 +105,19 @@ def _averaged(of_sums: OfSums, widths: list[int]) -> OfSums:
 
 
 def score_task(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> Scores:
-    """Every headline metric of the task, plus LiDiRus per-tag MCC and Ethics per-category scores."""
+    """Every headline metric of the task, plus LiDiRus per-tag MCC, Ethics per-category scores and USE's
+    per exam question."""
     if len(examples) != len(preds):
         raise ValueError(f"{task.name}: {len(preds)} predictions for {len(examples)} examples")
     metrics = task_statistics(task, examples, preds).point()
+    if task.breakdown_by:
+        return Scores(metrics, per_group(task, examples, preds))
     if task.kind == "multilabel":
         return Scores(metrics, _per_category(task, examples, preds))
     if task.tags:
         return Scores(metrics, lidirus_tag_mcc(examples, preds, task.tags))
+    if GRADE_NORM.name in task.metrics:  # MERA's USE: grade_norm.task<N>
+        return Scores(metrics, per_question([e.label for e in examples], preds))
     return Scores(metrics)
 
 
@@ -123,6 +130,26 @@ def _per_category(task: Task, examples: Sequence[Example], preds: Sequence[Any])
     return {
         name: {m.name: 100 * m.value(outcomes) for m in task_metrics(task)} for name, outcomes in categories.items()
     }
+
+
+def per_group(task: Task, examples: Sequence[Example], preds: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Every metric on the examples of each value of the task's ``breakdown_by`` field, with their
+    number "n" (MERA's acc.<domain>); a multilabel task's on each category there ("correct.virtue")."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, example in enumerate(examples):
+        members[str(example.fields.get(task.breakdown_by))].append(i)
+    groups: dict[str, dict[str, float]] = {}
+    for group, rows in sorted(members.items()):
+        golds, predicted = [examples[i].label for i in rows], [preds[i] for i in rows]
+        if task.kind == "multilabel":
+            for c, category in enumerate(task.categories):
+                outcomes = _category(golds, predicted, c, np.arange(len(rows)))
+                groups[f"{group}.{category}"] = {m.name: 100 * m.value(outcomes) for m in task_metrics(task)}
+                groups[f"{group}.{category}"]["n"] = len(rows)
+        else:
+            outcomes = Outcomes(golds, predicted, task.labels, None, task.normalization)
+            groups[group] = {**{m.name: 100 * m.value(outcomes) for m in task_metrics(task)}, "n": len(rows)}
+    return groups
 
 
 def lidirus_tag_mcc(
@@ -155,7 +182,10 @@ def _tag_values(value: Any) -> list[str]:
 
 def is_correct(task: Task, gold: Any, prediction: Any) -> bool:
     """Whether one prediction is right: the gold class; every category of a multilabel example (one
-    wrong category makes the example wrong); exact match with any gold answer for span tasks."""
+    wrong category makes the example wrong); exact match with any gold answer for span tasks; full
+    marks for MERA's USE and code tasks."""
+    if isinstance(task.shape, Graded):  # MERA's USE and code tasks
+        return full_marks(gold, prediction)
     if task.kind == "span":
         return any(exact_match(answer, prediction, task.normalization) for answer in gold)
     if task.kind == "multilabel":

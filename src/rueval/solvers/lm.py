@@ -3,11 +3,10 @@ predictions (``answer``). As a PooledSolver it plans a task in every setting (``
 TaskAnswers (``answer_task``): a run plans every task, k and episode first and computes all their requests in one
 engine call, so the prefix tree shares across all of them. It asks only what its backend declares (``Capabilities``).
 
-Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's
-summed log-probability, or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity
-(`ppl`, TAPE's Equation 1: the whole prompt's mean log-probability per token). Open answers are
-generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2), unless ``GenerationSettings``
-(lm-evaluation-harness's --gen_kwargs) say otherwise.
+Options are scored by log-likelihood (`loglik`, lm-evaluation-harness style: the continuation's summed log-probability,
+or per byte when ``normalize``, lm-eval's acc_norm) or by perplexity (`ppl`, TAPE's Equation 1: the whole prompt's mean
+log-probability per token). Open answers are generated with nucleus sampling, top_p 0.8, as TAPE does (Section 5.2),
+unless ``GenerationSettings`` (--gen_kwargs, over a task's own) say otherwise.
 
 For instruction-tuned models the plan step can render each context through the tokenizer's chat
 template (``ChatFormat``, lm-evaluation-harness's --apply-chat-template, --system-instruction and
@@ -231,7 +230,7 @@ class LMSolver(Solver, PooledSolver[TaskPlans]):
         asked with ``prompt`` (default: the task's; tasks.prompts.prompt_variants has the others)."""
         prompt = prompt or get_prompt(task)
         k, episode, per_item_seed = setting.k, setting.episode, setting.per_item_seed
-        drawn = demonstrations(train, k, episode, per_item_seed, len(examples), self.seed, task.name)
+        drawn = demonstrations(train, k, episode, per_item_seed, len(examples), self.seed, task.name, examples)
         budget = prompt.max_new_tokens[0 if setting.k == 0 else 1]
         shown_by_set: dict[int, list[list[Question]]] = {}
         asked = []
@@ -321,7 +320,8 @@ class LMSolver(Solver, PooledSolver[TaskPlans]):
             raise RuevalError(f"{self.name} declares no generation: it cannot answer {question.context[:60]!r}")
         if question.choices:
             return (Generation(context, MATCH_MAX_TOKENS, seed=self.seed),)
-        return (self.generation.request(context, budget, stop, self.seed),)
+        generation = GenerationSettings.from_mapping({**self.generation.describe(), **question.generation})
+        return tuple(generation.request(context, budget, stop, self.seed + i) for i in range(question.samples))
 
     def _continuation(self, continuation: str) -> str:
         """After a chat template the answer opens the assistant's turn: lm-eval drops the target delimiter."""
@@ -366,8 +366,8 @@ class LMSolver(Solver, PooledSolver[TaskPlans]):
         return self.scoring == "loglik" and plan.picks_options and not self._generates_choices
 
     def _answer_one(self, asked: Asked, results: Mapping[Request, Any], normalize: bool) -> Any:
-        if not asked.question.choices:
-            return results[asked.requests[0]]  # as generated: the prompt's prediction cleans it
+        if not asked.question.choices:  # as generated (samples: their list); the prompt's prediction cleans it
+            return [results[r] for r in asked.requests] if asked.question.samples > 1 else results[asked.requests[0]]
         if self._generates_choices:
             return self._matched(asked, results[asked.requests[0]])
         return self._best(asked, [results[r] for r in asked.requests], normalize)

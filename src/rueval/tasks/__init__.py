@@ -22,7 +22,7 @@ from rueval.tasks.tape import BENCHMARK as TAPE
 
 # The modules of rueval.tasks that declare rueval's own tasks, in the order the tasks are listed.
 DECLARATIONS = ("rsg", "tape", "mera")
-EVERY_TASK = "all"  # -t all: every task known
+EVERY_TASK = "all"  # -t all: every task known but MERA's own (their data is MERA's files alone: -t mera)
 
 TASKS: dict[str, Task] = {}
 # name -> benchmark: the declared ones, and a plain one for each other name a task gives (a YAML tag)
@@ -71,12 +71,14 @@ def is_known(name: str) -> bool:
 
 
 def resolve_tasks(spec: str) -> list[Task]:
-    """'rcb,parus' -> those tasks; a benchmark's name -> its tasks; 'all' -> every task. Order kept, no repeats."""
+    """'rcb,parus' -> those tasks; a benchmark's name -> its tasks; 'all' -> every task (MERA's own aside). Order
+    kept, no repeats."""
     tasks: list[Task] = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         wanted = part.lower()
         benchmark = BENCHMARKS.get(wanted)
-        members = tuple(TASKS.values()) if wanted == EVERY_TASK else tasks_of(benchmark) if benchmark else ()
+        every = tuple(task for task in TASKS.values() if task.benchmark != MERA.name)
+        members = every if wanted == EVERY_TASK else tasks_of(benchmark) if benchmark else ()
         for task in members or (get_task(part),):
             if task not in tasks:
                 tasks.append(task)

@@ -32,6 +32,8 @@ class Task:
     train_from: Task | None = None  # whose train split gives label priors when the task has none
     layout: Layout = OWN_LAYOUT  # where its official files keep a record's id, and their copy on the hub
     tags: tuple[str, ...] = ()  # fields tagging an example's linguistic features: scored per tag (LiDiRus)
+    # a field grouping its examples: every metric also on each group's examples (MERA's acc.<domain>)
+    breakdown_by: str = ""
     # how the official submission writes a label (RUSSE's "true"); None: as it is
     submission_label: Callable[[Any], Any] | None = None
     normalization: str = (

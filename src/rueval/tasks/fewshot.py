@@ -17,16 +17,26 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rueval.core.errors import RuevalError
+from rueval.data.mera_tasks import MERA
 from rueval.tasks import Example
 
 
 def demonstrations(
-    train: Sequence[Example], k: int, episode: int, per_item_seed: int | None, items: int, seed: int, task_name: str
+    train: Sequence[Example],
+    k: int,
+    episode: int,
+    per_item_seed: int | None,
+    items: int,
+    seed: int,
+    task_name: str,
+    examples: Sequence[Example] = (),
 ) -> list[list[Example]]:
     """The demonstrations before each of ``items`` test items: episode ``episode``'s set before every
-    item (TAPE's), or with ``per_item_seed`` each item's drawn in turn (MERA's)."""
+    item (TAPE's), or with ``per_item_seed`` each item's drawn in turn (MERA's; given the items as
+    ``examples``, as MERA's sampler draws them for the task: item_demos)."""
     if per_item_seed is not None:
-        return item_demos(train, k, items, per_item_seed, task_name)
+        within = MERA[task_name].demos_within if task_name in MERA else ""
+        return item_demos(train, k, items, per_item_seed, task_name, examples, within)
     return [episode_demos(train, k, episode, seed, task_name)] * items  # one list: its questions are built once
 
 
@@ -74,12 +84,36 @@ def episode_lists(train: Sequence[Example], task_name: str) -> dict[int, list[Ex
     return members
 
 
-def item_demos(train: Sequence[Example], k: int, items: int, seed: int, task_name: str) -> list[list[Example]]:
+def item_demos(
+    train: Sequence[Example],
+    k: int,
+    items: int,
+    seed: int,
+    task_name: str,
+    examples: Sequence[Example] = (),
+    within: str = "",
+) -> list[list[Example]]:
     """The demonstrations of each of ``items`` test items, drawn in turn as lm-eval's sampler draws
-    them: ``random.Random(seed).sample(train, k)`` for one item after another, from every train record."""
+    them: ``random.Random(seed).sample(train, k)`` for one item after another, from every train record.
+    Given the items (``examples``), as MERA's sampler (benchmark_tasks/custom_samplers.py): from the
+    train records whose ``within`` field is the item's (ruMMLU's domain), and without the item's own
+    record where train holds it (a task whose demonstrations come from its test split), one fewer then."""
     if k == 0:
         return [[] for _ in range(items)]
     if len(train) < k:
         raise RuevalError(f"{task_name}: {k}-shot needs {k} train examples, the data has {len(train)}")
     draw, pool = random.Random(seed), list(train)
-    return [draw.sample(pool, k) for _ in range(items)]
+    if not examples:
+        return [draw.sample(pool, k) for _ in range(items)]
+    pools: dict[object, list[Example]] = defaultdict(list)
+    for example in pool:
+        pools[example.fields.get(within) if within else None].append(example)
+    drawn = []
+    for item in examples:
+        own = pools[item.fields.get(within) if within else None]
+        if len(own) < k:
+            where = f" with {within} {item.fields.get(within)!r}" if within else ""
+            raise RuevalError(f"{task_name}: {k}-shot needs {k} train examples{where}, the data has {len(own)}")
+        same = (item.idx, item.fields)
+        drawn.append([demo for demo in draw.sample(own, k) if (demo.idx, demo.fields) != same])
+    return drawn

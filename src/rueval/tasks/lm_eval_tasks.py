@@ -57,6 +57,25 @@ def lm_eval_module() -> Any:
     return lm_eval
 
 
+def aggregation_name(function: Any) -> str:
+    """The name lm-eval's registry gives an aggregation function ("" for a task's own)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, get_aggregation
+
+    get_aggregation("mean")  # fills the registry on first use
+    return next((name for name, known in AGGREGATION_REGISTRY.items() if known is function), "")
+
+
+def aggregation(name: str) -> Any:
+    """lm-eval's aggregation function of that name in its registry; one line when there is none."""
+    lm_eval_module()
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, get_aggregation
+
+    get_aggregation("mean")
+    if name not in AGGREGATION_REGISTRY:
+        raise RuevalError(f"aggregation {name!r:.60}: not one of lm-eval's ({', '.join(AGGREGATION_REGISTRY)})")
+    return AGGREGATION_REGISTRY.get(name)
+
+
 @dataclass(frozen=True)
 class TaskCode:
     """A ``!function`` a task file names: the file, its line, and the function."""
@@ -99,8 +118,8 @@ class TaskFiles:
     def check_names(self, names: Sequence[str]) -> None:
         unknown = [name for name in names if not self.knows(name)]
         if unknown:
-            where = f"in {', '.join(self.include_path)} nor " if self.include_path else ""
-            raise RuevalError(f"unknown task {', '.join(unknown)}: neither rueval's, nor {where}lm-eval's")
+            where = f" (nor under {', '.join(self.include_path)})" if self.include_path else ""
+            raise RuevalError(f"unknown task '{unknown[0]}': not among lm-eval's tasks, groups and tags{where}")
 
     def files(self, names: Sequence[str]) -> list[Path]:
         """The task files the names are read from, with the files they include, each once."""
@@ -205,7 +224,14 @@ def task_file_names(names: Sequence[str], include_path: Sequence[str]) -> tuple[
     declared = TaskFiles.finding([], include_path) if include_path else None
     files = tuple(name for name in names if (declared and declared.knows(name)) or not is_known(name))
     if files:
-        TaskFiles.finding(files, include_path).check_names(files)
+        found = TaskFiles.finding(files, include_path)
+        for name in files:
+            if not found.knows(name):  # nor rueval's: its error lists rueval's names, then lm-eval's place
+                try:
+                    get_task(name)
+                except RuevalError as e:
+                    where = f" (nor under {', '.join(include_path)})" if include_path else ""
+                    raise RuevalError(f"{e}; nor is it among lm-eval's tasks, groups and tags{where}") from None
     return files
 
 

@@ -27,9 +27,11 @@ class LinearConfig:
     fold_yo: bool = True  # read ё as е (on top of scikit-learn's lower-casing)
     max_negatives: int = 20  # wrong options kept per train example when scoring options (RuCoS, MultiQ)
 
-    def vectorizer(self) -> TfidfVectorizer:
+    def vectorizer(self, analyzer: str = "word") -> TfidfVectorizer:
         preprocessor = _fold_yo if self.fold_yo else None
-        return TfidfVectorizer(ngram_range=self.ngram_range, max_features=self.max_features, preprocessor=preprocessor)
+        return TfidfVectorizer(
+            ngram_range=self.ngram_range, max_features=self.max_features, preprocessor=preprocessor, analyzer=analyzer
+        )
 
 
 # By benchmark name: each paper's settings.
@@ -47,10 +49,14 @@ def _fold_yo(text: str) -> str:
 
 
 def fit_vectorizer(config: LinearConfig, task: Task, texts: Sequence[str]) -> TfidfVectorizer:
-    try:
-        return config.vectorizer().fit(texts)
-    except ValueError:  # scikit-learn's "empty vocabulary"
-        raise RuevalError(f"{task.name}: the train texts have no words to build a TF-IDF vocabulary from") from None
+    """The vectorizer of the train texts' words; of their characters where they have no words (MERA's
+    BPS: bracket sequences)."""
+    for analyzer in ("word", "char"):
+        try:
+            return config.vectorizer(analyzer).fit(texts)
+        except ValueError:  # scikit-learn's "empty vocabulary"
+            continue
+    raise RuevalError(f"{task.name}: the train texts have no words to build a TF-IDF vocabulary from")
 
 
 def fit_classifier(config: LinearConfig, seed: int, features: sparse.csr_matrix, targets: Sequence[int]) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from rueval.core.errors import RuevalError
+from rueval.data.mera_generative_tasks import GENERATIVE
 from rueval.data.mera_tasks import MERA
 from rueval.tasks import PerTask, Task, get_task
 from rueval.tasks.prompts.base import DEMO_SEPARATOR, Choice, Question, TaskPrompt
@@ -30,7 +31,8 @@ def _own_prompt(task: Task) -> TaskPrompt:
 
 
 def _with_mera(task: Task, own: TaskPrompt) -> TaskPrompt:
-    return MeraInstructionPrompt(MERA[task.name], own) if task.name in MERA else own
+    """A task shared with MERA asks MERA's examples as MERA does; MERA's own tasks' prompts are MERA's."""
+    return MeraInstructionPrompt(MERA[task.name], own) if task.name in MERA and task.name not in GENERATIVE else own
 
 
 def _prompt(task: Task) -> TaskPrompt:

@@ -10,7 +10,8 @@ few-shot demonstration.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from rueval.tasks.base import Example
@@ -29,6 +30,10 @@ class Question:
     context: str
     choices: tuple[Choice, ...] = ()  # empty: the answer is generated
     target: str | None = None  # the gold continuation, when the example is labelled
+    # a generated answer: how many to sample (lm-eval's repeats; the answer is then their list), and
+    # the task's own generation settings (lm-eval's generation_kwargs keys), over the run's
+    samples: int = 1
+    generation: Mapping[str, Any] = field(default_factory=dict)
 
 
 class TaskPrompt(ABC):
