@@ -67,8 +67,8 @@ def rwsd(i: int, rng: random.Random) -> dict:
             "outputs": rng.choice(["Да", "Нет"]), "meta": {"id": 3000 + i}}  # fmt: skip
 
 
-def science(i: int, rng: random.Random) -> dict:
-    letters = "ABCDE" if i % 7 == 3 else "ABCD"  # some items with five options, as RuWorldTree has
+def science(i: int, rng: random.Random, five_options: bool = True) -> dict:
+    letters = "ABCDE" if five_options and i % 7 == 3 else "ABCD"  # some items with five, as RuWorldTree has
     inputs = {"question": f"Какой прибор нужен в опыте {i}?"}
     inputs |= {f"option_{letter.lower()}": thing for letter, thing in zip(letters, rng.sample(THINGS, len(letters)))}
     lines = "\n".join(f"{letter}. {{option_{letter.lower()}}}" for letter in letters)
@@ -97,10 +97,11 @@ MAKERS = {"RCB": rcb, "PARus": parus, "RWSD": rwsd, "ruWorldTree": science, "ruO
           "MultiQ": multiq, "CheGeKa": chegeka}  # fmt: skip
 
 
-def write_gold(root: Path, items: int, seed: int = 2024) -> dict[str, list[dict]]:
-    """The labelled folder in the dataset repository's layout; returns each task's test records."""
+def write_gold(root: Path, items: int, seed: int = 2024, makers=MAKERS) -> dict[str, list[dict]]:
+    """The labelled folder in the dataset repository's layout (``makers``: each task's item maker);
+    returns each task's test records."""
     rng, card, tests = random.Random(seed), ["---", "configs:"], {}
-    for name, make in MAKERS.items():
+    for name, make in makers.items():
         splits = {"train": _numbered(make, 12, rng), "test": _numbered(make, items, rng)}
         for record in splits["train"]:
             record["meta"]["id"] += 100_000  # train ids apart from test ids
