@@ -19,7 +19,8 @@ from hostile_cases.common import (
     set_fields,
     zipped_samples,
 )
-from hostile_cases.harness import ERROR, OK, CaseDir, Outcome, rueval
+from hostile_cases.harness import EITHER, ERROR, OK, CaseDir, Outcome, rueval
+from hostile_cases.round3 import hf_run, task_folder
 
 
 @case("bounds", "a 2 MB zip of 2 GiB of newlines as --data", ERROR, "--max-file-mb", timeout=60, slow=True)
@@ -142,11 +143,20 @@ def _(c: CaseDir) -> list[str]:
     return rueval("run", "-m", "openai:x", "--base-url", f"@{fifo_at(c, c / 'urls')}", "-t", "parus", "-o", c / "out")
 
 
-@case("bounds", "--include-path a folder holding a FIFO named .yaml", ERROR, "yaml", timeout=30)
+# A FIFO where the include folder's YAML files are: every .yaml file there is read (lm-eval's task files
+# since issue 37), so it is either passed over with a warning naming it or one error naming it; never a wait.
+@case("bounds", "--include-path a folder holding a FIFO named .yaml", EITHER, "mine.yaml", timeout=30)
 def _(c: CaseDir) -> list[str]:
     (c / "tasks").mkdir()
     fifo_at(c, c / "tasks" / "mine.yaml")
     return rueval("run", "--include-path", c / "tasks", "-t", "parus", "-o", c / "out")
+
+
+@case("bounds", "--include-path: a FIFO named .yaml beside the asked task file", EITHER, "mine.yaml", timeout=60)
+def _(c: CaseDir) -> list[str]:
+    tasks = task_folder(c)
+    fifo_at(c, tasks / "mine.yaml")
+    return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
 @case("bounds", "a server that never answers: a line every 5 s, stops at --timeout 12", ERROR, "--timeout", timeout=60)

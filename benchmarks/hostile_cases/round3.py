@@ -9,6 +9,7 @@ import csv
 import hashlib
 import json
 import re
+import shutil
 import sys
 import unicodedata
 from pathlib import Path
@@ -22,39 +23,45 @@ from hostile_cases.common import (
     unchanged,
     write_jsonl,
 )
-from hostile_cases.harness import EITHER, ERROR, OK, TESTS, CaseDir, Outcome, python, rueval, run_command
+from hostile_cases.harness import EITHER, ERROR, OK, TESTS, CaseDir, Outcome, Skip, python, rueval, run_command
 
 # The issue's payload as it was found: under a plain jinja2.Environment it ran `id` and wrote the file F.
 ISSUE_PAYLOAD = (
     "{{ (text.__class__.__mro__[1].__subclasses__()|selectattr('__name__','equalto','_wrap_close')|first)"
     ".__init__.__globals__.system('id > F') }}"
 )
-# The payload classes of issue 35's "What to build" (those that reach code write F), and the words its
-# error has: the task file and key, or for Jinja's own globals, which rueval reads as record fields (an
-# error naming the data file and the field is as clear), a file of the task's folder.
-TASK_FILE, TASK_FOLDER = ("hostile.yaml", "doc_to_text"), ("tasks/",)
+# The payload classes of issue 35's "What to build" (those that reach code write F), and the words their
+# error has. A task file is lm-eval's (issue 37), its templates compiled in rueval's sandbox: a name written
+# in the template is refused when the file is read (file, line and key); one a record gives, when the record
+# fills the template (the task and its file).
+READ_TIME = ("hostile.yaml:8: field 'doc_to_text': the template is refused",)
+FILL_TIME = ("hostile.yaml: task hostile: a template cannot be filled", "unsafe")
 PAYLOADS = {
-    "the issue's payload": (ISSUE_PAYLOAD, TASK_FILE),
-    "cycler's globals": ("{{ cycler.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
-    "lipsum's globals": ("{{ lipsum.__globals__['os'].system('id > F') }}", TASK_FOLDER),
-    "namespace's globals": ("{{ namespace.__init__.__globals__.os.system('id > F') }}", TASK_FOLDER),
+    "the issue's payload": (ISSUE_PAYLOAD, READ_TIME),
+    "cycler's globals": ("{{ cycler.__init__.__globals__.os.system('id > F') }}", READ_TIME),
+    "lipsum's globals": ("{{ lipsum.__globals__['os'].system('id > F') }}", READ_TIME),
+    "namespace's globals": ("{{ namespace.__init__.__globals__.os.system('id > F') }}", READ_TIME),
     "attr on cycler with names from the record": (
         "{{ ((cycler | attr(init)) | attr(globals))['os'].system('id > F') }}",
-        TASK_FOLDER,
+        FILL_TIME,
     ),
     "the issue's payload by attr with names from the record": (
         "{{ ((((((text | attr(attribute)) | attr(mro))[1] | attr(subclasses))() | selectattr(name, 'equalto', "
         "'_wrap_close') | first) | attr(init)) | attr(globals))['system']('id > F') }}",
-        TASK_FILE,
+        FILL_TIME,
     ),
     "a format string's attribute (internals into the prompt)": (
         "{{ ('{0.' ~ attribute ~ '.__mro__}').format(text) }}",
-        TASK_FILE,
+        FILL_TIME,
     ),
 }
+# lm-eval's form (tests/task_files.py): its data by absolute paths, doc_to_text on line 8, doc_to_target 9,
+# doc_to_choice 10
 TASK = """\
 task: hostile
-dataset_path: data
+dataset_path: json
+dataset_kwargs:
+  data_files: {data}
 training_split: train
 test_split: test
 output_type: multiple_choice
@@ -67,15 +74,24 @@ NAMES = {"attribute": "__class__", "mro": "__mro__", "subclasses": "__subclasses
 RECORDS = [{"text": f"Отзыв номер {i}: хорошо.", "label": i % 2, **NAMES} for i in range(6)]
 
 
+def data_files(c: CaseDir, name: str, train: list[dict], test: list[dict]) -> str:
+    """The records as JSON Lines, named as lm-eval's data_files (a YAML flow mapping). They are kept in the
+    shared folder, under a name of letters and digits: datasets reads a data file's name as a glob pattern,
+    and a case's folder may hold '*' or '['."""
+    folder = c.shared.root / "task-data" / hashlib.sha1(f"{c.path}/{name}".encode()).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(folder / "train.jsonl", train)
+    write_jsonl(folder / "test.jsonl", test)
+    return json.dumps({split: str(folder / f"{split}.jsonl") for split in ("train", "test")})
+
+
 def task_folder(c: CaseDir, text: str = "'Отзыв: {{text}} Хороший?'", target: str = "label", choice: str = "") -> Path:
-    """A YAML task ``hostile`` (tasks/hostile.yaml) on six records of its own. The cases that give it to
-    --include-path have no comma in their names (their folders'): rueval splits the path it made absolute
-    at its commas once more (tasks/include.py), a bug of its own."""
+    """An lm-eval task ``hostile`` (tasks/hostile.yaml) on six records of its own."""
     root = c / "tasks"
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    write_jsonl(root / "data" / "train.jsonl", RECORDS)
-    write_jsonl(root / "data" / "test.jsonl", RECORDS[:2])
-    declared = TASK.format(text=text, target=target, choice=choice or '["нет", "да"]')
+    root.mkdir(exist_ok=True)
+    declared = TASK.format(
+        data=data_files(c, "hostile", RECORDS, RECORDS[:2]), text=text, target=target, choice=choice or "[нет, да]"
+    )
     (root / "hostile.yaml").write_text(declared, encoding="utf-8")
     return root
 
@@ -99,114 +115,170 @@ def hf_run(c: CaseDir, *args: Any) -> list[str]:
     return rueval("run", "-m", f"hf:{c.shared.tiny()}", *args, "-o", c / "out")
 
 
+def appended(tasks: Path, line: str) -> Path:
+    """hostile.yaml with ``line`` added (its line 11)."""
+    with open(tasks / "hostile.yaml", "a", encoding="utf-8") as file:
+        file.write(line + "\n")
+    return tasks
+
+
 for label, (payload, said) in PAYLOADS.items():
 
     @case("round3", f"doc_to_text: {label} (-m hf:TINY)", ERROR, *said, timeout=180)
     def _(c: CaseDir, payload=payload) -> list[str]:
         tasks = task_folder(c, text=armed(c, payload))
-        c.nothing_written(c / "out" / "results.json")
+        c.nothing_written(c / "out")
         return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
-@case("round3", "evaluate(): the issue's payload in doc_to_text (hf:TINY)", ERROR, "hostile.yaml", timeout=180)
+# From Python, task files run through lm-eval's own simple_evaluate with rueval's model (rueval.evaluate takes
+# no include_path since issue 37; docs/guide/task-files.md): the payload must not run there either. What
+# lm-eval raises about a template is shown as the snippet's error line.
+LM_EVAL_API = """
+import jinja2, lm_eval
+from lm_eval.tasks import TaskManager
+from rueval.models.backends.lm_eval_lm import RuevalLM
+try:
+    lm_eval.simple_evaluate(model=RuevalLM.from_spec({model!r}, bos="tokenizer"), tasks=["hostile"],
+                            task_manager=TaskManager(include_path={tasks!r}))
+except jinja2.TemplateError as e:
+    raise RuevalError(f"lm-eval: {{type(e).__name__}}: {{e}}") from None
+"""
+
+
+@case("round3", "lm_eval.simple_evaluate(RuevalLM): the issue's payload in doc_to_text (hf:TINY)", ERROR, "__",
+      timeout=180)  # fmt: skip
 def _(c: CaseDir) -> list[str]:
-    tasks, tiny, out = task_folder(c, text=armed(c, ISSUE_PAYLOAD)), c.shared.tiny(), c / "out"
-    return python(f"rueval.evaluate('hf:{tiny}', tasks='hostile', include_path={str(tasks)!r}, out={str(out)!r})")
+    tasks = task_folder(c, text=armed(c, ISSUE_PAYLOAD))
+    return python(LM_EVAL_API.format(model=f"hf:{c.shared.tiny()}", tasks=str(tasks)))
 
 
-for key in ("doc_to_target", "doc_to_choice", "description"):
+# the other keys lm-eval renders: refused when the file is read, each naming its line and key (rueval's own
+# subset refused description and fewshot_config as keys it does not read; lm-eval reads them)
+for key, line in (("doc_to_target", 9), ("doc_to_choice", 10), ("description", 11), ("fewshot_config", 11),
+                  ("gen_prefix", 11)):  # fmt: skip
+    field = "doc_to_text" if key == "fewshot_config" else key
 
-    @case("round3", f"{key}: the issue's payload (-m hf:TINY)", ERROR, "hostile.yaml", timeout=180)
+    @case("round3", f"{key}: the issue's payload (-m hf:TINY)", ERROR,
+          f"hostile.yaml:{line}: field '{field}': the template is refused", timeout=180)  # fmt: skip
     def _(c: CaseDir, key=key) -> list[str]:
-        if key == "description":
-            tasks = task_folder(c)
-            with open(tasks / "hostile.yaml", "a", encoding="utf-8") as file:
-                file.write(f"description: {armed(c, ISSUE_PAYLOAD)}\n")
-        else:
+        if key.startswith("doc_to_"):
             tasks = task_folder(c, **{key.removeprefix("doc_to_"): armed(c, ISSUE_PAYLOAD)})
+        elif key == "fewshot_config":
+            tasks = appended(
+                task_folder(c), f"fewshot_config: {{sampler: first_n, doc_to_text: {armed(c, ISSUE_PAYLOAD)}}}"
+            )
+        else:
+            tasks = appended(task_folder(c), f"{key}: {armed(c, ISSUE_PAYLOAD)}")
+        c.nothing_written(c / "out")
         return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
-for recompute in (False, True):
+for cache_kept, state in ((True, "every answer cached"), (False, "its request cache removed")):
 
     @case(
         "round3",
-        f"--resume of a run whose include path now holds the payload{' (a task to compute)' if recompute else ''}",
-        ERROR if recompute else EITHER,  # all reused: nothing rendered is right too, as long as nothing runs
-        "hostile.yaml",
+        f"--resume of a run whose include path now holds the payload ({state})",
+        ERROR,  # lm-eval builds the tasks again (their requests then answered from the cache): read again, refused
+        *READ_TIME,
         timeout=240,
     )
-    def _(c: CaseDir, recompute=recompute) -> list[str]:
+    def _(c: CaseDir, cache_kept=cache_kept) -> list[str]:
         tasks = task_folder(c)
         c.rueval("run", "-m", f"hf:{c.shared.tiny()}", "--include-path", tasks, "-t", "hostile", "-o", c / "out")
-        if recompute:
-            (c / "out" / "predictions" / "hostile.jsonl").unlink()
+        if not cache_kept:
+            shutil.rmtree(c / "cache")
         task_folder(c, text=armed(c, ISSUE_PAYLOAD))  # the shared folder's task file, edited
         return rueval("run", "--resume", "-o", c / "out")
 
 
-# YAML answers (issue 35, finding 6). The right outcome is lm-eval 0.4.13's score (an integer target is an
-# index into the choices, a text target a choice's exact text) or an error; issue 37 moves task files onto
-# lm-eval's own code, where these cases must keep their outcome.
+# YAML answers (issue 35, finding 6). Task files are lm-eval's since issue 37: the right outcome is lm-eval
+# 0.4.13's own score (an integer target an index into the choices, a text target a choice's exact text; two
+# choices equal in NFC are two choices), compared with lm-eval itself run on the same file and model, with
+# rueval spelling the model as lm-eval does (its start-token rule), or an error naming the file.
+LM_EVAL = Path("/work/venvs/lmeval/bin/python")
+LM_EVAL_ACC = """
+import json, sys
+import lm_eval
+from lm_eval.tasks import TaskManager
+found = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={sys.argv[1]},device=cpu", tasks=["labels"],
+                                task_manager=TaskManager(include_path=sys.argv[2]))
+print(json.dumps(found["results"]["labels"]["acc,none"]))
+"""
+
+
 def labels_task(c: CaseDir, choices: list[str], train: list[Any], test: list[Any]) -> Path:
     root = c / "labels"
-    (root / "data").mkdir(parents=True)
-    write_jsonl(root / "data" / "train.jsonl", [{"text": f"Пример {i}.", "label": g} for i, g in enumerate(train)])
-    write_jsonl(root / "data" / "test.jsonl", [{"text": f"Вопрос {i}.", "label": g} for i, g in enumerate(test)])
-    declared = TASK.replace("hostile", "labels").format(text="'{{text}}'", target="label", choice="CHOICES")
-    (root / "labels.yaml").write_text(declared.replace("CHOICES", json.dumps(choices, ensure_ascii=False)), "utf-8")
+    root.mkdir()
+    train_records = [{"text": f"Пример {i}.", "label": g} for i, g in enumerate(train)]
+    test_records = [{"text": f"Вопрос {i}.", "label": g} for i, g in enumerate(test)]
+    declared = TASK.replace("hostile", "labels").format(
+        data=data_files(c, "labels", train_records, test_records), text="'{{text}}'", target="label",
+        choice=json.dumps(choices, ensure_ascii=False),
+    )  # fmt: skip
+    (root / "labels.yaml").write_text(declared, encoding="utf-8")
     return root
 
 
-def lm_eval_majority(choices: list[str], train: list[Any], test: list[Any]) -> float:
-    """The majority baseline's accuracy with lm-eval's golds: an int an index, a text its exact choice."""
+def lm_eval_acc(c: CaseDir, tasks: Path) -> float:
+    """lm-eval 0.4.13's own accuracy on the task (its own venv, its own HFLM on the tiny model)."""
+    if not LM_EVAL.exists():
+        raise Skip(f"lm-eval's own venv ({LM_EVAL}) is not on this machine")
+    found = run_command([str(LM_EVAL), "-c", LM_EVAL_ACC, str(c.shared.tiny()), str(tasks)], c.path, {}, 600)
+    if found.returncode != 0:
+        raise RuntimeError(f"preparing: lm-eval itself failed:\n{found.output[-2000:]}")
+    return json.loads(found.stdout.strip().splitlines()[-1])
 
-    def gold(label: Any) -> int:
-        return label if isinstance(label, int) else choices.index(label)
 
-    golds = [gold(label) for label in train]
-    constant = max(set(golds), key=golds.count)
-    return 100 * sum(gold(label) == constant for label in test) / len(test)
+def same_as_lm_eval(c: CaseDir, expected: float) -> None:
+    def check(o: Outcome) -> str | None:
+        if o.returncode == 2:
+            return None
+        document = json.loads((c / "out" / "results_lmeval.json").read_text(encoding="utf-8"))
+        acc = document["results"]["labels"]["acc,none"]
+        shown = scores(c / "out")["labels"]
+        if round(acc, 6) != round(expected, 6) or round(shown, 4) != round(100 * expected, 4):
+            return f"acc {acc} (results.json {shown}), lm-eval's own {expected}"
+        return None
+
+    c.check(check)
 
 
 NFC, NFD = unicodedata.normalize("NFC", "й"), unicodedata.normalize("NFD", "й")
 for label, choices, train, test in (
     ("choices '1' '2' '3' with integer labels 0 1 2", ["1", "2", "3"], [0, 0, 0, 1], [0, 1, 2]),
     ("choices 'Да' and 'да' with text labels", ["Да", "да"], ["да", "да", "Да"], ["Да", "да", "да"]),
+    ("choices 'й' in NFC and NFD", [NFC, NFD], [0, 1, 0], [0, 1]),
 ):
 
-    @case("round3", f"YAML {label}: lm-eval's score or an error (issue 37)", EITHER, "labels.yaml")
+    @case("round3", f"YAML {label}: lm-eval's own score (issue 37)", EITHER, "labels.yaml", timeout=300)
     def _(c: CaseDir, choices=choices, train=train, test=test) -> list[str]:
-        expected = round(lm_eval_majority(choices, train, test), 2)
-        c.check(lambda o: None if o.returncode == 2 or round(scores(c / "out")["labels"], 2) == expected else
-                f"score {scores(c / 'out')['labels']:.2f}, lm-eval's {expected:.2f}")  # fmt: skip
         tasks = labels_task(c, choices, train, test)
-        return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "labels", "-o", c / "out")
+        same_as_lm_eval(c, lm_eval_acc(c, tasks))
+        model = ("--model", "hf", "--model_args", f"pretrained={c.shared.tiny()}")
+        return rueval("run", *model, "--include-path", tasks, "-t", "labels", "-o", c / "out")
 
 
-@case("round3", "YAML choices 'й' in NFC and NFD: equal under NFC (issue 37)", ERROR, "labels.yaml")
+@case("round3", "YAML task file giving doc_to_text twice", ERROR,
+      "hostile.yaml:11: field 'doc_to_text': key given twice (first on line 8)", timeout=180)  # fmt: skip
 def _(c: CaseDir) -> list[str]:
-    tasks = labels_task(c, [NFC, NFD], [0, 1, 0], [0, 1])
-    return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "labels", "-o", c / "out")
+    tasks = appended(task_folder(c), "doc_to_text: 'Второй раз: {{text}}'")
+    c.nothing_written(c / "out")
+    return hf_run(c, "--include-path", tasks, "-t", "hostile")
 
 
-@case("round3", "YAML task file giving doc_to_text twice", ERROR, "hostile.yaml", "doc_to_text")
-def _(c: CaseDir) -> list[str]:
-    tasks = task_folder(c)
-    with open(tasks / "hostile.yaml", "a", encoding="utf-8") as file:
-        file.write("doc_to_text: 'Второй раз: {{text}}'\n")
-    return rueval("run", "-m", "majority", "--include-path", tasks, "-t", "hostile", "-o", c / "out")
-
-
-@case("round3", "YAML alias bomb as a task file: bounded time and memory", ERROR, "bomb.yaml", timeout=60,
-      memory_mb=600)  # fmt: skip
+@case("round3", "YAML alias bomb as a task file: bounded time and memory", ERROR, "bomb.yaml",
+      "more than 100000 values once its aliases are expanded", timeout=60, memory_mb=800)  # fmt: skip
 def _(c: CaseDir) -> list[str]:
     levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     levels += [f"&a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]  # 9**10 texts once expanded
     tasks = task_folder(c)
-    declared = TASK.replace("hostile", "bomb").format(text=f"[{', '.join(levels)}]", target="label", choice="[a, b]")
+    declared = TASK.replace("hostile", "bomb").format(
+        data=data_files(c, "bomb", RECORDS, RECORDS), text=f"[{', '.join(levels)}]", target="label", choice="[a, b]"
+    )
     (tasks / "bomb.yaml").write_text(declared, encoding="utf-8")
-    return capped(rueval("run", "-m", "majority", "--include-path", tasks, "-t", "bomb", "-o", c / "out"))
+    c.nothing_written(c / "out")
+    return capped(hf_run(c, "--include-path", tasks, "-t", "bomb"))
 
 
 def twice(text: str, key: str, value: Any) -> str:

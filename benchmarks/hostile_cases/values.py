@@ -226,7 +226,7 @@ API_CASES = {
     "shots=(0, '1')": "--shots", "shots=[]": "--shots", "shots=math.nan": "--shots",
     "episodes=True": "--episodes", "episodes=2.5": "--episodes", "episodes=-1": "--episodes",
     "data=5": "--data", "data=Path('/nonexistent')": "/nonexistent", "out=5": "out", "force='yes'": "force",
-    "include_path=5": "--include-path", "scoring='nope'": "scoring", "split=''": "--split",
+    "include_path=5": "include_path", "scoring='nope'": "scoring", "split=''": "--split",
     "log_samples=1": "--log-samples", "log_samples=True, out=None": "log_samples",
     "model=None": "model", "model=''": "", "model='hf:'": "hf:",
     "tokenizer='x'": "tokenizer", "device=5": "device", "gen_kwargs={'max_gen_toks': 10**12}": "majority",
