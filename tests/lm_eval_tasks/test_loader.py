@@ -4,6 +4,10 @@ bounds are named, templates render in rueval's sandbox, and the folder's tasks a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from task_files import CHOICE, task_file
 
@@ -97,3 +101,28 @@ def test_rueval_tasks_lists_a_folder_s_task_files(cli, tmp_path):
     assert listed.exit_code == 0, listed.output
     for text in ("mine", "plain", "both", "group", "multiple_choice", "helpers.prepare"):
         assert text in listed.stdout
+
+
+def test_a_fifo_in_the_include_folder_is_one_line_not_a_wait(tmp_path):
+    """lm-eval's index opens every YAML file of the folder: a FIFO would keep it waiting for a writer."""
+    task_file(tmp_path, "plain", CHOICE)
+    os.mkfifo(tmp_path / "mine.yaml")
+    with pytest.raises(DataError, match="not a regular file, which lm-eval would wait on"):
+        task_file_names(["plain"], [str(tmp_path)])
+
+
+def test_importing_rueval_s_lm_eval_model_sandboxes_lm_eval_s_templates(tmp_path):
+    """The Python route (lm_eval.simple_evaluate with RuevalLM) renders in the sandbox too, in a process
+    that never ran `rueval run`."""
+    written = tmp_path / "pwned"
+    script = (
+        "import jinja2, lm_eval.utils, rueval.models.backends.lm_eval_lm\n"
+        "print(type(lm_eval.utils.env).__name__)\n"
+        "try:\n"
+        f"    lm_eval.utils.apply_template({ISSUE_PAYLOAD.replace('F', str(written))!r}, {{'text': 'x'}})\n"
+        "except jinja2.TemplateError:\n"
+        "    print('refused')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["Sandbox", "refused"], done.stderr
+    assert not written.exists()

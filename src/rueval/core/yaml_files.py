@@ -16,8 +16,16 @@ MAX_BYTES = 4 * 2**20  # a task file is a few KB
 MAX_VALUES = 100_000  # values in a document, each alias counted as the values it stands for
 
 
+def is_special(file: Path) -> bool:
+    """A FIFO, socket or device: opening it may wait for ever."""
+    return file.is_fifo() or file.is_socket() or file.is_char_device() or file.is_block_device()
+
+
 def _text(file: Path) -> str:
-    """The file's text: at most MAX_BYTES of UTF-8 (a byte-order mark read past)."""
+    """The file's text: at most MAX_BYTES of UTF-8 (a byte-order mark read past); a FIFO or a device is
+    refused before it is opened (opening one would wait for a writer)."""
+    if is_special(file):
+        raise DataError(str(file), "not a regular file: not read")
     try:
         with open(file, "rb") as stream:
             raw = stream.read(MAX_BYTES + 1)

@@ -26,7 +26,7 @@ from typing import Any
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import warn
 from rueval.core.sandbox import environment
-from rueval.core.yaml_files import composed
+from rueval.core.yaml_files import composed, is_special
 from rueval.tasks import get_task, is_known
 
 EXTRA = "task files need the lm-eval extra: pip install 'rueval[lm-eval]'"
@@ -236,10 +236,14 @@ def task_file_names(names: Sequence[str], include_path: Sequence[str]) -> tuple[
 
 
 def unread_files(include_path: Sequence[str]) -> dict[Path, DataError]:
-    """The YAML files under the include path that fail rueval's checks, with why."""
+    """The YAML files under the include path that fail rueval's checks, with why. One that is not a regular
+    file (a FIFO) is an error of the run: lm-eval's index opens every YAML file of the folder and would wait
+    on it for ever."""
     unread = {}
     for folder in map(Path, include_path):
         for file in sorted(folder.glob("**/*.yaml")) if folder.is_dir() else [folder]:
+            if is_special(file):
+                raise DataError(str(file), "not a regular file, which lm-eval would wait on: move it out of the folder")
             try:
                 composed(file)
             except DataError as e:

@@ -17,6 +17,11 @@ Needs the lm-eval extra (``pip install 'rueval[lm-eval]'``); nothing else in rue
 The start tokens are the backend's: lm-eval's ``--model hf`` tokenization is ``bos=tokenizer`` (hf:'s default,
 ``always``, is TAPE's protocol). ``apply_chat_template`` renders with the model's tokenizer's chat template, as
 HFLM does (a backend without one refuses it); openai-chat:, which takes chat messages, is refused.
+
+Importing this module makes lm-eval render every template in rueval's sandbox (rueval.core.sandbox), as
+`rueval run` does: a task file's ``doc_to_text`` cannot run code under ``simple_evaluate`` either. The Python
+a task folder names (``!function``) is imported by lm-eval's own TaskManager, as lm-eval always does: in
+Python you are running lm-eval, and rueval's consent check is `rueval run`'s.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from rueval.core.errors import RuevalError
 from rueval.models.base import Generation, Loglikelihood
 from rueval.models.engine import Engine
 from rueval.models.factory import BACKENDS, ModelOptions, ModelSpec, open_engine
+from rueval.tasks.lm_eval_tasks import lm_eval_module
+
+lm_eval_module()  # lm-eval's templates render in rueval's sandbox from here on
 
 MAX_GEN_TOKS = 256  # HFLM's default
 # lm-eval's names for the number of new tokens, the first given wins (lm_eval.models.utils.normalize_gen_kwargs)
