@@ -224,10 +224,6 @@ class Dataset(Protocol):
         """The lender's field names -> this dataset's."""
 
     @property
-    def data_dir(self) -> str:
-        """A folder of the dataset's own files, read whatever the source; "" to find it under the roots."""
-
-    @property
     def names(self) -> tuple[str, ...]: ...
 
     @property

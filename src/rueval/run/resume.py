@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.option_fields import declarations
@@ -62,7 +63,7 @@ def resumed(out: Path, typed: Iterable[str], asked: Callable[..., RunSpec]) -> R
     return RunSpec.from_json(merged, str(out / SPEC_FILE))
 
 
-def _given(settings: dict, key: str) -> bool:
+def _given(settings: dict[str, Any], key: str) -> bool:
     where, _, leaf = key.partition(".")
     return bool(settings.get(where, {}).get(leaf) if leaf else settings.get(where))
 

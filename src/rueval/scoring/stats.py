@@ -164,8 +164,8 @@ def _item_draws(
     draws = []
     for start in range(0, resamples, per_block):
         drawn = rng.integers(0, count, size=(min(per_block, resamples - start), count))
-        if values is not None:
-            draws.append(values[drawn].mean(axis=1))
+        if aggregate is None:
+            draws.append(np.asarray(values)[drawn].mean(axis=1))
         else:
             draws.append(np.array([float(aggregate(list(map(items.__getitem__, row)))) for row in drawn]))
     return 100 * np.concatenate(draws)
