@@ -1,7 +1,7 @@
-"""The one environment for every template rueval renders from data (a YAML task file's templates, also
-when ``--resume`` reloads them): jinja2's ``ImmutableSandboxedEnvironment`` with the options
-lm-evaluation-harness 0.4.13 gives its own (an undefined name is an error, a trailing newline is kept,
-the ``regex_replace`` filter), so ``lm_eval.utils.env = environment()`` swaps lm-eval's for it.
+"""The one environment for every template rendered from data (an lm-eval task file's, which lm-eval
+renders in it once rueval.tasks.lm_eval_tasks has swapped ``lm_eval.utils.env`` for it): jinja2's
+``ImmutableSandboxedEnvironment`` with the options lm-evaluation-harness 0.4.13 gives its own (an
+undefined name is an error, a trailing newline is kept, the ``regex_replace`` filter).
 
 What the sandbox refuses: attributes and items starting with ``_`` and Python's internal ones
 (``__class__``, ``mro``, ``__globals__``, ``gi_frame``...), from ``.``, ``[]``, the ``attr`` filter,

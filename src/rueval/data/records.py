@@ -28,7 +28,7 @@ class IdRule:
         return next((name for name in self.fields if name in data), None)
 
 
-# A task of one's own (a YAML task) may give its records an idx, an integer or text, or none.
+# A task of one's own (registered in Python) may give its records an idx, an integer or text, or none.
 OWN_IDS = IdRule(("idx",), (int, str), required=False)
 
 

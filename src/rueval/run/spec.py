@@ -357,7 +357,7 @@ class RunSpec:
 
 # What a run records that no number depends on (declared so): which tasks it scores (each task's own
 # fingerprint names it, and runs of the same settings share a directory), sample logs, the read limits,
-# where YAML tasks were found. A family's options say their own (rueval.solvers.options: UNSCORED).
+# the consents to run code. A family's options say their own (rueval.solvers.options: UNSCORED).
 UNSCORED = unscored_fields(RunSpec)
 
 
