@@ -22,6 +22,11 @@ scripts/run_benchmark.sh beside them, whose shots per task, generation settings 
 fork scores them). The task files run from a copy in OUT whose ``dataset_path`` lines name the
 labelled folder, the one change. Each task is one ``lm_eval`` process, as in run_benchmark.sh.
 
+The items are made up by mera_scorer_check.py (the seven tasks rueval shares with MERA) and
+mera_more_items.py (MERA's own: ruMMLU ... USE, ruTiE); each task's per-group metrics of MERA's harness
+are compared with rueval's breakdown too. ruHumanEval, ruCodeEval (sampled) and ruDetox (scored by
+models from the Hub) are not among them.
+
 rueval runs with lm-eval's spelling, ``rueval run --model hf --model_args pretrained=DIR``, on the same
 tiny GPT-2 folder (rueval make-tiny-model; its tokenizer_class written as PreTrainedTokenizerFast,
 which transformers 4.x reads as 5.x does); ``--rueval-spelling hf`` runs it as ``-m hf:DIR`` instead,
