@@ -75,6 +75,7 @@ TASKS = {
     "ruethics": ("ruethics", {}),  # MERA's harness gives no single figure, its 15 are the breakdown's
     "use": ("use", {"grade_norm": "grade_norm"}),
     "rutie": ("rutie", {"acc": "accuracy"}),
+    "ruhumaneval": ("ruhumaneval", {"pass@1": "pass@1", "pass@5": "pass@5", "pass@10": "pass@10"}),
 }  # fmt: skip
 # The fork bootstraps each of ruEthics's 15 MCCs' standard error 100,000 times, over an hour on 2 shared
 # cores, and its CLI has no --bootstrap_iters: its lm_eval runs with no standard errors (the metrics are the same)
@@ -188,8 +189,29 @@ def run_rueval(tasks: list[str], model: Path, gold: Path, out: Path, spelling: s
     as_model = (
         ["--model", "hf", "--model_args", f"pretrained={model}"] if spelling == "lm-eval" else ["-m", f"hf:{model}"]
     )
-    command = [sys.executable, "-m", "rueval", "run", *as_model, "-t", names, "--data", str(gold), "-o", str(run_dir),
-               "--log-samples", "--batch-size", "1", "--seed", "1234", "--device", "cpu", "--cache", "off"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "rueval",
+        "run",
+        *as_model,
+        "-t",
+        names,
+        "--data",
+        str(gold),
+        "-o",
+        str(run_dir),
+        "--log-samples",
+        "--batch-size",
+        "1",
+        "--seed",
+        "1234",
+        "--device",
+        "cpu",
+        "--cache",
+        "off",
+        *(["--confirm-run-unsafe-code"] if "ruhumaneval" in tasks else []),
+    ]  # as the fork runs it, unsandboxed
     print(f"== rueval: {shlex.join(command[1:])}", flush=True)
     subprocess.run(command, check=True)
     return run_dir

@@ -109,14 +109,24 @@ def use(i: int, rng: random.Random) -> dict:
     return {"instruction": USE, "inputs": inputs, "outputs": answer if rng.random() < 0.8 else "2", "meta": meta}
 
 
+def ruhumaneval(i: int, rng: random.Random) -> dict:
+    a, b = rng.randrange(10), rng.randrange(10)
+    function = f'def add_{i}(a, b):\n    """Сумма a и b плюс {i}."""\n'
+    inputs = {"function": function, "tests": f"[{{'a': {a}, 'b': {b}}}, {{'a': {b}, 'b': {a}}}]"}
+    meta = {"id": 8200 + i, "canonical_solution": f"    return a + b + {i}\n", "entry_point": f"add_{i}"}
+    return {"instruction": "Допиши функцию.\n{function}", "inputs": inputs, "outputs": [str(a + b + i)] * 2,
+            "meta": meta}  # fmt: skip
+
+
 # MERA's config (the folder's name) -> its item maker, and the split of demonstrations of those that do
 # not keep them in "train" (None: the test alone, demonstrations drawn from it)
 MAKERS = {"ruMMLU": knowledge(7000), "MaMuRAMu": knowledge(7100), "MathLogicQA": mathlogicqa, "ruHHH": ruhhh,
           "ruHateSpeech": ruhatespeech, "BPS": bps, "LCS": lcs, "ruEthics": ruethics,
           "SimpleAr": arithmetic(7800, "+-"), "ruMultiAr": arithmetic(7900, "+-*"), "ruModAr": rumodar,
-          "USE": use, "ruTiE": rutie}  # fmt: skip
+          "USE": use, "ruTiE": rutie, "ruHumanEval": ruhumaneval}  # fmt: skip
 TRAIN_SPLITS = {
     "ruHHH": None,
+    "ruHumanEval": None,
     "ruTiE": None,
     "ruHateSpeech": None,
     "ruEthics": None,
