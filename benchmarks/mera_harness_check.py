@@ -23,9 +23,9 @@ fork scores them). The task files run from a copy in OUT whose ``dataset_path`` 
 labelled folder, the one change. Each task is one ``lm_eval`` process, as in run_benchmark.sh.
 
 The items are made up by mera_scorer_check.py (the seven tasks rueval shares with MERA) and
-mera_more_items.py (MERA's own: ruMMLU ... USE, ruTiE); each task's per-group metrics of MERA's harness
-are compared with rueval's breakdown too. ruHumanEval, ruCodeEval (sampled) and ruDetox (scored by
-models from the Hub) are not among them.
+mera_more_items.py (MERA's own: ruMMLU ... USE, ruTiE, ruHumanEval); each task's per-group metrics of MERA's harness
+are compared with rueval's breakdown too. ruCodeEval and ruDetox (scored by models from the Hub) are
+not among them.
 
 rueval runs with lm-eval's spelling, ``rueval run --model hf --model_args pretrained=DIR``, on the same
 tiny GPT-2 folder (rueval make-tiny-model; its tokenizer_class written as PreTrainedTokenizerFast,
@@ -189,29 +189,10 @@ def run_rueval(tasks: list[str], model: Path, gold: Path, out: Path, spelling: s
     as_model = (
         ["--model", "hf", "--model_args", f"pretrained={model}"] if spelling == "lm-eval" else ["-m", f"hf:{model}"]
     )
-    command = [
-        sys.executable,
-        "-m",
-        "rueval",
-        "run",
-        *as_model,
-        "-t",
-        names,
-        "--data",
-        str(gold),
-        "-o",
-        str(run_dir),
-        "--log-samples",
-        "--batch-size",
-        "1",
-        "--seed",
-        "1234",
-        "--device",
-        "cpu",
-        "--cache",
-        "off",
-        *(["--confirm-run-unsafe-code"] if "ruhumaneval" in tasks else []),
-    ]  # as the fork runs it, unsandboxed
+    unsafe = ["--confirm-run-unsafe-code"] if "ruhumaneval" in tasks else []  # the fork runs its code too
+    command = [sys.executable, "-m", "rueval", "run", *as_model, "-t", names, "--data", str(gold), "-o", str(run_dir),
+               "--log-samples", "--batch-size", "1", "--seed", "1234", "--device", "cpu", "--cache", "off",
+               *unsafe]  # fmt: skip
     print(f"== rueval: {shlex.join(command[1:])}", flush=True)
     subprocess.run(command, check=True)
     return run_dir
