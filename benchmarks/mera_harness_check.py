@@ -22,6 +22,11 @@ scripts/run_benchmark.sh beside them, whose shots per task, generation settings 
 fork scores them). The task files run from a copy in OUT whose ``dataset_path`` lines name the
 labelled folder, the one change. Each task is one ``lm_eval`` process, as in run_benchmark.sh.
 
+The items are made up by mera_scorer_check.py (the seven tasks rueval shares with MERA) and
+mera_more_items.py (MERA's own: ruMMLU ... USE, ruTiE, ruHumanEval); each task's per-group metrics of MERA's harness
+are compared with rueval's breakdown too. ruCodeEval and ruDetox (scored by models from the Hub) are
+not among them.
+
 rueval runs with lm-eval's spelling, ``rueval run --model hf --model_args pretrained=DIR``, on the same
 tiny GPT-2 folder (rueval make-tiny-model; its tokenizer_class written as PreTrainedTokenizerFast,
 which transformers 4.x reads as 5.x does); ``--rueval-spelling hf`` runs it as ``-m hf:DIR`` instead,
@@ -48,7 +53,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mera_more_items
 from mera_scorer_check import MAKERS, science, write_gold
+
+from rueval.data.mera_choice_tasks import DIALOG_ID
 
 TOLERANCE = 1e-6
 SCRIPT = Path("scripts") / "run_benchmark.sh"  # beside benchmark_tasks in MERA-Evaluation/MERA
@@ -61,7 +69,34 @@ TASKS = {
     "ruopenbookqa": ("ru_openbook", {"acc": "accuracy", "f1": "macro_f1"}),
     "multiq": ("multiq", {"em": "exact_match", "f1": "token_f1"}),
     "chegeka": ("chegeka", {"em": "exact_match", "f1": "token_f1"}),
-}
+    **{task: (task, {"acc": "accuracy"}) for task in ("rummlu", "mamuramu", "mathlogicqa", "ruhhh", "ruhatespeech",
+                                                      "bps", "lcs")},
+    **{task: (task, {"exact_match": "exact_match"}) for task in ("simplear", "rumultiar", "rumodar")},
+    "ruethics": ("ruethics", {}),  # MERA's harness gives no single figure, its 15 are the breakdown's
+    "use": ("use", {"grade_norm": "grade_norm"}),
+    "rutie": ("rutie", {"acc": "accuracy"}),
+    "ruhumaneval": ("ruhumaneval", {"pass@1": "pass@1", "pass@5": "pass@5", "pass@10": "pass@10"}),
+}  # fmt: skip
+# The fork bootstraps each of ruEthics's 15 MCCs' standard error 100,000 times, over an hour on 2 shared
+# cores, and its CLI has no --bootstrap_iters: its lm_eval runs with no standard errors (the metrics are the same)
+NO_BOOTSTRAP = ("ruethics",)
+NO_STDERR = ("import lm_eval.evaluator_utils as u; u.stderr_for_metric = lambda **_: None; "
+             "from lm_eval.__main__ import cli_evaluate; cli_evaluate()")  # fmt: skip
+HATE_GROUPS = {
+    "other": "другое",
+    "women": "женщины",
+    "men": "мужчины",
+    "nationalities": "национальность",
+    "lgbt": "лгбт",
+    "migrants": "мигранты",
+}  # ruhatespeech/utils.py's names, in English
+# MERA's task -> the prefix of its per-group metrics, rueval's metric, and MERA's group -> rueval's breakdown key
+BREAKDOWNS = {
+    "rummlu": ("acc.", "accuracy", str), "mamuramu": ("acc.", "accuracy", str), "ruhhh": ("acc_", "accuracy", str),
+    "ruhatespeech": ("acc_", "accuracy", HATE_GROUPS.__getitem__),
+    "ruethics": ("mcc_", "mcc", lambda group: group.replace("_", ".", 1)),  # correct_virtue: correct.virtue
+    "use": ("grade_norm.", "grade_norm", str),
+}  # fmt: skip
 FOUR_OPTIONS = functools.partial(science, five_options=False)  # MERA's task files list options A-D only
 
 
@@ -137,7 +172,8 @@ def run_fork(args, tasks: list[str], model: Path, gold: Path, out: Path) -> dict
             print(f"== MERA's harness: {task}: its run in {folder} taken as it is", flush=True)
             continue
         shutil.rmtree(folder, ignore_errors=True)
-        command = [args.fork_python, "-m", "lm_eval", "--model", "hf", "--model_args", model_args, "--tasks", task,
+        launch = ["-c", NO_STDERR] if task in NO_BOOTSTRAP else ["-m", "lm_eval"]
+        command = [args.fork_python, *launch, "--model", "hf", "--model_args", model_args, "--tasks", task,
                    f"--num_fewshot={shots[task]}", f"--gen_kwargs={kwargs[task]}", f"--output_path={folder}",
                    *common, "--include_path=./benchmark_tasks"]  # fmt: skip
         print(f"== MERA's harness: {task} ({shots[task]}-shot)", flush=True)
@@ -153,8 +189,10 @@ def run_rueval(tasks: list[str], model: Path, gold: Path, out: Path, spelling: s
     as_model = (
         ["--model", "hf", "--model_args", f"pretrained={model}"] if spelling == "lm-eval" else ["-m", f"hf:{model}"]
     )
+    unsafe = ["--confirm-run-unsafe-code"] if "ruhumaneval" in tasks else []  # the fork runs its code too
     command = [sys.executable, "-m", "rueval", "run", *as_model, "-t", names, "--data", str(gold), "-o", str(run_dir),
-               "--log-samples", "--batch-size", "1", "--seed", "1234", "--device", "cpu", "--cache", "off"]  # fmt: skip
+               "--log-samples", "--batch-size", "1", "--seed", "1234", "--device", "cpu", "--cache", "off",
+               *unsafe]  # fmt: skip
     print(f"== rueval: {shlex.join(command[1:])}", flush=True)
     subprocess.run(command, check=True)
     return run_dir
@@ -171,15 +209,20 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def mera_id(doc: dict) -> object:
+    """The item's MERA id (meta.id; a ruTiE question's its dialogue and question ids, as rueval's idx)."""
+    return doc["meta"]["id"] if "id" in doc["meta"] else DIALOG_ID.format(**doc["meta"])
+
+
 def compare_items(mera: list[dict], ours: list[dict]) -> dict:
     """Per item (MERA's meta.id): whether the requests (contexts and continuations) are the same, each
     option's log-likelihood both sides, or whether the generated answers are the same."""
     by_id = {line["idx"]: line for line in ours}
-    if sorted(by_id) != sorted(line["doc"]["meta"]["id"] for line in mera):
+    if sorted(by_id) != sorted(mera_id(line["doc"]) for line in mera):
         raise SystemExit("the two sample logs hold different items")
     rows = []
     for line in mera:
-        other = by_id[line["doc"]["meta"]["id"]]
+        other = by_id[mera_id(line["doc"])]
         theirs, mine = list(line["arguments"].values()), list(other["arguments"].values())
         same = len(theirs) == len(mine) and all(
             a["arg_0"] == b["arg_0"] and (isinstance(a["arg_1"], dict) or a["arg_1"] == b["arg_1"])
@@ -202,6 +245,23 @@ def compare_items(mera: list[dict], ours: list[dict]) -> dict:
     }
 
 
+def breakdown_rows(task: str, theirs: dict, breakdown: dict) -> list[dict]:
+    """The per-group metrics of MERA's harness (``acc.anatomy,scoring``) beside rueval's breakdown."""
+    if task not in BREAKDOWNS:
+        return []
+    prefix, mine, key = BREAKDOWNS[task]
+    rows = []
+    for name, value in theirs.items():
+        metric = name.removesuffix(",scoring")
+        if not metric.startswith(prefix) or "_stderr" in metric or metric == name:
+            continue
+        group = breakdown.get(key(metric.removeprefix(prefix)), {})
+        b = group[mine] / 100 if mine in group else float("nan")  # nan: no such group in rueval's breakdown
+        rows.append({"mera_metric": metric, "rueval_metric": f"breakdown.{key(metric.removeprefix(prefix))}.{mine}",
+                     "mera": float(value), "rueval": b, "diff": b - float(value)})  # fmt: skip
+    return rows
+
+
 def compare(tasks: list[str], fork_runs: dict[str, Path], run_dir: Path) -> dict:
     ours = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["tasks"]
     report = {}
@@ -212,6 +272,7 @@ def compare(tasks: list[str], fork_runs: dict[str, Path], run_dir: Path) -> dict
         for metric, mine in metrics.items():
             a, b = float(theirs[f"{metric},scoring"]), ours[name]["metrics"][mine] / 100
             rows.append({"mera_metric": metric, "rueval_metric": mine, "mera": a, "rueval": b, "diff": b - a})
+        rows += breakdown_rows(task, theirs, ours[name].get("breakdown", {}))
         items = compare_items(_lines(_one(fork_runs[task], f"samples_{task}_*.jsonl")),
                               _lines(_one(run_dir / "samples", f"samples_{name}_*.jsonl")))  # fmt: skip
         report[task] = {"rueval_task": name, "metrics": rows, **items}
@@ -219,12 +280,12 @@ def compare(tasks: list[str], fork_runs: dict[str, Path], run_dir: Path) -> dict
 
 
 def print_table(report: dict) -> None:
-    print(f"{'task':13} {'metric':7} {'MERA':>9} {'rueval':>9} {'diff':>9}  prompts  max|dLL|  same answer")
+    print(f"{'task':13} {'metric':28} {'MERA':>9} {'rueval':>9} {'diff':>9}  prompts  max|dLL|  same answer")
     for task, row in report.items():
         for m in row["metrics"]:
             same = row.get("same_choice", row.get("generations_equal"))
             ll = f"{row['max_loglikelihood_diff']:.4f}" if "max_loglikelihood_diff" in row else "-"
-            print(f"{task:13} {m['mera_metric']:7} {m['mera']:9.4f} {m['rueval']:9.4f} {m['diff']:+9.4f}  "
+            print(f"{task:13} {m['mera_metric']:28} {m['mera']:9.4f} {m['rueval']:9.4f} {m['diff']:+9.4f}  "
                   f"{row['prompts_equal']:>3}/{row['items']:<3}  {ll:>7}  {same:>3}/{row['items']}")  # fmt: skip
 
 
@@ -258,7 +319,8 @@ def main() -> None:
         raise SystemExit(f"--tasks {','.join(unknown)}: expected some of {','.join(TASKS)}")
     version = fork_version(args.fork, args.fork_python)
     gold = out / "gold"
-    write_gold(gold, args.items, makers={**MAKERS, "ruWorldTree": FOUR_OPTIONS, "ruOpenBookQA": FOUR_OPTIONS})
+    makers = {**MAKERS, "ruWorldTree": FOUR_OPTIONS, "ruOpenBookQA": FOUR_OPTIONS, **mera_more_items.MAKERS}
+    write_gold(gold, args.items, makers=makers, train_splits=mera_more_items.TRAIN_SPLITS)
     model = tiny_model(out / "tiny")
     fork_runs = run_fork(args, tasks, model, gold, out)
     run_dir = run_rueval(tasks, model, gold, out, args.rueval_spelling)
@@ -276,7 +338,7 @@ def main() -> None:
     (out / "comparison.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print_table(report["tasks"])
     rows = [m for row in report["tasks"].values() for m in row["metrics"]]
-    sys.exit(0 if all(abs(m["diff"]) <= TOLERANCE for m in rows) else 1)
+    sys.exit(0 if all(abs(m["diff"]) <= TOLERANCE for m in rows) else 1)  # a nan (no such group) fails too
 
 
 if __name__ == "__main__":

@@ -97,14 +97,19 @@ MAKERS = {"RCB": rcb, "PARus": parus, "RWSD": rwsd, "ruWorldTree": science, "ruO
           "MultiQ": multiq, "CheGeKa": chegeka}  # fmt: skip
 
 
-def write_gold(root: Path, items: int, seed: int = 2024, makers=MAKERS) -> dict[str, list[dict]]:
-    """The labelled folder in the dataset repository's layout (``makers``: each task's item maker);
+def write_gold(
+    root: Path, items: int, seed: int = 2024, makers=MAKERS, train_splits: dict[str, str | None] | None = None
+) -> dict[str, list[dict]]:
+    """The labelled folder in the dataset repository's layout (``makers``: each task's item maker;
+    ``train_splits``: a task's split of demonstrations when not "train", None for a test alone);
     returns each task's test records."""
     rng, card, tests = random.Random(seed), ["---", "configs:"], {}
     for name, make in makers.items():
-        splits = {"train": _numbered(make, 12, rng), "test": _numbered(make, items, rng)}
-        for record in splits["train"]:
+        train = (train_splits or {}).get(name, "train")
+        splits = {train: _numbered(make, 12, rng)} if train else {}
+        for record in splits.get(train, []):
             record["meta"]["id"] += 100_000  # train ids apart from test ids
+        splits["test"] = _numbered(make, items, rng)
         card += [f"- config_name: {name.lower()}", "  data_files:"]
         for split, records in splits.items():
             path = root / "data" / name.lower() / f"{split}.jsonl"
