@@ -25,7 +25,6 @@ from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.progress import warn
-from rueval.core.sandbox import environment
 from rueval.core.yaml_files import composed, is_special
 from rueval.tasks import get_task, is_known
 
@@ -53,6 +52,8 @@ def lm_eval_module() -> Any:
         raise RuevalError(EXTRA) from None
     if int(datasets.__version__.split(".")[0]) < 4:
         raise RuevalError(f"datasets {datasets.__version__} runs dataset loading scripts; task files need datasets>=4")
+    from rueval.core.sandbox import environment  # jinja2 only where templates are read: the CLI starts without it
+
     lm_eval.utils.env = environment()
     return lm_eval
 
@@ -271,6 +272,8 @@ def _check_templates(file: Path) -> None:
     """Each template key's text compiled in the sandbox: what it refuses when a template is read (a name
     starting with "__", a syntax error) is a DataError naming the file, line and key."""
     import jinja2
+
+    from rueval.core.sandbox import environment
 
     for key, value in _pairs(_composed(file)):
         if key in TEMPLATE_KEYS and isinstance(value.value, str) and ("{{" in value.value or "{%" in value.value):
