@@ -23,6 +23,15 @@ def test_lm_evals_local_completions_is_the_openai_backend_at_the_apis_root():
 
 
 @pytest.mark.parametrize(
+    ("extra", "bos"), [("", "tokenizer"), (",add_bos_token=True", "true"), (",add_bos_token=false", "false")]
+)
+def test_lm_evals_hf_model_takes_hflms_start_tokens_unless_add_bos_token_says_otherwise(extra, bos):
+    model, options = lm_eval_model("hf", {"model_args": "pretrained=/models/m" + extra})
+    assert (model, options) == ("hf:/models/m", {"bos": bos})
+    assert lm_eval_model("vllm", {"model_args": "pretrained=/models/m"})[1] == {}  # vllm: keeps hf:'s protocol
+
+
+@pytest.mark.parametrize(
     ("extra", "tokenizer"),
     [
         (",tokenized_requests=False", "text"),
@@ -43,6 +52,7 @@ def test_lm_evals_text_and_remote_tokenizer_settings_choose_how_prompts_go(extra
         ("local-completions", "base_url=http://h/v1", "name the model with model="),
         ("local-completions", "model=m,num_concurrent=many", "num_concurrent=many: expected a positive number"),
         ("local-completions", "model=m,tokenized_requests=maybe", "tokenized_requests=maybe: expected True or False"),
+        ("hf", "pretrained=m,add_bos_token=maybe", "add_bos_token=maybe: expected True or False"),
         ("openai:m", "model=m", "--model_args is lm-eval's form for --model hf, vllm, local-completions"),
     ],
 )

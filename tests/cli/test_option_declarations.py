@@ -84,6 +84,7 @@ OTHER_VALUES = {
     "batch_size": 8, "device": "cuda", "dtype": "float16", "trust_remote_code": True,
     "base_url": "http://other:8000/v1", "concurrency": 2, "tokenizer": "text", "timeout": 5.0, "cache": "off",
     "chat_scoring": "generate", "revision": "v2", "device_map": "auto", "peft": "/adapter", "load_in": "8bit",
+    "bos": "tokenizer",
 }  # fmt: skip
 
 

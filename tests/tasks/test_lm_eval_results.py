@@ -97,10 +97,11 @@ def test_lm_evals_command_line_runs_a_model_as_rueval_names_it(cli, tiny_gpt2_di
     settings = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert settings["model"] == f"hf:{tiny_gpt2_dir}"
     assert settings["shots"] == [1]
-    assert {key: settings["solver_options"][key] for key in ("dtype", "batch_size", "device")} == {
+    assert {key: settings["solver_options"][key] for key in ("dtype", "batch_size", "device", "bos")} == {
         "dtype": "float32",
         "batch_size": 4,
         "device": "cpu",  # the test machine has no GPU
+        "bos": "tokenizer",  # lm-eval's HFLM tokenization, as --model hf means
     }
     assert json.loads((out / FILE_NAME).read_text(encoding="utf-8"))["n-shot"] == {"parus": 1}
     resumed = cli("run", "--resume", "-o", out)  # the saved lm-eval options give the same run

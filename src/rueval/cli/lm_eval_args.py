@@ -1,6 +1,7 @@
 """lm-evaluation-harness's `--model NAME --model_args KEY=VALUE,...` as rueval's model spec and options:
 
-    --model hf --model_args pretrained=NAME,dtype=float16          -> -m hf:NAME --dtype float16
+    --model hf --model_args pretrained=NAME,dtype=float16          -> -m hf:NAME --dtype float16 --bos tokenizer
+    --model hf --model_args pretrained=NAME,add_bos_token=True     -> -m hf:NAME --bos true
     --model vllm --model_args pretrained=NAME,tensor_parallel_size=2 -> -m vllm:NAME,tensor_parallel_size=2
     --model local-completions --model_args model=NAME,base_url=http://host:8000/v1/completions,
         tokenizer=DIR,num_concurrent=8                               -> -m openai:NAME --base-url
@@ -20,9 +21,11 @@ from rueval.models.factory import DTYPES, VLLM_ENGINE_KEYS
 
 SPEC = "spec"  # a key that goes into the model spec (-m BACKEND:NAME,KEY=VALUE)
 WEIGHTS = {"dtype": "dtype", "revision": "revision", "trust_remote_code": "trust_remote_code"}
+# lm-eval's --model whose start tokens are HFLM's: rueval's --bos unless add_bos_token says otherwise
+HARNESS_BOS = {"hf": "tokenizer"}
 # lm-eval's --model -> (rueval's backend, the key naming the model, each other key -> rueval's option or SPEC)
 LM_EVAL_MODELS: dict[str, tuple[str, str, dict[str, str]]] = {
-    "hf": ("hf", "pretrained", WEIGHTS),
+    "hf": ("hf", "pretrained", {**WEIGHTS, "add_bos_token": "bos"}),
     "vllm": ("vllm", "pretrained", {**WEIGHTS, "tokenizer": SPEC, **dict.fromkeys(VLLM_ENGINE_KEYS, SPEC)}),
     "local-completions": (
         "openai",
@@ -67,7 +70,8 @@ def lm_eval_model(model: str, given: Mapping[str, Any]) -> tuple[str, dict[str, 
             raise RuevalError(f"--model_args {part}: expected KEY=VALUE with KEY one of: {taken} (--model {model})")
     if name is None:
         raise RuevalError(f"--model_args {model_args}: name the model with {name_key}=...")
-    return ",".join([f"{backend}:{name}", *spec_keys]), {**given, **_checked(options)}
+    defaults = {"bos": HARNESS_BOS[model]} if model in HARNESS_BOS else {}
+    return ",".join([f"{backend}:{name}", *spec_keys]), {**defaults, **given, **_checked(options)}
 
 
 def _checked(options: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +83,10 @@ def _checked(options: dict[str, Any]) -> dict[str, Any]:
             if options[key].lower() not in ("true", "false"):
                 raise RuevalError(f"--model_args {key}={options[key]}: expected True or False")
             options[key] = options[key].lower() == "true"
+    if "bos" in options:  # add_bos_token=True or False: --bos true or false
+        if options["bos"].lower() not in ("true", "false"):
+            raise RuevalError(f"--model_args add_bos_token={options['bos']}: expected True or False")
+        options["bos"] = options["bos"].lower()
     if "base_url" in options:  # lm-eval names the endpoint, rueval the API's root
         options["base_url"] = options["base_url"].rstrip("/").removesuffix("/completions")
     if "concurrency" in options:

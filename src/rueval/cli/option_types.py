@@ -16,7 +16,7 @@ from rich.text import Text
 from rueval.cli.groups import GroupValues, OptionGroup
 from rueval.core.errors import RuevalError
 from rueval.data import TAPE_SETS
-from rueval.models.factory import BACKENDS, CACHE_MODES, CHAT_SCORINGS, DEVICE_MAPS, DTYPES, LOAD_IN
+from rueval.models.factory import BACKENDS, BOS_POLICIES, CACHE_MODES, CHAT_SCORINGS, DEVICE_MAPS, DTYPES, LOAD_IN
 from rueval.solvers import NAMED
 from rueval.solvers.lm import SCORINGS
 from rueval.solvers.options import RULE_CHOICES
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # Enums made at run time from their modules' values, whose me
     RuleChoice = Any
     ScoringName = Any
     DtypeName = Any
+    BosName = Any
     TapeSetName = Any
     CacheMode = Any
     DeviceMapName = Any
@@ -51,6 +52,7 @@ else:
     RuleChoice = _choices("RuleChoice", RULE_CHOICES)
     ScoringName = _choices("ScoringName", SCORINGS)
     DtypeName = _choices("DtypeName", DTYPES)
+    BosName = _choices("BosName", BOS_POLICIES)
     TapeSetName = _choices("TapeSetName", TAPE_SETS)
     CacheMode = _choices("CacheMode", CACHE_MODES)
     DeviceMapName = _choices("DeviceMapName", DEVICE_MAPS)
@@ -169,6 +171,12 @@ NumFewshotOption = Annotated[
     int | None, typer.Option("--num_fewshot", "--num-fewshot", min=0, help="lm-eval's form of --shots N.")
 ]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(help="hf: run code shipped with the model.")]
+BosOption = Annotated[
+    BosName,
+    typer.Option(
+        help="hf: start tokens: always BOS (else EOS), TAPE's; or as lm-eval's HFLM: tokenizer (default), true, false."
+    ),
+]
 RevisionOption = Annotated[str | None, typer.Option(help="hf: a hub branch, tag or commit.")]
 DeviceMapOption = Annotated[
     DeviceMapName | None,
@@ -326,6 +334,7 @@ def _solver_options(
     dtype: DtypeOption = DtypeName.auto,
     batch_size: BatchSizeOption = "auto",
     trust_remote_code: TrustRemoteCodeOption = False,
+    bos: BosOption = BosName.always,
     revision: RevisionOption = None,
     device_map: DeviceMapOption = None,
     peft: PeftOption = None,

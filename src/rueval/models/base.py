@@ -52,6 +52,13 @@ class Loglikelihood:
 
     context: Prompt
     continuation: str
+    # lm-eval's loglikelihood_rolling (an empty context): the text tokenized as a whole, special tokens and all,
+    # after the prefix token; only lm-eval's start-token policies (--bos) tell it from an empty context
+    rolling: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rolling and self.context:
+            raise ValueError("a rolling log-likelihood request scores a whole text: its context is empty")
 
 
 @dataclass(frozen=True)
@@ -147,13 +154,16 @@ def encode_pair(request: Loglikelihood, tokens: Callable[[str], list[int]], star
     context's own tokens."""
     if not request.continuation:
         raise ValueError("a log-likelihood request needs a non-empty continuation")
-    context, continuation = text_of(request.context), request.continuation
-    spaces = len(context) - len(context.rstrip())
-    if spaces:
-        context, continuation = context[:-spaces], context[-spaces:] + continuation
+    context, continuation = move_spaces(text_of(request.context), request.continuation)
     context_ids = tokens(context) if context else []
     whole = tokens(context + continuation)
     return [start_token, *context_ids, *whole[len(context_ids) :]], 1 + len(context_ids)
+
+
+def move_spaces(context: str, continuation: str) -> tuple[str, str]:
+    """The context's trailing spaces moved to the start of the continuation (lm-evaluation-harness's rule)."""
+    spaces = len(context) - len(context.rstrip())
+    return (context[:-spaces], context[-spaces:] + continuation) if spaces else (context, continuation)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

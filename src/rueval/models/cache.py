@@ -25,6 +25,8 @@ from rueval.models.base import Request
 # not served: generations 2 = each sampled request draws from its own generator; 3 = hf: generates one
 # prompt at a time (a batch's shape changed the last bits of the logits, and so some texts).
 VERSIONS = {"Loglikelihood": 1, "Generation": 3}
+# fields added to a request type later, left out of its key at their default so that older keys stay valid
+ADDED = {"rolling": False}
 FORMAT = 1  # the file's layout, in SQLite's user_version; a newer rueval that changes it raises it
 log = logging.getLogger(__name__)
 
@@ -32,7 +34,8 @@ log = logging.getLogger(__name__)
 def request_key(identity: str, request: Request) -> str:
     """Model identity (path or hub id and revision) + request type, version and fields."""
     kind = type(request).__name__
-    fields = [identity, kind, asdict(request)] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
+    values = {name: value for name, value in asdict(request).items() if name not in ADDED or value != ADDED[name]}
+    fields = [identity, kind, values] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
     payload = json.dumps(fields, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate: no error
 

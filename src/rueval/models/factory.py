@@ -26,6 +26,9 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 CACHE_MODES = ("on", "off", "refresh")
 DEVICE_MAPS = ("auto",)
 LOAD_IN = ("8bit", "4bit")
+# where sequences' start tokens come from (models/backends/harness_tokens.py): always hf:'s; the others lm-eval
+# HFLM's, with its add_bos_token unset (the tokenizer's own special tokens), True or False
+BOS_POLICIES = ("always", "tokenizer", "true", "false")
 CHAT_SCORINGS = ("auto", "logprobs", "generate")  # openai-chat: how options are scored
 SERVED = ("openai", "openai-chat")  # the backends of a model served over HTTP
 # vllm.LLM's engine settings a vllm: spec may carry (tensor and data parallel, memory, window)
@@ -115,6 +118,12 @@ class ModelOptions:
     dtype: str = option("auto", help="hf: weights dtype.", read_by=("hf", "vllm"), choices=DTYPES)
     batch_size: int | str = option("auto", help="hf: rows per forward pass, or auto.", read_by=("hf",))
     trust_remote_code: bool = option(False, help="hf: run code shipped with the model.", read_by=("hf", "vllm"))
+    bos: str = option(
+        "always",
+        help="hf: start tokens: always BOS (else EOS), TAPE's; or as lm-eval's HFLM: tokenizer (default), true, false.",
+        read_by=("hf",),
+        choices=BOS_POLICIES,
+    )
     # serving and caching
     base_url: str | None = option(
         None,
@@ -191,6 +200,8 @@ def open_engine(spec: str | ModelSpec, options: ModelOptions = ModelOptions()) -
     if options.tokenizer != "auto" and "tokenizer" not in BACKENDS[spec.backend].keys:
         takers = ", ".join(f"{name}:" for name, backend in BACKENDS.items() if "tokenizer" in backend.keys)
         raise RuevalError(f"--tokenizer is for {takers} models; {spec} uses its own")
+    if options.bos != "always" and spec.backend != "hf":
+        raise RuevalError(f"--bos {options.bos}: only hf: models tokenize as lm-eval's HFLM, not {spec.backend}:")
     model = BACKENDS[spec.backend].open(spec, options)
     requests = None
     if options.cache != "off":

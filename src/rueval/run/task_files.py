@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rueval import __version__
 from rueval.core.errors import RuevalError
 from rueval.core.progress import detail
-from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR
+from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR, date_id, sample_files
 from rueval.run.spec import RunSpec
 from rueval.run.store import RunStore
 from rueval.tasks.lm_eval_tasks import TaskFiles
@@ -101,11 +102,14 @@ def write_results(store: RunStore, results: dict[str, Any], log_samples: bool) -
 
     samples = results.pop("samples", {})
     document = json.loads(json.dumps(results, default=handle_non_serializable, ensure_ascii=False))
+    store.write_lm_eval(document)  # first: the scores are kept whatever happens to the sample logs
     if log_samples:
         tracker = EvaluationTracker(output_path=str(store.out / SAMPLES_DIR / FILE_NAME))  # a file: its folder
+        tracker.date_id = date_id(datetime.now())  # lm-eval's command line sets it when it writes its results
         for task, task_samples in samples.items():
-            tracker.save_results_samples(task, task_samples)
-    store.write_lm_eval(document)
+            tracker.save_results_samples(task, task_samples)  # lm-eval logs a failure and goes on: checked below
+            if not sample_files(store.out, task):
+                raise RuevalError(f"{store.out / SAMPLES_DIR}: the sample log of {task} could not be written")
 
 
 def failing_task(error: BaseException) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rueval.core.errors import RuevalError
 from rueval.core.progress import step
+from rueval.models.backends.harness_tokens import ADD_BOS, ALWAYS, HarnessTokens, tokenizer_args
 from rueval.models.backends.placement import (
     check_device,
     content_hash,
@@ -45,7 +46,8 @@ KNOWN_ARCHITECTURES = frozenset({"gpt2", "llama", "mistral", "qwen2"})
 
 class HFCausalLM(LanguageModel):
     """A transformers causal LM. Every sequence starts with the model's BOS token (EOS for
-    GPT-2-style models), so an empty context scores the whole continuation.
+    GPT-2-style models), so an empty context scores the whole continuation; ``bos`` other than
+    "always" tokenizes as lm-eval's HFLM instead (harness_tokens).
 
     ``device_map="auto"`` spreads the weights over the GPUs with accelerate; ``peft`` merges an
     adapter directory into the weights; ``load_in`` ("8bit", "4bit") quantizes with bitsandbytes."""
@@ -63,6 +65,7 @@ class HFCausalLM(LanguageModel):
         peft: str | None = None,
         load_in: str | None = None,
         loaded: tuple[Any, Any] | None = None,
+        bos: str = ALWAYS,
     ):
         folder_hash = None if loaded else hash_while_loading(path, revision)
         require_libraries(path)
@@ -70,7 +73,9 @@ class HFCausalLM(LanguageModel):
 
         self.device = check_device(device)
         placement = weights_placement(device_map, load_in, peft)
-        self.model, self.tokenizer = loaded or load_weights(path, dtype, trust_remote_code, revision, placement)
+        self.model, self.tokenizer = loaded or load_weights(
+            path, dtype, trust_remote_code, revision, placement, tokenizer_args(bos)
+        )
         if peft:
             self.model = merged_adapter(self.model, peft)
         if placement:  # accelerate placed the weights: inputs go where the embeddings are
@@ -93,6 +98,10 @@ class HFCausalLM(LanguageModel):
         self.identity = f"hf:{path}@{revision_name}"
         self.identity += f" peft={peft}@{content_hash(Path(peft))}" if peft else ""
         self.identity += f" load_in={load_in}" if load_in else ""
+        self.identity += f" bos={bos}" if bos != ALWAYS else ""
+        self.harness = (
+            HarnessTokens(self.tokenizer, ADD_BOS[bos], self.max_length, f"hf:{path}") if bos != ALWAYS else None
+        )
         self.stats = TreeStats()
         known = _known_architecture(self.model)
         self._split_head = known or self._head_matches_full_forward()
@@ -120,12 +129,14 @@ class HFCausalLM(LanguageModel):
 
     # -- log-likelihood ------------------------------------------------------------------------
     def encode(self, request: Loglikelihood) -> tuple[list[int], int]:
-        """Token ids of the whole sequence and the index of the first scored token
-        (``encode_pair``), the oldest context tokens dropped if the model's window is exceeded."""
-        return fit_window(*encode_pair(request, self._tokens, self.start_token), self.max_length)
+        """Token ids of the whole sequence and the index of the first scored token (``encode_pair``, or
+        lm-eval's under another --bos), the oldest context tokens dropped if the model's window is exceeded."""
+        return self._encode_all([request])[0]
 
     def _encode_all(self, requests: Sequence[Loglikelihood]) -> list[tuple[list[int], int]]:
         """encode() of every request, their distinct texts tokenized in one call (the fast tokenizer's batch)."""
+        if self.harness is not None:
+            return self.harness.pairs(requests)
         texts: dict[str, None] = {}
 
         def collect(text: str) -> list[int]:
@@ -286,8 +297,11 @@ class HFCausalLM(LanguageModel):
         from rueval.models.backends.sampling import RowSampler
 
         check_generation_budget(request.max_new_tokens, self.max_length)
-        ids = [self.start_token, *self._tokens(text_of(request.prompt))]
-        prompt = ids[-(self.max_length - request.max_new_tokens) :]
+        if self.harness is not None:
+            prompt = self.harness.prompt(request)
+        else:
+            ids = [self.start_token, *self._tokens(text_of(request.prompt))]
+            prompt = ids[-(self.max_length - request.max_new_tokens) :]
         input_ids = torch.tensor([prompt], device=self.device)
         sample = request.temperature > 0 or request.top_p < 1
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
@@ -323,6 +337,7 @@ def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:
             device_map=options.device_map,
             peft=options.peft,
             load_in=options.load_in,
+            bos=options.bos,
         )
         if (parameters := model.capabilities.parameters) is not None:
             loading.outcome = f"{parameters / 1e6:.1f}M parameters"

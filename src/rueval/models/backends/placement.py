@@ -61,14 +61,21 @@ def merged_adapter(model, adapter: str):
 
 
 def load_weights(
-    path: str, dtype: str, trust_remote_code: bool, revision: str | None, placement: dict[str, Any]
+    path: str,
+    dtype: str,
+    trust_remote_code: bool,
+    revision: str | None,
+    placement: dict[str, Any],
+    tokenizer_args: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     import torch
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(
+            path, revision=revision, trust_remote_code=trust_remote_code, **(tokenizer_args or {})
+        )
         model = AutoModelForCausalLM.from_pretrained(
             path,
             revision=revision,

@@ -10,6 +10,7 @@ from rueval.core.errors import RuevalError
 from rueval.data.local import SAMPLES_DIR
 
 EOS = "<|endoftext|>"
+BOS = "<s>"  # the start token of a tokenizer that adds its own (``adds_bos``)
 
 
 def sample_texts() -> list[str]:
@@ -54,19 +55,28 @@ def build_tiny_gpt2(
     vocab_size: int = 2000,
     n_positions: int = 2048,
     seed: int = 0,
+    adds_bos: bool = False,
 ) -> Path:
-    """Train the tokenizer, initialise the model with a fixed seed, save both to ``out_dir``."""
+    """Train the tokenizer, initialise the model with a fixed seed, save both to ``out_dir``. The
+    tokenizer's BOS is its EOS and it adds no special tokens (GPT-2's way), or with ``adds_bos`` a BOS
+    of its own that it puts before every text (Llama's way)."""
     out_dir = model_folder(out_dir)
     import torch
-    from tokenizers import ByteLevelBPETokenizer
+    from tokenizers import ByteLevelBPETokenizer, processors
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer()
+    specials = [EOS, BOS] if adds_bos else [EOS]
     bpe.train_from_iterator(
-        sample_texts(), vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False
+        sample_texts(), vocab_size=vocab_size, min_frequency=2, special_tokens=specials, show_progress=False
     )
+    if adds_bos:
+        bos_id = bpe.token_to_id(BOS)
+        bpe.post_processor = processors.TemplateProcessing(
+            single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos_id)]
+        )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS
+        tokenizer_object=bpe, bos_token=specials[-1], eos_token=EOS, unk_token=EOS, pad_token=EOS
     )
     config = GPT2Config(
         vocab_size=len(tokenizer),
