@@ -16,10 +16,11 @@ load average before and after each command.
    - ``first_n``: ``fewshot_config: sampler: first_n``, every document after the same 5 demonstrations;
    - ``per_document``: lm-eval's default sampler, 5 demonstrations drawn for each document;
 3. times, for each, ``lm_eval --model hf --model_args pretrained=DIR,dtype=float32 --batch_size 8
-   --num_fewshot 5`` and ``rueval run`` with the same arguments (lm-eval's spelling: lm-eval's ``HFLM``
-   tokenization, and lm-eval's own code builds the task, draws the demonstrations and scores);
+   --num_fewshot 5 --log_samples`` and ``rueval run`` with the same arguments (lm-eval's spelling: lm-eval's
+   ``HFLM`` tokenization, and lm-eval's own code builds the task, draws the demonstrations and scores);
 4. checks that both give the same numbers: every metric of the two results documents (``acc``,
-   ``acc_norm`` and their standard errors) equal;
+   ``acc_norm`` and their standard errors) equal, and each request's log-likelihood in the two sample
+   logs within 1e-4 nats with the same greedy flag;
 5. writes benchmarks/results/<name>.json and .md.
 
 The issue's targets: rueval at least 5x faster with shared demonstrations, 1.5x with per-document ones.
@@ -48,6 +49,7 @@ TASK = "rueval_bench_openbook_ru"
 SAMPLERS = {"first_n": "shared demonstrations (`sampler: first_n`)", "per_document": "per-document demonstrations"}
 TARGETS = {"first_n": 5.0, "per_document": 1.5}
 MODEL_ARGS = "pretrained={},dtype=float32"
+LOGLIK_TOLERANCE = 1e-4
 METRICS = ("acc", "acc_norm")
 
 
@@ -139,7 +141,7 @@ class Bench:
         """The command line both tools take (lm-eval's spelling)."""
         common = ["--model", "hf", "--model_args", MODEL_ARGS.format(self.model_dir), "--device", self.device]
         common += ["--include_path", str(self.tasks_dir), "--tasks", self.tasks[sampler]]
-        return [*common, "--num_fewshot", str(SHOTS), "--output_path", str(out)]
+        return [*common, "--num_fewshot", str(SHOTS), "--output_path", str(out), "--log_samples"]
 
     def setting(self, sampler: str) -> dict[str, Any]:
         lm_out, ru_out = self.work / f"lm-eval-{sampler}", self.work / f"rueval-{sampler}"
@@ -150,7 +152,7 @@ class Bench:
         row["rueval"] = timed(self.work, f"rueval-{sampler}", [rueval], self.threads)
         row["lm_eval"]["metrics"] = metrics(lm_out, self.tasks[sampler])
         row["rueval"]["metrics"] = metrics(ru_out, self.tasks[sampler])
-        same_numbers(row)
+        row["agreement"] = agreement(lm_out, ru_out, row)
         row["ratio"] = row["lm_eval"]["wall_s"] / row["rueval"]["wall_s"]
         row["target"] = TARGETS[sampler]
         return row
@@ -158,16 +160,39 @@ class Bench:
 
 def metrics(out: Path, task: str) -> dict[str, float]:
     """The task's metrics in lm-eval's results document (lm-eval's results_*.json, rueval's results_lmeval.json)."""
-    (path,) = out.rglob("results*.json")
+    (path,) = out.rglob("results_*.json")
     results = json.loads(path.read_text(encoding="utf-8"))["results"][task]
     return {key: value for key, value in results.items() if "," in key and isinstance(value, float | int)}
 
 
-def same_numbers(row: dict[str, Any]) -> None:
-    """Exits unless every metric of the two results documents is equal."""
-    lm_metrics, ru_metrics = row["lm_eval"]["metrics"], row["rueval"]["metrics"]
-    if lm_metrics != ru_metrics or not lm_metrics:
-        sys.exit(f"not the same numbers: lm-eval {lm_metrics}, rueval {ru_metrics}")
+def sample_logliks(out: Path) -> dict[tuple[int, int], tuple[float, bool]]:
+    """{(document, option): (log-likelihood, greedy)} from the sample log under ``out``."""
+    (path,) = out.rglob("samples_*.jsonl")
+    found = {}
+    for line in path.open(encoding="utf-8"):
+        sample = json.loads(line)
+        for option, ((loglik, greedy),) in enumerate(sample["resps"]):
+            found[sample["doc_id"], option] = (float(loglik), greedy in (True, "True"))
+    return found
+
+
+def agreement(lm_out: Path, ru_out: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """Equal metrics and, request by request, log-likelihoods within LOGLIK_TOLERANCE and the same greedy
+    flag; exits when they are not the same numbers."""
+    lm, ru = sample_logliks(lm_out), sample_logliks(ru_out)
+    if lm.keys() != ru.keys():
+        sys.exit(f"the sample logs hold other requests: {len(lm)} from lm-eval, {len(ru)} from rueval")
+    largest = max(abs(lm[k][0] - ru[k][0]) for k in lm)
+    found = {
+        "requests": len(lm),
+        "max_loglik_difference": largest,
+        "greedy_differs": sum(lm[k][1] != ru[k][1] for k in lm),
+        "metrics_equal": row["lm_eval"]["metrics"] == row["rueval"]["metrics"],
+    }
+    if largest > LOGLIK_TOLERANCE or found["greedy_differs"] or not found["metrics_equal"]:
+        lm_metrics, ru_metrics = row["lm_eval"]["metrics"], row["rueval"]["metrics"]
+        sys.exit(f"not the same numbers: {found}; lm-eval {lm_metrics}, rueval {ru_metrics}")
+    return found
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -179,17 +204,18 @@ def markdown(rows: list[dict[str, Any]], docs: int, train: int, threads: int | N
         f"{LM_EVAL_BATCH_SIZE}, torch threads: {threads or 'one per core'}",
         "",
         "| demonstrations | lm-eval | rueval | ratio | target | acc lm-eval / rueval | acc_norm lm-eval / rueval "
-        "| load average |",
-        "|---|---|---|---|---|---|---|---|",
+        "| largest log-likelihood difference | load average |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lm, ru = r["lm_eval"], r["rueval"]
+        lm, ru, agreed = r["lm_eval"], r["rueval"], r["agreement"]
         load = [*lm["load_average"], *ru["load_average"]]
         met = "met" if r["ratio"] >= r["target"] else "missed"
         lines.append(
             f"| {SAMPLERS[r['setting']]} | {lm['wall_s']:.1f} s | {ru['wall_s']:.1f} s | {r['ratio']:.2f}x "
             f"| {r['target']}x: {met} | {lm['metrics']['acc,none']:.4f} / {ru['metrics']['acc,none']:.4f} "
             f"| {lm['metrics']['acc_norm,none']:.4f} / {ru['metrics']['acc_norm,none']:.4f} "
+            f"| {agreed['max_loglik_difference']:.1e} ({agreed['requests']} requests) "
             f"| {min(load):.1f}-{max(load):.1f} |"
         )
     if max(loads) > QUIET_LOAD:
