@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_engine import MODEL, shuffled_sentence
+from bench_engine import MODEL, lm_eval_forwarded, shuffled_sentence, trie_nodes
 from bench_whole import LM_EVAL_BATCH_SIZE, QUIET_LOAD, thread_env, timed
 from results_file import write_results
 
@@ -153,6 +153,7 @@ class Bench:
         row["lm_eval"]["metrics"] = metrics(lm_out, self.tasks[sampler])
         row["rueval"]["metrics"] = metrics(ru_out, self.tasks[sampler])
         row["agreement"] = agreement(lm_out, ru_out, row)
+        row["tokens"] = tokens_to_forward(self.model_dir, lm_out)
         row["ratio"] = row["lm_eval"]["wall_s"] / row["rueval"]["wall_s"]
         row["target"] = TARGETS[sampler]
         return row
@@ -195,6 +196,21 @@ def agreement(lm_out: Path, ru_out: Path, row: dict[str, Any]) -> dict[str, Any]
     return found
 
 
+def tokens_to_forward(model_dir: Path, out: Path) -> dict[str, int]:
+    """The tokens of the sample log's requests (context and option tokenized whole) that lm-eval forwards
+    (each sequence but its last token, bench_engine.lm_eval_forwarded) and that a scorer forwarding each
+    distinct prefix once must forward (the nodes of their trie that some sequence continues)."""
+    from transformers import AutoTokenizer
+
+    (path,) = out.rglob("samples_*.jsonl")
+    samples = [json.loads(line) for line in path.open(encoding="utf-8")]
+    texts = [a["arg_0"] + a["arg_1"] for sample in samples for a in sample["arguments"].values()]
+    sequences = AutoTokenizer.from_pretrained(model_dir)(texts, add_special_tokens=False)["input_ids"]
+    nodes, leaves = trie_nodes(sequences)
+    whole, _ = lm_eval_forwarded([(None, [], tokens) for tokens in sequences])
+    return {"sequences": len(sequences), "whole_sequences": whole, "distinct_prefixes": nodes - leaves}
+
+
 # -- the report ----------------------------------------------------------------------------------
 def markdown(rows: list[dict[str, Any]], docs: int, train: int, threads: int | None) -> str:
     loads = [x for r in rows for tool in ("lm_eval", "rueval") for x in r[tool]["load_average"]]
@@ -217,6 +233,16 @@ def markdown(rows: list[dict[str, Any]], docs: int, train: int, threads: int | N
             f"| {lm['metrics']['acc_norm,none']:.4f} / {ru['metrics']['acc_norm,none']:.4f} "
             f"| {agreed['max_loglik_difference']:.1e} ({agreed['requests']} requests) "
             f"| {min(load):.1f}-{max(load):.1f} |"
+        )
+    lines += ["", "Tokens to forward (the requests' sequences; context and option tokenized whole):", ""]
+    lines += [
+        "| demonstrations | sequences | every sequence whole (lm-eval) | each distinct prefix once |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        t = r["tokens"]
+        lines.append(
+            f"| {SAMPLERS[r['setting']]} | {t['sequences']:,} | {t['whole_sequences']:,} | {t['distinct_prefixes']:,} |"
         )
     if max(loads) > QUIET_LOAD:
         lines += ["", f"Measured under load: the machine's 1-minute load average was {min(loads):.1f}-{max(loads):.1f} "
