@@ -129,7 +129,7 @@ class Bench:
         from rueval.models.backends.tiny import build_tiny_gpt2
 
         self.work, self.items, self.lm_eval, self.device = work, items, lm_eval, device
-        self.threads = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {}
+        self.threads = thread_env(threads)
         self.model_dir = build_tiny_gpt2(work / "model", **MODEL)
         self.data_dir = work / "data"
         write_data(generate_items(items, seed=0), self.data_dir)
@@ -151,42 +151,50 @@ class Bench:
         seeds = range(EPISODES) if shots else [0]
         return [[*common, "--seed", str(s), "--output_path", str(self.work / name / f"seed{s}")] for s in seeds]
 
-    def timed(self, name: str, commands: list[list[str]]) -> dict[str, Any]:
-        """The commands one after another, each with fresh caches; their summed wall time."""
-        wall, loads, spans = 0.0, [], []
-        for i, command in enumerate(commands):
-            env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-            env |= {"RUEVAL_CACHE_DIR": str(self.work / f"cache-{name}-{i}")}
-            env |= {"HF_DATASETS_CACHE": str(self.work / f"datasets-{name}-{i}")} | self.threads
-            log = self.work / f"{name}-{i}.log"
-            loads.append(round(os.getloadavg()[0], 2))
-            started = time.time()
-            with log.open("w") as out:
-                code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
-            ended = time.time()
-            loads.append(round(os.getloadavg()[0], 2))
-            if code:
-                sys.exit(f"{' '.join(command[:6])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-            wall += ended - started
-            spans.append((started, ended))
-        print(f"{name}: {wall:.1f} s (load {min(loads):.1f}-{max(loads):.1f})", flush=True)
-        return {"wall_s": wall, "load_average": loads, "spans": spans, "commands": len(commands)}
-
     def setting(self, key: str) -> dict[str, Any]:
         shots, limit = {"limit1": (0, 1), "0shot": (0, None), "4shot": (SHOTS, None)}[key]
         row: dict[str, Any] = {"setting": key}
-        row["lm_eval"] = self.timed(f"lm-eval-{key}", self.lm_eval_runs(f"lm-eval-{key}", shots, limit))
-        row["rueval"] = self.timed(f"rueval-{key}", [self.rueval(f"rueval-{key}", shots, limit)])
+        lm_eval_runs = self.lm_eval_runs(f"lm-eval-{key}", shots, limit)
+        row["lm_eval"] = timed(self.work, f"lm-eval-{key}", lm_eval_runs, self.threads)
+        row["rueval"] = timed(self.work, f"rueval-{key}", [self.rueval(f"rueval-{key}", shots, limit)], self.threads)
         row["lm_eval"]["accuracy"] = lm_eval_accuracy(self.work / f"lm-eval-{key}")
         row["rueval"]["accuracy"] = rueval_accuracy(self.work / f"rueval-{key}")
         if key == "limit1":
             name = "rueval-limit1-parts"
-            timed = self.timed(name, [self.rueval(name, 0, 1, wrapped=True)])
+            measured = timed(self.work, name, [self.rueval(name, 0, 1, wrapped=True)], self.threads)
             marks = json.loads((self.work / f"{name}.marks.json").read_text(encoding="utf-8"))
-            row["rueval_parts"] = parts_of(marks, *timed["spans"][0]) | {"wall_s": timed["wall_s"]}
-            row["rueval_parts_load_average"] = timed["load_average"]
+            row["rueval_parts"] = parts_of(marks, *measured["spans"][0]) | {"wall_s": measured["wall_s"]}
+            row["rueval_parts_load_average"] = measured["load_average"]
         row["ratio"] = row["lm_eval"]["wall_s"] / row["rueval"]["wall_s"]
         return row
+
+
+def timed(work: Path, name: str, commands: list[list[str]], env_extra: dict[str, str]) -> dict[str, Any]:
+    """The commands one after another, each with fresh caches (under ``work``) and ``env_extra``; their
+    summed wall time and the load average before and after each."""
+    wall, loads, spans = 0.0, [], []
+    for i, command in enumerate(commands):
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        env |= {"RUEVAL_CACHE_DIR": str(work / f"cache-{name}-{i}")}
+        env |= {"HF_DATASETS_CACHE": str(work / f"datasets-{name}-{i}")} | env_extra
+        log = work / f"{name}-{i}.log"
+        loads.append(round(os.getloadavg()[0], 2))
+        started = time.time()
+        with log.open("w") as out:
+            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+        ended = time.time()
+        loads.append(round(os.getloadavg()[0], 2))
+        if code:
+            sys.exit(f"{' '.join(command[:6])} ... failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
+        wall += ended - started
+        spans.append((started, ended))
+    print(f"{name}: {wall:.1f} s (load {min(loads):.1f}-{max(loads):.1f})", flush=True)
+    return {"wall_s": wall, "load_average": loads, "spans": spans, "commands": len(commands)}
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    """The environment that gives a child process ``threads`` torch threads (none: torch's choice)."""
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {}
 
 
 def rueval_accuracy(out: Path) -> float:
