@@ -11,7 +11,6 @@ Two task-file runs pair each task's documents by lm-eval's doc_id and resample l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,8 @@ def compare_runs(
             task = TASKS[name]  # RunResult.read has checked that every other task name is known
             examples, preds_a = scored_examples(task, run_a)
             examples_b, preds_b = scored_examples(task, run_b)
-            _check_same_examples(task, run_a, examples, run_b, examples_b)
+            pairs_a, pairs_b = [(e.idx, e.label) for e in examples], [(e.idx, e.label) for e in examples_b]
+            _check_same_items(str(run_b / "predictions" / f"{task.name}.jsonl"), run_a, pairs_a, pairs_b, "examples")
             n, differences = (
                 len(examples),
                 paired_bootstrap(task, examples, preds_a, preds_b, resamples, confidence, seed),
@@ -105,20 +105,8 @@ def task_file_differences(
     (dir_a, result_a), (dir_b, result_b) = run_a, run_b
     rows_a = read_sample_scores(predictions_file(dir_a, name), metric_names(name, result_a))
     rows_b = read_sample_scores(predictions_file(dir_b, name), metric_names(name, result_b))
-    file_b = str(predictions_file(dir_b, name))
-    if len(rows_a) != len(rows_b):
-        raise DataError(
-            file_b, f"{len(rows_b)} documents, but {dir_a} scored {len(rows_a)}: the runs scored other data"
-        )
-    for number, (a, b) in enumerate(zip(rows_a, rows_b, strict=True), 1):
-        for field, value_a, value_b in (("idx", a.idx, b.idx), ("gold", a.gold, b.gold)):
-            if value_a != value_b:
-                raise DataError(
-                    file_b,
-                    f"{value_b!r:.60} differs from {value_a!r:.60} in {dir_a}: the runs scored other documents",
-                    line=number,
-                    field=field,
-                )
+    pairs_a, pairs_b = [(row.idx, row.gold) for row in rows_a], [(row.idx, row.gold) for row in rows_b]
+    _check_same_items(str(predictions_file(dir_b, name)), dir_a, pairs_a, pairs_b, "documents")
     differences = {}
     for metric in (m for m in metric_names(name, result_a) if m in result_b.metrics):
         how = result_a.aggregation.get(metric, "mean")
@@ -153,20 +141,18 @@ def scored_examples(task: Task, run_dir: Path) -> tuple[list[Example], list[Any]
     ]
 
 
-def _check_same_examples(
-    task: Task, run_a: Path, examples_a: Sequence[Example], run_b: Path, examples_b: Sequence[Example]
-) -> None:
-    file_b = str(run_b / "predictions" / f"{task.name}.jsonl")
-    if len(examples_a) != len(examples_b):
+def _check_same_items(file_b: str, run_a: Path, items_a: list[Any], items_b: list[Any], unit: str) -> None:
+    """Two runs' (idx, gold) of a task, item by item: another count, id or gold is one line naming B's file."""
+    if len(items_a) != len(items_b):
         raise DataError(
-            file_b, f"{len(examples_b)} examples, but {run_a} scored {len(examples_a)}: the runs scored different data"
+            file_b, f"{len(items_b)} {unit}, but {run_a} scored {len(items_a)}: the runs scored different data"
         )
-    for number, (a, b) in enumerate(zip(examples_a, examples_b, strict=True), 1):
-        for field, value_a, value_b in (("idx", a.idx, b.idx), ("gold", a.label, b.label)):
+    for number, ((idx_a, gold_a), (idx_b, gold_b)) in enumerate(zip(items_a, items_b, strict=True), 1):
+        for field, value_a, value_b in (("idx", idx_a, idx_b), ("gold", gold_a, gold_b)):
             if value_a != value_b:
                 raise DataError(
                     file_b,
-                    f"{value_b!r:.60} differs from {value_a!r:.60} in {run_a}: the runs scored different examples",
+                    f"{value_b!r:.60} differs from {value_a!r:.60} in {run_a}: the runs scored different {unit}",
                     line=number,
                     field=field,
                 )
