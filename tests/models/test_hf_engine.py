@@ -236,15 +236,17 @@ LONG_GREEDY = [PROMPTS[i] for i in (0, 1, 3, 5, 6, 7)] + ["Мама мыла р�
 LONG_GREEDY += [PROMPTS[0] + " и потом"]
 
 
-@pytest.mark.slow  # 80 generations of 450 tokens
-def test_long_sampled_and_greedy_texts_are_the_same_for_every_batch_size(tiny_gpt2_dir):
-    """A batch's padding and shape change the logits in their last bits; hf: generates one prompt at a
-    time, so not a character of 20 texts of over 1,000 characters moves with --batch-size."""
+@pytest.mark.slow  # 60 generations of 450 tokens
+def test_one_at_a_time_texts_do_not_move_by_a_character_with_their_batch_mates(tiny_gpt2_dir):
+    """--batch-size 1 generates each prompt alone: not a character of 20 texts of over 1,000 characters
+    moves when they are asked in another order or a few at a time (batched mode: tests/models/test_hf_generation.py)."""
     requests = [Generation(p, 450, (), top_p=0.8, temperature=1.0, seed=seed) for p, seed in LONG_SAMPLED]
     requests += [Generation(p, 450) for p in LONG_GREEDY]
-    texts = {size: HFCausalLM(str(tiny_gpt2_dir), batch_size=size).generate(requests) for size in (1, 2, 4, "auto")}
-    assert len(requests) == 20 and min(map(len, texts[1])) >= 1000
-    assert texts[1] == texts[2] == texts[4] == texts["auto"]
+    one = HFCausalLM(str(tiny_gpt2_dir), batch_size=1)
+    texts = one.generate(requests)
+    assert len(requests) == 20 and min(map(len, texts)) >= 1000
+    assert one.generate(requests[::-1]) == texts[::-1]
+    assert one.generate(requests[3:9:2]) == texts[3:9:2]
 
 
 def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
@@ -262,7 +264,8 @@ def test_row_sampler_draws_from_the_nucleus_with_renormalised_probabilities():
     )
 
 
-def test_each_finished_generation_is_in_the_cache_when_a_later_one_fails(model, tmp_path, monkeypatch):
+def test_each_finished_generation_is_in_the_cache_when_a_later_one_fails(tiny_gpt2_dir, tmp_path, monkeypatch):
+    model = HFCausalLM(str(tiny_gpt2_dir), batch_size=1)  # one at a time (batched: test_hf_generation.py)
     requests = [Generation(p, 6, (), top_p=0.8, temperature=1.0) for p in PROMPTS]
     calls = []
     generate_one = HFCausalLM._generate_one

@@ -19,22 +19,28 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rueval.models.base import Request
+from rueval.models.base import Generation, Request
 
 # A request type's version goes up when its results change meaning, so older cached results are
 # not served: generations 2 = each sampled request draws from its own generator; 3 = hf: generates one
-# prompt at a time (a batch's shape changed the last bits of the logits, and so some texts).
+# prompt at a time (a batch's shape changed the last bits of the logits, and so some texts). Since then a
+# backend whose texts depend on how it generates names its mode (hf:'s "batched"); one at a time keeps the
+# keys of version 3, its texts unchanged.
 VERSIONS = {"Loglikelihood": 1, "Generation": 3}
+KEYED_MODES = ("batched",)
 # fields added to a request type later, left out of its key at their default so that older keys stay valid
 ADDED = {"rolling": False}
 FORMAT = 1  # the file's layout, in SQLite's user_version; a newer rueval that changes it raises it
 log = logging.getLogger(__name__)
 
 
-def request_key(identity: str, request: Request) -> str:
-    """Model identity (path or hub id and revision) + request type, version and fields."""
+def request_key(identity: str, request: Request, generation_mode: str | None = None) -> str:
+    """Model identity (path or hub id and revision) + request type, version and fields (+ the backend's
+    generation mode for a generation, where it is one of KEYED_MODES)."""
     kind = type(request).__name__
     values = {name: value for name, value in asdict(request).items() if name not in ADDED or value != ADDED[name]}
+    if isinstance(request, Generation) and generation_mode in KEYED_MODES:
+        values["generation_mode"] = generation_mode
     fields = [identity, kind, values] + ([VERSIONS[kind]] if VERSIONS[kind] > 1 else [])
     payload = json.dumps(fields, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate: no error

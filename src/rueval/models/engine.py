@@ -70,7 +70,8 @@ class Engine:
         """Computes the requests (log-likelihoods and generations alike), yielding after the cache
         look-up and after each chunk: every result available so far, and the requests computed so
         far (not served from a cache)."""
-        keys = {request: request_key(self.model.identity, request) for request in dict.fromkeys(requests)}
+        identity, mode = self.model.identity, self.model.generation_mode
+        keys = {request: request_key(identity, request, mode) for request in dict.fromkeys(requests)}
         done = {
             request: self._decode(request, self._memory[key]) for request, key in keys.items() if key in self._memory
         }

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rueval import __version__
 from rueval.core import unsafe_code
 from rueval.core.errors import RuevalError
 from rueval.core.progress import detail, warn
@@ -29,7 +28,7 @@ from rueval.results.scores import mean_of, std_of
 from rueval.run.diagnostics import diagnose, industrial_figures, run_industrial
 from rueval.run.predict import Predicted, predict_tasks
 from rueval.run.spec import RunSpec
-from rueval.run.store import RunStore, fingerprint
+from rueval.run.store import FILES, RESOLVED, RunStore, fingerprint, resolved_settings
 from rueval.scoring.task_scores import rsg_total, score_task
 from rueval.solvers import Setting, Solver
 from rueval.solvers.base import TaskAnswers
@@ -102,9 +101,7 @@ def prepare(spec: RunSpec, out: Path, solver: Solver | None = None) -> Prepared:
         from rueval.run.robustness import Robustness  # the perturbations load only when asked for
 
         robustness = Robustness.build(spec.robustness, spec.seed)
-    identity = getattr(solver, "identity", spec.model)  # an LM's exact weights: a changed model recomputes
-    settings = {**spec.to_json(), "model_identity": identity, "rueval_version": __version__}
-    return Prepared(spec, store, source, loaded, solver, robustness, settings)
+    return Prepared(spec, store, source, loaded, solver, robustness, resolved_settings(spec, solver))
 
 
 def reuse(prepared: Prepared, force: bool) -> tuple[dict[str, TaskResult], dict[str, TaskResult]]:
@@ -188,7 +185,7 @@ def task_fingerprint(prepared: Prepared, task: Task, task_data: TaskData) -> str
     rueval's version, then the task, its scored split and its data."""
     run_key = {
         "spec": prepared.spec.fingerprint(),
-        **{k: prepared.settings[k] for k in ("model_identity", "rueval_version")},
+        **{k: prepared.settings[k] for k in RESOLVED if k in prepared.settings and k != FILES},
     }
     return fingerprint(run_key, task, task_data)
 

@@ -49,7 +49,8 @@ from rueval.tasks.prompts import PROMPT_CHOICES, TaskPrompt, asked_prompts
 #    the RSG instructions, MERA's demonstrations and shot counts, greedy generation with its stop and token limit
 # 4: hf: records its start-token policy (bos; -m hf: keeps TAPE's, always); MERA's draw of demonstrations leaves
 #    out a train record equal to the item, as MERA's sampler does
-PROTOCOL_VERSION = 4
+# 5: hf: generates in batches by default (run.json's generation_mode; --batch-size 1 keeps one at a time)
+PROTOCOL_VERSION = 5
 SPLITS = ("val", "test")
 JSON_KEYS = {"options": "solver_options"}  # the fields run.json writes under another name
 TASKS_HELP = "Comma-separated task names, or rsg, tape, mera, all; or lm-eval's task, group or tag names."

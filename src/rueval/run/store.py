@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rueval import __version__
 from rueval.core.errors import DataError, RuevalError
 from rueval.core.files import atomic_path, write_json, write_json_files, write_jsonl
 from rueval.data import TaskData
@@ -39,8 +40,19 @@ from rueval.tasks import Task
 
 SPEC_FILE = "run.json"
 FILES = "files"  # run.json: task -> {file, relative to OUT: its SHA-256}, each task's commit record
-RESOLVED = ("model_identity", "rueval_version", FILES)  # what a run records in run.json beside its spec
+# what a run records in run.json beside its spec
+RESOLVED = ("model_identity", "generation_mode", "rueval_version", FILES)
 RUN_MARKS = (SPEC_FILE, "results.json")  # a directory holding either is a rueval run
+
+
+def resolved_settings(spec: RunSpec, solver: Any) -> dict[str, Any]:
+    """The spec's JSON with what the run resolved: the model's exact identity (an LM's weights: a changed
+    model recomputes), how it generates (`hf:`'s texts depend on it; left out for models whose texts do
+    not), and rueval's version."""
+    settings = {**spec.to_json(), "model_identity": getattr(solver, "identity", spec.model)}
+    if (mode := getattr(solver, "generation_mode", None)) is not None:
+        settings["generation_mode"] = mode
+    return {**settings, "rueval_version": __version__}
 
 
 class RunStore:

@@ -22,13 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rueval import __version__
 from rueval.core.errors import RuevalError
 from rueval.core.progress import detail
 from rueval.results import predictions_file, write_sample_scores
 from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR, date_id, sample_files
 from rueval.run.spec import RunSpec
-from rueval.run.store import RunStore
+from rueval.run.store import RunStore, resolved_settings
 from rueval.run.task_file_results import task_file_results
 from rueval.tasks.lm_eval_tasks import TaskFiles
 
@@ -47,7 +46,7 @@ def run_task_files(spec: RunSpec, out: Path, force: bool = False) -> dict[str, A
     store.check_folder()
     solver = spec.solver(store.out.resolve() / "finetune")
     assert isinstance(solver, LMSolver)  # RunSpec refuses task files for any other model
-    settings = {**spec.to_json(), "model_identity": solver.identity, "rueval_version": __version__}
+    settings = resolved_settings(spec, solver)
     store.claim(settings, spec.task_files, force)
     store.save_spec(settings)
     try:

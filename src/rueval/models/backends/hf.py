@@ -10,6 +10,13 @@ from typing import Any
 from rueval.core.errors import RuevalError
 from rueval.core.progress import step
 from rueval.models.backends.harness_tokens import ADD_BOS, ALWAYS, HarnessTokens, Windows, tokenizer_args
+from rueval.models.backends.hf_generation import (
+    BATCHED,
+    ONE_AT_A_TIME,
+    batched_mode_fits,
+    generate_batched,
+    generate_one,
+)
 from rueval.models.backends.placement import (
     check_device,
     content_hash,
@@ -28,10 +35,7 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
-    check_generation_budget,
-    cut_at_stop,
     encode_pair,
-    text_of,
 )
 from rueval.models.distributed import world
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -214,6 +218,12 @@ class HFCausalLM(LanguageModel):
         if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
             dtype, mask = self.model.dtype, mask.to(device)  # made additive where it is used (a GPU's is large)
             mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, torch.finfo(dtype).min)
+        out, hidden = self._call(input_ids, cache, mask, positions)
+        return hidden, [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
+
+    def _call(self, input_ids, cache, mask, positions):
+        """The model's output and its last states (the logits themselves for a model run whole)."""
+        device = self.device
         kwargs = {
             "input_ids": input_ids.to(device),
             "attention_mask": mask.to(device),
@@ -223,11 +233,9 @@ class HFCausalLM(LanguageModel):
         }
         if self._split_head:
             out = self.model.base_model(**kwargs)
-            hidden = out.last_hidden_state
-        else:  # the model post-processes logits: take them whole
-            out = self.model(**kwargs)
-            hidden = out.logits
-        return hidden, [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
+            return out, out.last_hidden_state
+        out = self.model(**kwargs)  # the model post-processes logits: take them whole
+        return out, out.logits
 
     def _head(self, hidden):
         return self.model.get_output_embeddings()(hidden) if self._split_head else hidden
@@ -273,11 +281,19 @@ class HFCausalLM(LanguageModel):
         return all(math.isclose(p, q, rel_tol=1e-3, abs_tol=1e-2) for (p, _), (q, _) in zip(plain, packed, strict=True))
 
     # -- generation ----------------------------------------------------------------------------
+    @property
+    def generation_mode(self) -> str:
+        """BATCHED, or ONE_AT_A_TIME with --batch-size 1 or for a model the batched loop cannot serve
+        exactly (rueval.models.backends.hf_generation)."""
+        if self.max_rows == 1 or not batched_mode_fits(self):
+            return ONE_AT_A_TIME
+        return BATCHED
+
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
-        """One prompt at a time: the padding and shape of a batch change the logits in their last bits, enough
-        to turn a sampled or greedy answer hundreds of characters in, so a text never depends on --batch-size
-        or on the prompts beside it. A sampled request draws from its own generator, seeded from its prompt,
-        settings and seed."""
+        """Texts generated in the model's generation mode; a sampled request draws from its own generator,
+        seeded from its prompt, settings and seed."""
+        if self.generation_mode == BATCHED:
+            return generate_batched(self, requests, on_done)
         texts = []
         for i, request in enumerate(requests):
             text = self._generate_one(request)
@@ -287,36 +303,12 @@ class HFCausalLM(LanguageModel):
         return texts
 
     def _generate_one(self, request: Generation) -> str:
-        import torch
-        from transformers import LogitsProcessorList
+        return generate_one(self, request)
 
-        from rueval.models.backends.sampling import RowSampler
-
-        check_generation_budget(request.max_new_tokens, self.max_length)
-        if self.harness is not None:
-            prompt = self.harness.prompt(request)
-        else:
-            ids = [self.start_token, *self._tokens(text_of(request.prompt))]
-            prompt = ids[-(self.max_length - request.max_new_tokens) :]
-        input_ids = torch.tensor([prompt], device=self.device)
-        sample = request.temperature > 0 or request.top_p < 1
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
-        with torch.inference_mode():
-            out = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                max_new_tokens=request.max_new_tokens,
-                do_sample=False,  # a sampled request's token is drawn by RowSampler; greedy then takes it
-                logits_processor=LogitsProcessorList([RowSampler([request], self.device)] if sample else []),
-                top_p=None,
-                temperature=None,
-                top_k=None,
-                pad_token_id=pad,
-                stop_strings=list(request.stop) or None,
-                tokenizer=self.tokenizer,
-            )
-        text = self.tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True)
-        return cut_at_stop(text, request.stop)
+    def _generation_step(self, input_ids, cache, mask, positions):
+        """The logits after each row's last token (float32), the cache grown in place."""
+        out, hidden = self._call(input_ids, cache, mask, positions)
+        return self._head(hidden[:, -1]).float()
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:

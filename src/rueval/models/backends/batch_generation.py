@@ -1,0 +1,361 @@
+"""Batched generation for `hf:`: continuous batching over one key/value cache, shared prefixes prefilled once.
+
+The running rows share one cache (per layer: rows x heads x columns x head size). Every decoding step
+appends one column to every row; a row's tokens sit in its own columns and the rest are holes, masked
+out by a 2D attention mask, while each row's positions are given explicitly, so rows of any length and
+age step together. A row that finishes (its end token, a stop sequence, its budget) leaves at once;
+waiting prompts join in groups while the rows and the cache's memory allow: the group is split into runs
+that share a token prefix (TAPE's episodes, lm-eval's ``first_n`` demonstrations, a shared instruction),
+each run's prefix is forwarded once (or found in a small cache of recent prefixes) and its members'
+own tails are forwarded on top of it, left-padded, in one pass; the group's cache is then merged into
+the running one, the shorter left-padded.
+
+Each row checks its own stop sequences and budget and samples from its own generator (seeded as in
+one-prompt-at-a-time mode), so a text never depends on its batch-mates beyond the last bits of the
+logits that a batch's shape changes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from rueval.models.backends.sampling import draw, request_seed
+from rueval.models.base import Generation
+
+MIN_SHARED = 8  # a run shares a prefix only if it is at least this many tokens (else each tail is whole)
+PREFIXES_KEPT = 8  # recent prefixes' caches kept for later groups of the same episode
+JOIN_SHARE = 4  # rows join when a quarter of the places are free (each join copies the running cache)
+
+# (input_ids, cache, 2D mask, position_ids) -> the logits after each row's last column (float32)
+Step = Callable[[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor], torch.Tensor]
+Past = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values): rows x heads x columns x size
+
+
+class GrowingLayer(DynamicLayer):
+    """A cache layer whose columns are allocated ahead (``capacity``): appending a step writes into the
+    buffer rather than copying the whole cache, as concatenation does. Given no keys, the buffer is made
+    on the first update."""
+
+    def __init__(self, capacity: int, keys: torch.Tensor | None = None, values: torch.Tensor | None = None):
+        super().__init__()
+        self.capacity, self.length = capacity, 0
+        if keys is not None and values is not None:
+            self._allocate(keys, values)
+            self._write(keys, values)
+
+    def _allocate(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        self.buffer_keys = keys.new_zeros((*keys.shape[:2], self.capacity, keys.shape[3]))
+        self.buffer_values = values.new_zeros((*values.shape[:2], self.capacity, values.shape[3]))
+        self.device, self.is_initialized = keys.device, True
+
+    def _write(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        end = self.length + keys.shape[2]
+        if end > self.capacity:  # sized for every row's budget: reaching it is a bug
+            raise RuntimeError("the generation cache is full")
+        self.buffer_keys[:, :, self.length : end] = keys
+        self.buffer_values[:, :, self.length : end] = values
+        self.length = end
+        self.keys, self.values = self.buffer_keys[:, :, :end], self.buffer_values[:, :, :end]
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self._allocate(key_states, value_states)
+        self._write(key_states, value_states)
+        return self.keys, self.values
+
+    @classmethod
+    def beside(
+        cls,
+        first: tuple[torch.Tensor, torch.Tensor],
+        second: tuple[torch.Tensor, torch.Tensor],
+        width: int,
+        capacity: int,
+    ) -> GrowingLayer:
+        """The rows of two caches in one, both right-aligned at column ``width``."""
+        layer = cls(capacity)
+        (k1, v1), (k2, v2) = first, second
+        rows = k1.shape[0] + k2.shape[0]
+        layer._allocate(k1.new_empty((rows, *k1.shape[1:])), v1.new_empty((rows, *v1.shape[1:])))
+        for buffer, top, bottom in ((layer.buffer_keys, k1, k2), (layer.buffer_values, v1, v2)):
+            buffer[: top.shape[0], :, width - top.shape[2] : width] = top
+            buffer[top.shape[0] :, :, width - bottom.shape[2] : width] = bottom
+        layer.length = width
+        layer.keys, layer.values = layer.buffer_keys[:, :, :width], layer.buffer_values[:, :, :width]
+        return layer
+
+    def keep(self, rows: torch.Tensor, first: int) -> None:
+        """Only the given rows, from column ``first`` on (the columns before are unused)."""
+        self.buffer_keys = self.buffer_keys.index_select(0, rows)[:, :, first:]
+        self.buffer_values = self.buffer_values.index_select(0, rows)[:, :, first:]
+        self.capacity -= first
+        self.length -= first
+        self.keys, self.values = self.buffer_keys[:, :, : self.length], self.buffer_values[:, :, : self.length]
+
+
+def growing_cache(past: Past, capacity: int) -> DynamicCache:
+    """A cache holding ``past`` with room for ``capacity`` columns in all."""
+    cache = DynamicCache()
+    cache.layers = [GrowingLayer(capacity, keys, values) for keys, values in past]
+    cache.layer_class_to_replicate = partial(GrowingLayer, capacity)
+    return cache
+
+
+def past_of(cache: DynamicCache) -> Past:
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+@dataclass(eq=False)
+class Row:
+    index: int  # the request's place in the call
+    request: Generation
+    prompt: list[int]
+    generator: torch.Generator | None  # a sampled request's own stream
+    generated: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Budget:
+    """How many rows may run together and how large their cache may grow (columns x rows)."""
+
+    rows: int
+    prefill_tokens: int  # tail tokens forwarded in one joining pass
+    cache_tokens: int
+
+
+class BatchGenerator:
+    """Generates every request's text; ``finish(row, text)`` is called as each row leaves."""
+
+    def __init__(
+        self,
+        step: Step,
+        budget: Budget,
+        eos: frozenset[int],
+        decode: Callable[[list[int]], str],
+        stop_hit: Callable[[Row], bool],
+        device: torch.device,
+    ):
+        self.step, self.budget, self.eos, self.decode, self.stop_hit = step, budget, eos, decode, stop_hit
+        self.device = device
+        self.prefixes: OrderedDict[tuple[int, ...], Past] = OrderedDict()
+        self.rows: list[Row] = []
+        self.cache: DynamicCache | None = None
+        self.mask = torch.zeros(0, 0, dtype=torch.long)
+        self.prefilled = 0  # prompt tokens forwarded (shared prefixes once)
+
+    def run(self, waiting: list[Row], finish: Callable[[Row, str], None]) -> None:
+        waiting = list(reversed(waiting))  # popped from the end, in the given (sorted) order
+        while waiting or self.rows:
+            free = self.budget.rows - len(self.rows)
+            if waiting and (not self.rows or free * JOIN_SHARE >= self.budget.rows or len(waiting) <= free):
+                self._join(waiting)
+            else:
+                self._decode()
+            self._leave(finish)
+
+    # -- joining -------------------------------------------------------------------------------------
+    def _join(self, waiting: list[Row]) -> None:
+        """The next waiting rows that fit, prefilled (shared prefixes once) and merged into the batch."""
+        group: list[Row] = []
+        width = self.mask.shape[1]
+        remaining = max((r.request.max_new_tokens - len(r.generated) for r in self.rows), default=0)
+        longest = longest_tail = 0
+        while waiting and len(self.rows) + len(group) < self.budget.rows:
+            row = waiting[-1]
+            # its own tokens, roughly: those it does not share with the row before it
+            tail = len(row.prompt) - (common_length(group[-1].prompt, row.prompt) if group else 0)
+            longest, longest_tail = max(longest, len(row.prompt)), max(longest_tail, tail)
+            columns = max(width, longest) + max(remaining, row.request.max_new_tokens)
+            if group and (
+                (len(self.rows) + len(group) + 1) * columns > self.budget.cache_tokens
+                or (len(group) + 1) * longest_tail > self.budget.prefill_tokens
+            ):
+                break
+            group.append(waiting.pop())
+            remaining = max(remaining, row.request.max_new_tokens)
+        runs = shared_runs([row.prompt for row in group])
+        prefixes = [self._prefix(tuple(group[start].prompt[:shared])) for start, _, shared in runs]
+        tails = [(row, shared) for (start, end, shared) in runs for row in group[start:end]]
+        past_width = max((shared for _, _, shared in runs), default=0)
+        tail_width = max(len(row.prompt) - shared for row, shared in tails)
+        rows = len(group)
+        input_ids = torch.zeros(rows, tail_width, dtype=torch.long)
+        positions = torch.zeros(rows, tail_width, dtype=torch.long)
+        mask = torch.zeros(rows, past_width + tail_width, dtype=torch.long)
+        pasts: list[Past | None] = []
+        for r, (row, shared) in enumerate(tails):
+            tail = row.prompt[shared:]
+            input_ids[r, tail_width - len(tail) :] = torch.tensor(tail)
+            positions[r, tail_width - len(tail) :] = torch.arange(shared, len(row.prompt))
+            mask[r, :shared] = 1
+            mask[r, past_width + tail_width - len(tail) :] = 1
+        for (start, end, _), prefix in zip(runs, prefixes, strict=True):
+            pasts += [prefix] * (end - start)
+        budget = max(row.request.max_new_tokens for row in group)
+        cache = growing_cache(_stacked(pasts, past_width), past_width + tail_width + budget)
+        logits = self.step(input_ids, cache, mask, positions)
+        self.prefilled += sum(len(row.prompt) - shared for row, shared in tails)
+        self._append(group, logits)
+        self._merge(group, cache, mask)
+
+    def _prefix(self, tokens: tuple[int, ...]) -> Past | None:
+        """The cache of a shared prefix (one row): cut from a kept prefix that starts with it, or forwarded
+        now on top of the longest start it shares with one (an earlier group of the same episode)."""
+        if not tokens:
+            return None
+        shares = ((kept, common_length(kept, tokens)) for kept in self.prefixes)
+        kept, base = max(shares, key=lambda pair: pair[1], default=((), 0))
+        past = [(k[:, :, :base], v[:, :, :base]) for k, v in self.prefixes[kept]] if base else []
+        if base < len(tokens):
+            cache = growing_cache(past, len(tokens))
+            positions = torch.arange(base, len(tokens)).unsqueeze(0)
+            ones = torch.ones(1, len(tokens), dtype=torch.long)
+            self.step(torch.tensor([tokens[base:]]), cache, ones, positions)
+            self.prefilled += len(tokens) - base
+            past = past_of(cache)
+            self.prefixes[tokens] = past
+            while len(self.prefixes) > PREFIXES_KEPT:
+                self.prefixes.popitem(last=False)
+        else:
+            self.prefixes.move_to_end(kept)
+        return past
+
+    def _merge(self, group: list[Row], cache: DynamicCache, mask: torch.Tensor) -> None:
+        """The joined rows' cache beside the running rows', both right-aligned (the shorter padded on the left)."""
+        if self.cache is None or not self.rows:
+            self.rows, self.cache, self.mask = group, cache, mask
+            return
+        old, new = self.mask.shape[1], mask.shape[1]
+        width = max(old, new)
+        budget = max(r.request.max_new_tokens - len(r.generated) for r in self.rows + group)
+        merged = [
+            GrowingLayer.beside(first, second, width, width + budget)
+            for first, second in zip(past_of(self.cache), past_of(cache), strict=True)
+        ]
+        self.cache = DynamicCache()
+        self.cache.layers = merged
+        combined = torch.zeros(len(self.rows) + len(group), width, dtype=torch.long)
+        combined[: len(self.rows), width - old :] = self.mask
+        combined[len(self.rows) :, width - new :] = mask
+        self.rows, self.mask = self.rows + group, combined
+
+    # -- stepping ------------------------------------------------------------------------------------
+    def _decode(self) -> None:
+        assert self.cache is not None
+        rows = self.rows
+        input_ids = torch.tensor([[row.generated[-1]] for row in rows])
+        positions = torch.tensor([[len(row.prompt) + len(row.generated) - 1] for row in rows])
+        self.mask = torch.cat([self.mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
+        logits = self.step(input_ids, self.cache, self.mask, positions)
+        self._append(rows, logits)
+
+    def _append(self, rows: list[Row], logits: torch.Tensor) -> None:
+        """Each row's next token: the argmax, or a sampled request's draw from its own generator."""
+        chosen = logits.argmax(dim=-1)
+        sampled: dict[tuple[float, float], list[int]] = {}
+        for r, row in enumerate(rows):
+            if row.generator is not None:
+                sampled.setdefault((row.request.temperature or 1.0, row.request.top_p), []).append(r)
+        for (temperature, top_p), at in sampled.items():
+            drawn = draw(logits[at], [rows[r].generator for r in at], temperature, top_p)  # type: ignore[misc]
+            chosen[at] = drawn
+        for row, token in zip(rows, chosen.tolist(), strict=True):
+            row.generated.append(token)
+
+    def _leave(self, finish: Callable[[Row, str], None]) -> None:
+        """Rows that are done leave the batch (their cache rows dropped), each text handed on."""
+        done = [
+            r
+            for r, row in enumerate(self.rows)
+            if row.generated[-1] in self.eos
+            or len(row.generated) >= row.request.max_new_tokens
+            or (row.request.stop and self.stop_hit(row))
+        ]
+        if not done:
+            return
+        for r in done:
+            row = self.rows[r]
+            tokens = row.generated[: row.request.max_new_tokens]
+            finish(row, self.decode(tokens[:-1] if tokens and tokens[-1] in self.eos else tokens))
+        keep = [r for r in range(len(self.rows)) if r not in set(done)]
+        self.rows = [self.rows[r] for r in keep]
+        if not keep:
+            self.cache, self.mask = None, torch.zeros(0, 0, dtype=torch.long)
+            return
+        assert self.cache is not None
+        used = int(self.mask[keep].any(dim=0).nonzero()[0])  # leading columns no remaining row uses
+        index = torch.tensor(keep, device=self.device)
+        for layer in self.cache.layers:
+            assert isinstance(layer, GrowingLayer)
+            layer.keep(index, used)
+        self.mask = self.mask[keep, used:]
+
+
+def shared_runs(prompts: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
+    """The prompts (in order) split into runs ``(start, end, shared)`` that each forward a common prefix of
+    ``shared`` tokens once, chosen to save the most tokens ((members - 1) x shared per run); a run's prefix
+    leaves every member at least one token of its own (its last is forwarded to give the first logits)."""
+    n = len(prompts)
+    adjacent = [common_length(prompts[i], prompts[i + 1]) for i in range(n - 1)]
+    best = [0] * (n + 1)  # best[i]: tokens saved by the first i prompts
+    cut = [0] * (n + 1)
+    shared_of: dict[tuple[int, int], int] = {}
+    for end in range(1, n + 1):
+        best[end], cut[end] = best[end - 1], end - 1
+        common = len(prompts[end - 1]) - 1
+        for start in range(end - 2, -1, -1):  # the run prompts[start:end]
+            common = min(common, adjacent[start], len(prompts[start]) - 1)
+            if common < MIN_SHARED:
+                break
+            shared_of[(start, end)] = common
+            if best[start] + (end - start - 1) * common > best[end]:
+                best[end], cut[end] = best[start] + (end - start - 1) * common, start
+    runs, end = [], n
+    while end > 0:
+        start = cut[end]
+        runs.append((start, end, shared_of.get((start, end), 0)))
+        end = start
+    return runs[::-1]
+
+
+def common_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _stacked(pasts: list[Past | None], width: int) -> Past:
+    """Every row's prefix cache right-padded to ``width`` columns (the padding masked); rows without a
+    prefix are all padding. Empty when no row has a prefix."""
+    template = next((p for p in pasts if p), None)
+    if template is None or width == 0:
+        return []
+    stacked = []
+    for layer, (keys, values) in enumerate(template):
+        shape = (len(pasts), keys.shape[1], width, keys.shape[3])
+        k_out, v_out = keys.new_zeros(shape), values.new_zeros(shape)
+        for r, past in enumerate(pasts):
+            if past:
+                k, v = past[layer]
+                k_out[r, :, : k.shape[2]], v_out[r, :, : v.shape[2]] = k[0], v[0]
+        stacked.append((k_out, v_out))
+    return stacked
+
+
+def new_rows(requests: Sequence[Generation], prompts: Sequence[list[int]], device: torch.device) -> list[Row]:
+    """A row per request; a sampled request draws from a generator seeded as one prompt at a time would."""
+    rows = []
+    for i, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
+        sample = request.temperature > 0 or request.top_p < 1
+        generator = torch.Generator(device=device).manual_seed(request_seed(request)) if sample else None
+        rows.append(Row(i, request, prompt, generator))
+    return rows

@@ -1,0 +1,53 @@
+"""The tie rule for greedy texts that two ways of computing disagree on (batched and one-prompt-at-a-time
+`hf:`, or `hf:` and vLLM): a greedy text may differ from the one-at-a-time text only where the model's top
+two logits were within float rounding of each other, at the step where the texts part. ``first_divergence``
+measures that gap, so a benchmark or a test can tell a tie from a bug."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rueval.models.backends.hf_generation import prompt_ids
+from rueval.models.base import Generation
+
+if TYPE_CHECKING:
+    from rueval.models.backends.hf import HFCausalLM
+
+TIE = 1e-4  # logits closer than this may be ordered either way by another batch shape or kernel
+
+
+def first_divergence(model: HFCausalLM, request: Generation, text_a: str, text_b: str) -> float | None:
+    """None when the texts are equal; else the gap between the top two logits at the first step of the
+    one-prompt-at-a-time greedy generation whose token moves its text off the common start of the two
+    texts (the step where they part)."""
+    import torch
+
+    if text_a == text_b:
+        return None
+    common = next((i for i, (a, b) in enumerate(zip(text_a, text_b, strict=False)) if a != b), None)
+    common = min(len(text_a), len(text_b)) if common is None else common
+    prompt = prompt_ids(model, request)
+    input_ids = torch.tensor([prompt], device=model.device)
+    with torch.inference_mode():
+        out = model.model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=request.max_new_tokens,
+            do_sample=False,
+            top_p=None,
+            temperature=None,
+            top_k=None,
+            output_logits=True,
+            return_dict_in_generate=True,
+            pad_token_id=model.start_token,
+        )
+    tokens = out.sequences[0, len(prompt) :].tolist()
+    shared = text_a[:common]
+    step = 0
+    for step in range(len(out.logits)):
+        text = model.tokenizer.decode(tokens[: step + 1], skip_special_tokens=True)
+        if not shared.startswith(text.rstrip("\ufffd")) or len(text) > common:
+            break
+    # else the one-at-a-time text ended (its end token) where the other went on: that last step parted them
+    top = out.logits[step][0].float().topk(2).values
+    return float(top[0] - top[1])

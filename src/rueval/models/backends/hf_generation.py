@@ -1,0 +1,158 @@
+"""Generation for `hf:`, in one of two modes, recorded in run.json and in the request cache key:
+
+- "batched" (the default): continuous batching, shared prefixes prefilled once
+  (rueval.models.backends.batch_generation). A greedy text may differ from the one-prompt-at-a-time
+  text only where the model's top two logits are within float rounding of each other (a batch's shape
+  changes the logits in their last bits); docs/benchmarks.md measures how often.
+- "one-at-a-time" (``--batch-size 1``, and models the batched mode cannot serve exactly: see
+  ``batched_mode_fits``): transformers' own ``generate`` on each prompt alone, so a text never depends on
+  the batch size or on the prompts beside it, to the last bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rueval.models.base import Generation, OnDone, check_generation_budget, cut_at_stop, text_of
+
+if TYPE_CHECKING:
+    from rueval.models.backends.hf import HFCausalLM
+
+BATCHED, ONE_AT_A_TIME = "batched", "one-at-a-time"
+STOP_MARGIN = 4  # tokens decoded beyond a stop sequence's bytes to find it (a character spans up to 4 bytes)
+CPU_CACHE_BYTES = 2 << 30  # the batched key/value cache's share of a CPU machine's memory
+GPU_CACHE_SHARE = 0.5  # ... and of a GPU's memory free after loading
+# generation_config fields that make transformers' generate change the logits (or stop) beyond what the
+# batched loop does: a model that sets one generates one prompt at a time
+PROCESSED = (
+    "repetition_penalty",
+    "no_repeat_ngram_size",
+    "encoder_no_repeat_ngram_size",
+    "bad_words_ids",
+    "suppress_tokens",
+    "begin_suppress_tokens",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
+    "min_length",
+    "min_new_tokens",
+    "sequence_bias",
+    "exponential_decay_length_penalty",
+    "renormalize_logits",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "typical_p",
+    "min_p",
+    "watermarking_config",
+)
+
+
+def batched_mode_fits(model: HFCausalLM) -> bool:
+    """Whether the batched loop computes what transformers' generate would: the model honours an
+    attention mask with holes and explicit positions (its probe passed), sees every past token (no
+    sliding window), and its generation config asks for no logits processing."""
+    config = model.model.generation_config
+    default = type(config)()
+    processed = any(getattr(config, name, None) != getattr(default, name, None) for name in PROCESSED)
+    return bool(model.pack_tokens) and model.window is None and not processed
+
+
+def prompt_ids(model: HFCausalLM, request: Generation) -> list[int]:
+    """The prompt's token ids as the model reads them: the start token first (or lm-eval's --bos rule),
+    the oldest tokens dropped so that the budget fits the model's window."""
+    check_generation_budget(request.max_new_tokens, model.max_length)
+    if model.harness is not None:
+        return model.harness.prompt(request)
+    ids = [model.start_token, *model._tokens(text_of(request.prompt))]
+    return ids[-(model.max_length - request.max_new_tokens) :]
+
+
+def generate_one(model: HFCausalLM, request: Generation) -> str:
+    """transformers' generate on this prompt alone; a sampled request's token is drawn by RowSampler."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    from rueval.models.backends.sampling import RowSampler
+
+    prompt = prompt_ids(model, request)
+    input_ids = torch.tensor([prompt], device=model.device)
+    sample = request.temperature > 0 or request.top_p < 1
+    tokenizer = model.tokenizer
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else model.start_token
+    with torch.inference_mode():
+        out = model.model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=request.max_new_tokens,
+            do_sample=False,  # a sampled request's token is drawn by RowSampler; greedy then takes it
+            logits_processor=LogitsProcessorList([RowSampler([request], model.device)] if sample else []),
+            top_p=None,
+            temperature=None,
+            top_k=None,
+            pad_token_id=pad,
+            stop_strings=list(request.stop) or None,
+            tokenizer=tokenizer,
+        )
+    return cut_at_stop(tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True), request.stop)
+
+
+def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done: OnDone | None) -> list[str]:
+    """Every request's text by continuous batching; each finished text reported to ``on_done`` as its
+    row leaves. With --batch-size auto, rows and cache shrink on out-of-memory and the unfinished
+    requests start again (the finished ones are kept)."""
+    import torch
+
+    from rueval.models.backends.batch_generation import BatchGenerator, Budget, Row, new_rows
+
+    texts: dict[int, str] = {}
+    prompts = [prompt_ids(model, request) for request in requests]
+    eos = _end_tokens(model)
+    tokenizer = model.tokenizer
+
+    def decode(tokens: list[int]) -> str:
+        return tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def stop_hit(row: Row) -> bool:
+        """Whether a stop sequence ends within the newest tokens (the text is cut at the first one later)."""
+        stop = row.request.stop
+        window = max(len(s.encode()) for s in stop) + STOP_MARGIN
+        tail = decode(row.generated[-window:])
+        return any(s and s in tail for s in stop)
+
+    def finish(row: Row, text: str) -> None:
+        texts[row.index] = cut_at_stop(text, row.request.stop)
+        if on_done is not None:
+            on_done([(row.index, texts[row.index])])
+
+    def compute(rows: int, tokens: int) -> None:
+        budget = Budget(rows, tokens, _cache_tokens(model))
+        generator = BatchGenerator(model._generation_step, budget, eos, decode, stop_hit, model.device)
+        waiting = new_rows(requests, prompts, model.device)
+        with torch.inference_mode():
+            generator.run([row for row in waiting if row.index not in texts], finish)
+
+    model._fitting(compute)
+    return [texts[i] for i in range(len(requests))]
+
+
+def _end_tokens(model: HFCausalLM) -> frozenset[int]:
+    """The tokens that end a generation, as transformers' generate reads them (the generation config's)."""
+    eos = model.model.generation_config.eos_token_id
+    if eos is None:
+        eos = model.tokenizer.eos_token_id
+    return frozenset([] if eos is None else [eos] if isinstance(eos, int) else eos)
+
+
+def _cache_tokens(model: HFCausalLM) -> int:
+    """How many tokens (rows x columns) the batched key/value cache may hold on the model's device."""
+    import torch
+
+    config = model.model.config
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 1)
+    width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 1)
+    token_bytes = 2 * layers * width * model.model.dtype.itemsize  # keys and values (an upper bound under GQA)
+    if model.device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(model.device)
+        return max(1, int(free * GPU_CACHE_SHARE) // token_bytes)
+    return max(1, CPU_CACHE_BYTES // token_bytes)
