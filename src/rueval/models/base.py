@@ -196,9 +196,12 @@ class LanguageModel(ABC):
     server)."""
 
     identity: str
-    # how the backend generates, where its texts depend on it (hf:: "batched" or "one-at-a-time"): recorded in
-    # run.json, in the fingerprint and in the request cache key of generations
-    generation_mode: str | None = None
+
+    @property
+    def generation_mode(self) -> str | None:
+        """How the backend generates, where its texts depend on it (hf:'s "batched" or "one-at-a-time"):
+        recorded in run.json, in the fingerprint and in the request cache key of generations."""
+        return None
 
     @property
     @abstractmethod

@@ -50,7 +50,8 @@ def resolved_settings(spec: RunSpec, solver: Any) -> dict[str, Any]:
     model recomputes), how it generates (`hf:`'s texts depend on it; left out for models whose texts do
     not), and rueval's version."""
     settings = {**spec.to_json(), "model_identity": getattr(solver, "identity", spec.model)}
-    if (mode := getattr(solver, "generation_mode", None)) is not None:
+    engine = getattr(solver, "engine", None)  # a language model's
+    if engine is not None and (mode := engine.model.generation_mode) is not None:
         settings["generation_mode"] = mode
     return {**settings, "rueval_version": __version__}
 

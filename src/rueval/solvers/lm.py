@@ -205,10 +205,6 @@ class LMSolver(Solver, PooledSolver[TaskPlans]):
         return self.engine.model.identity
 
     @property
-    def generation_mode(self) -> str | None:
-        return self.engine.model.generation_mode
-
-    @property
     def pooled(self) -> LMSolver:
         return self
 

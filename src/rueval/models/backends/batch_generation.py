@@ -190,11 +190,11 @@ class BatchGenerator:
         mask = torch.zeros(rows, past_width + tail_width, dtype=torch.long)
         pasts: list[Past | None] = []
         for r, (row, shared) in enumerate(tails):
-            tail = row.prompt[shared:]
-            input_ids[r, tail_width - len(tail) :] = torch.tensor(tail)
-            positions[r, tail_width - len(tail) :] = torch.arange(shared, len(row.prompt))
+            own = row.prompt[shared:]
+            input_ids[r, tail_width - len(own) :] = torch.tensor(own)
+            positions[r, tail_width - len(own) :] = torch.arange(shared, len(row.prompt))
             mask[r, :shared] = 1
-            mask[r, past_width + tail_width - len(tail) :] = 1
+            mask[r, past_width + tail_width - len(own) :] = 1
         for (start, end, _), prefix in zip(runs, prefixes, strict=True):
             pasts += [prefix] * (end - start)
         budget = max(row.request.max_new_tokens for row in group)
@@ -263,7 +263,7 @@ class BatchGenerator:
             if row.generator is not None:
                 sampled.setdefault((row.request.temperature or 1.0, row.request.top_p), []).append(r)
         for (temperature, top_p), at in sampled.items():
-            drawn = draw(logits[at], [rows[r].generator for r in at], temperature, top_p)  # type: ignore[misc]
+            drawn = draw(logits[at], [rows[r].generator for r in at], temperature, top_p)
             chosen[at] = drawn
         for row, token in zip(rows, chosen.tolist(), strict=True):
             row.generated.append(token)

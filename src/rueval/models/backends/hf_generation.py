@@ -11,15 +11,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+from rueval.models.backends.harness_tokens import HarnessTokens
 from rueval.models.base import Generation, OnDone, check_generation_budget, cut_at_stop, text_of
 
-if TYPE_CHECKING:
-    from rueval.models.backends.hf import HFCausalLM
-
 BATCHED, ONE_AT_A_TIME = "batched", "one-at-a-time"
+
+
+class HFCausalLM(Protocol):
+    """What generation reads of rueval.models.backends.hf.HFCausalLM (which imports this module)."""
+
+    model: Any
+    tokenizer: Any
+    harness: HarnessTokens | None
+    start_token: int
+    max_length: int
+    device: Any
+    pack_tokens: int
+    window: int | None
+
+    def _tokens(self, text: str) -> list[int]: ...
+    def _fitting(self, compute: Callable[[int, int], Any]) -> Any: ...
+    def _generation_step(self, input_ids: Any, cache: Any, mask: Any, positions: Any) -> Any: ...
+
+
 STOP_MARGIN = 4  # tokens decoded beyond a stop sequence's bytes to find it (a character spans up to 4 bytes)
 CPU_CACHE_BYTES = 2 << 30  # the batched key/value cache's share of a CPU machine's memory
 GPU_CACHE_SHARE = 0.5  # ... and of a GPU's memory free after loading
@@ -149,8 +166,8 @@ def _cache_tokens(model: HFCausalLM) -> int:
 
     config = model.model.config
     config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 1)
-    width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 1)
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or 1
+    width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or 1
     token_bytes = 2 * layers * width * model.model.dtype.itemsize  # keys and values (an upper bound under GQA)
     if model.device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(model.device)
