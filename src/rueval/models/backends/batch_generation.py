@@ -138,10 +138,10 @@ class BatchGenerator:
         budget: Budget,
         eos: frozenset[int],
         decode: Callable[[list[int]], str],
-        stop_hit: Callable[[Row], bool],
+        stopped: Callable[[list[Row]], list[bool]],
         device: torch.device,
     ):
-        self.step, self.budget, self.eos, self.decode, self.stop_hit = step, budget, eos, decode, stop_hit
+        self.step, self.budget, self.eos, self.decode, self.stopped = step, budget, eos, decode, stopped
         self.device = device
         self.prefixes: OrderedDict[tuple[int, ...], Past] = OrderedDict()
         self.rows: list[Row] = []
@@ -270,12 +270,13 @@ class BatchGenerator:
 
     def _leave(self, finish: Callable[[Row, str], None]) -> None:
         """Rows that are done leave the batch (their cache rows dropped), each text handed on."""
+        with_stops = [r for r, row in enumerate(self.rows) if row.request.stop]
+        hits = self.stopped([self.rows[r] for r in with_stops])
+        stopped = {r for r, hit in zip(with_stops, hits, strict=True) if hit}
         done = [
             r
             for r, row in enumerate(self.rows)
-            if row.generated[-1] in self.eos
-            or len(row.generated) >= row.request.max_new_tokens
-            or (row.request.stop and self.stop_hit(row))
+            if row.generated[-1] in self.eos or len(row.generated) >= row.request.max_new_tokens or r in stopped
         ]
         if not done:
             return

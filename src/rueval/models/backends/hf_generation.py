@@ -129,12 +129,14 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
     def decode(tokens: list[int]) -> str:
         return tokenizer.decode(tokens, skip_special_tokens=True)
 
-    def stop_hit(row: Row) -> bool:
-        """Whether a stop sequence ends within the newest tokens (the text is cut at the first one later)."""
-        stop = row.request.stop
-        window = max(len(s.encode()) for s in stop) + STOP_MARGIN
-        tail = decode(row.generated[-window:])
-        return any(s and s in tail for s in stop)
+    def stopped(rows: list[Row]) -> list[bool]:
+        """Whether a stop sequence ends within each row's newest tokens (decoded in one call; the text is
+        cut at the first stop later)."""
+        if not rows:
+            return []
+        windows = [row.generated[-(max(len(s.encode()) for s in row.request.stop) + STOP_MARGIN) :] for row in rows]
+        tails = tokenizer.batch_decode(windows, skip_special_tokens=True)
+        return [any(s and s in tail for s in row.request.stop) for row, tail in zip(rows, tails, strict=True)]
 
     def finish(row: Row, text: str) -> None:
         texts[row.index] = cut_at_stop(text, row.request.stop)
@@ -143,7 +145,7 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
 
     def compute(rows: int, tokens: int) -> None:
         budget = Budget(rows, tokens, _cache_tokens(model))
-        generator = BatchGenerator(model._generation_step, budget, eos, decode, stop_hit, model.device)
+        generator = BatchGenerator(model._generation_step, budget, eos, decode, stopped, model.device)
         waiting = new_rows(requests, prompts, model.device)
         with torch.inference_mode():
             generator.run([row for row in waiting if row.index not in texts], finish)
