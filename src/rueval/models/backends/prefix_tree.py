@@ -312,21 +312,28 @@ def _padding_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tenso
 
 
 def _tree_mask(batch: list[_Row], past_max: int, new_max: int) -> torch.Tensor:
-    """Each token attends to its row's past and to its own ancestors in the row, itself included.
-    A padding position attends to itself only, so that no softmax runs over nothing. Built a depth at
-    a time over the whole batch: a token's row of the mask is its ancestor's plus itself."""
+    """Each token attends to its row's past and to its own ancestors in the row, itself included. A packed
+    row is in depth-first order, so a token's subtree is the span from it to its subtree's end: token i
+    sees token j exactly when j <= i < end(j). A padding position's span is itself alone, so that no
+    softmax runs over nothing. A few whole-batch comparisons, not an operation per depth."""
     mask = torch.zeros(len(batch), 1, new_max, past_max + new_max, dtype=torch.bool)
+    ends = torch.arange(1, new_max + 1).repeat(len(batch), 1)
     for r, row in enumerate(batch):
         mask[r, 0, : len(row.tokens), : row.past_len] = True
-    own = mask[:, 0, :, past_max:]
-    own[:, range(new_max), range(new_max)] = True
-    places = [(r, i, a, d) for r, row in enumerate(batch) for i, (a, d) in enumerate(zip(row.ancestors, row.depths))]
-    rows, tokens, ancestors, depths = torch.tensor(places, dtype=torch.long).unbind(1)
-    for depth in range(1, int(depths.max()) + 1):
-        at = depths == depth
-        r, i, a = rows[at], tokens[at], ancestors[at]
-        own[r, i] |= own[r, a]
+        ends[r, : len(row.tokens)] = torch.tensor(_subtree_ends(row.ancestors))
+    at = torch.arange(new_max)
+    query, key = at.view(1, -1, 1), at.view(1, 1, -1)
+    mask[:, 0, :, past_max:] = (key <= query) & (query < ends.unsqueeze(1))
     return mask
+
+
+def _subtree_ends(ancestors: list[int]) -> list[int]:
+    """For each token of a depth-first row, the index after the last token of its subtree."""
+    sizes = [1] * len(ancestors)
+    for i in range(len(ancestors) - 1, 0, -1):
+        if ancestors[i] >= 0:
+            sizes[ancestors[i]] += sizes[i]
+    return [i + size for i, size in enumerate(sizes)]
 
 
 def _stack_pasts(
