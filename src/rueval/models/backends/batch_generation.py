@@ -26,6 +26,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from rueval.models.backends.prefix_tree import stack_pasts
 from rueval.models.backends.sampling import draw, request_seed
 from rueval.models.base import Generation
 
@@ -198,7 +199,8 @@ class BatchGenerator:
         for (start, end, _), prefix in zip(runs, prefixes, strict=True):
             pasts += [prefix] * (end - start)
         budget = max(row.request.max_new_tokens for row in group)
-        cache = growing_cache(_stacked(pasts, past_width), past_width + tail_width + budget)
+        stacked = stack_pasts(pasts, past_width) if any(pasts) else []
+        cache = growing_cache(stacked, past_width + tail_width + budget)
         logits = self.step(input_ids, cache, mask, positions)
         self.prefilled += sum(len(row.prompt) - shared for row, shared in tails)
         self._append(group, logits)
@@ -332,24 +334,6 @@ def common_length(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
-
-
-def _stacked(pasts: list[Past | None], width: int) -> Past:
-    """Every row's prefix cache right-padded to ``width`` columns (the padding masked); rows without a
-    prefix are all padding. Empty when no row has a prefix."""
-    template = next((p for p in pasts if p), None)
-    if template is None or width == 0:
-        return []
-    stacked = []
-    for layer, (keys, values) in enumerate(template):
-        shape = (len(pasts), keys.shape[1], width, keys.shape[3])
-        k_out, v_out = keys.new_zeros(shape), values.new_zeros(shape)
-        for r, past in enumerate(pasts):
-            if past:
-                k, v = past[layer]
-                k_out[r, :, : k.shape[2]], v_out[r, :, : v.shape[2]] = k[0], v[0]
-        stacked.append((k_out, v_out))
-    return stacked
 
 
 def new_rows(requests: Sequence[Generation], prompts: Sequence[list[int]], device: torch.device) -> list[Row]:

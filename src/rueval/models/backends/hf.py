@@ -107,10 +107,10 @@ class HFCausalLM(LanguageModel):
             HarnessTokens(self.tokenizer, ADD_BOS[bos], self.max_length, f"hf:{path}") if bos != ALWAYS else None
         )
         self.stats = TreeStats()
+        self.window = _sliding_window(self.model.config)  # before the probes: their forward passes read it
         known = _known_architecture(self.model)
         self._split_head = known or self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if known or self._packing_matches_plain() else 0
-        self.window = _sliding_window(self.model.config)
         self._capabilities = Capabilities(
             loglikelihood=True,
             generation=True,
@@ -213,8 +213,13 @@ class HFCausalLM(LanguageModel):
         import torch
         from transformers import DynamicCache
 
+        from rueval.models.backends.batch_generation import growing_cache
+
         device = self.device
-        cache = DynamicCache(ddp_cache_data=past, config=self.model.config) if past else None
+        if past and self.window is None:  # the past copied once into a cache with room for the new tokens
+            cache = growing_cache(past, past[0][0].shape[2] + input_ids.shape[1])
+        else:
+            cache = DynamicCache(ddp_cache_data=past, config=self.model.config) if past else None
         if mask.dim() == 4:  # a tree mask: transformers takes a 4D mask as additive, in the model's dtype
             dtype, mask = self.model.dtype, mask.to(device)  # made additive where it is used (a GPU's is large)
             mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, torch.finfo(dtype).min)

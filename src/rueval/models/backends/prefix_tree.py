@@ -251,7 +251,7 @@ def _forward(
         input_ids[r, :n] = torch.tensor(row.tokens)
         positions[r, :n] = row.past_len + torch.tensor(row.depths)
     mask = (_tree_mask if any(row.branched for row in batch) else _padding_mask)(batch, past_max, new_max)
-    past = _stack_pasts([s.parent.past if s.parent else None for s in batch], past_max) if past_max else None
+    past = stack_pasts([s.parent.past if s.parent else None for s in batch], past_max) if past_max else None
     hidden, new_past = forward(input_ids, past, mask, positions)
     stats.forward_calls += 1
     stats.forwarded_tokens += sum(len(s.tokens) for s in batch)
@@ -336,7 +336,7 @@ def _subtree_ends(ancestors: list[int]) -> list[int]:
     return [i + size for i, size in enumerate(sizes)]
 
 
-def _stack_pasts(
+def stack_pasts(
     pasts: list[list[tuple[torch.Tensor, torch.Tensor]] | None], length: int
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per layer, every row's cache right-padded to ``length`` (the padding is masked out). Rows
@@ -344,14 +344,18 @@ def _stack_pasts(
     template = next(p for p in pasts if p is not None)
     if all(p is template for p in pasts) and template[0][0].shape[2] == length:
         return [(k.expand(len(pasts), -1, -1, -1), v.expand(len(pasts), -1, -1, -1)) for k, v in template]
+    sharing: dict[int, tuple[list[tuple[torch.Tensor, torch.Tensor]], list[int]]] = {}  # a parent's rows
+    for r, past in enumerate(pasts):
+        if past is not None:
+            sharing.setdefault(id(past), (past, []))[1].append(r)
     stacked = []
     for layer, (keys, values) in enumerate(template):
         shape = (len(pasts), keys.shape[1], length, keys.shape[3])
         k_out, v_out = keys.new_zeros(shape), values.new_zeros(shape)
-        for r, past in enumerate(pasts):
-            if past is not None:
-                k, v = past[layer]
-                k_out[r, :, : k.shape[2]] = k[0]
-                v_out[r, :, : v.shape[2]] = v[0]
+        for past, rows in sharing.values():  # one copy per parent, broadcast over its rows
+            k, v = past[layer]
+            at = torch.tensor(rows, device=k.device)
+            k_out[at, :, : k.shape[2]] = k
+            v_out[at, :, : v.shape[2]] = v
         stacked.append((k_out, v_out))
     return stacked
