@@ -288,8 +288,9 @@ class HFCausalLM(LanguageModel):
 
     def _generate_one(self, request: Generation) -> str:
         import torch
-        from transformers import LogitsProcessorList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
+        from rueval.models.backends.generated_stop import GeneratedTextStop
         from rueval.models.backends.sampling import RowSampler
 
         check_generation_budget(request.max_new_tokens, self.max_length)
@@ -300,6 +301,7 @@ class HFCausalLM(LanguageModel):
             prompt = ids[-(self.max_length - request.max_new_tokens) :]
         input_ids = torch.tensor([prompt], device=self.device)
         sample = request.temperature > 0 or request.top_p < 1
+        stop = GeneratedTextStop(self.tokenizer, request.stop, len(prompt))
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.start_token
         with torch.inference_mode():
             out = self.model.generate(
@@ -312,8 +314,7 @@ class HFCausalLM(LanguageModel):
                 temperature=None,
                 top_k=None,
                 pad_token_id=pad,
-                stop_strings=list(request.stop) or None,
-                tokenizer=self.tokenizer,
+                stopping_criteria=StoppingCriteriaList([stop] if request.stop else []),
             )
         text = self.tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True)
         return cut_at_stop(text, request.stop)
