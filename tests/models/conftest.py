@@ -59,12 +59,16 @@ def trained_gpt2(tiny_gpt2_dir, tmp_path_factory):
 @pytest.fixture(scope="session")
 def cut_cases(chat_model):
     """generation_cases' stops and budgets on the served (random) tiny model, whose long greedy texts hold
-    stops to cut at (and a prompt longer than its window), with `hf:`'s texts one prompt at a time."""
-    from generation_cases import Cases, long_prompt, prompts
+    stops to cut at (and a prompt longer than its window, and one whose tokens end between a character's
+    bytes), with `hf:`'s texts one prompt at a time."""
+    from generation_cases import Cases, byte_prompt, long_prompt, prompts
 
     from rueval.models.backends.hf import HFCausalLM
 
-    return Cases.of(HFCausalLM(str(chat_model), batch_size=1), [*prompts(8), long_prompt()])
+    hf = HFCausalLM(str(chat_model), batch_size=1)
+    broken = byte_prompt(hf)
+    assert broken is not None, "no prompt's greedy tokens end between a character's bytes"
+    return Cases.of(hf, [*prompts(8), long_prompt(), broken])
 
 
 @pytest.fixture(scope="session")

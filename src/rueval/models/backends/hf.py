@@ -290,7 +290,7 @@ class HFCausalLM(LanguageModel):
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from rueval.models.backends.generated_stop import GeneratedTextStop
+        from rueval.models.backends.generated_text import GeneratedTextStop, answer_text
         from rueval.models.backends.sampling import RowSampler
 
         check_generation_budget(request.max_new_tokens, self.max_length)
@@ -316,8 +316,7 @@ class HFCausalLM(LanguageModel):
                 pad_token_id=pad,
                 stopping_criteria=StoppingCriteriaList([stop] if request.stop else []),
             )
-        text = self.tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True)
-        return cut_at_stop(text, request.stop)
+        return cut_at_stop(answer_text(self.tokenizer, out[0, len(prompt) :].tolist()), request.stop)
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> HFCausalLM:
