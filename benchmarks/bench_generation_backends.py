@@ -2,7 +2,7 @@
 batched, `-m vllm:` in process and `-m openai:` against a real vLLM server, all in float32 on the same
 weights.
 
-    python benchmarks/bench_generation_backends.py [--prompts 150] [--vllm-python .venv-vllm/bin/python]
+    python benchmarks/bench_generation_backends.py [--prompts 100] [--vllm-python .venv-vllm/bin/python]
 
 Not part of the test suite (tests/models/test_vllm_*.py run the same checks on fewer prompts). One run:
 1. builds the tests' tiny GPT-2 (2 layers, 64 wide, a byte-level BPE of 2,000 tokens) and trains it briefly on
@@ -42,7 +42,7 @@ from vllm_server import VLLMServer, vllm_python  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prompts", type=int, default=150)
+    parser.add_argument("--prompts", type=int, default=100)
     parser.add_argument("--vllm-python", default=str(vllm_python()))
     parser.add_argument("--name", default="bench_generation_backends")
     args = parser.parse_args()
