@@ -1,8 +1,15 @@
 """rueval's language-model engine against lm-evaluation-harness, on the same model and prompts.
 
     python benchmarks/bench_engine.py [--items 350] [--episodes 5] [--fewshot-items N] [--threads N]
-        [--repeats 3] [--device cpu|cuda] [--dtype float32|bfloat16]
+        [--repeats 3] [--device cpu|cuda] [--dtype float32|bfloat16] [--parts loglikelihood,generation]
+        [--generation-items 64] [--max-gen-toks 32]
         [--lm-eval-python /tmp/venv-bench/bin/python] [--name bench_engine] [--keep DIR]
+
+On a GPU, both parts in bfloat16 (the generation part's 4-shot prompts share their demonstrations):
+
+    python benchmarks/bench_engine.py --device cuda --dtype bfloat16 --name bench_engine_cuda
+
+A quick check on a CPU: ``--items 16 --fewshot-items 8 --episodes 2 --repeats 1 --generation-items 8``.
 
 Not part of the test suite. ``--device cuda`` runs both tools on the GPU (a CUDA build of torch in both
 virtualenvs), ``--dtype bfloat16`` both in bfloat16 (rueval's tree mask then goes through the GPU's
@@ -36,6 +43,15 @@ One run:
 7. checks that both encode the same tokens and pick the same answers, and compares the
    log-likelihoods;
 8. prints a table and writes benchmarks/results/bench_engine.json and .md (``--name``).
+
+The generation part (``--parts generation``) asks for greedy texts after the same prompts (``--generation-items``
+of them, 0-shot and 4-shot x ``--episodes``, ``--max-gen-toks`` new tokens, stopping at a new line):
+rueval's ``HFCausalLM.generate`` batched (batch size auto: continuous batching, the demonstrations a
+4-shot episode shares prefilled once) and one prompt at a time (``--batch-size 1``), and lm-eval's
+``generate_until`` (batch size 32, left-padded batches) over a generated local task of the same prompts,
+each in a fresh process timed around its generation calls; it reports the texts equal to rueval's one at a
+time (a random model's top two logits are often within rounding of each other, so batched texts may
+part from them at such a tie).
 
 Both tools run with the same torch threads (``--threads``, default torch's choice). The timings
 are only as good as the machine is quiet: the run records the 1-minute load average around each
@@ -74,6 +90,7 @@ Device = namedtuple("Device", "name dtype")  # where and in what precision both 
 MODEL = {"n_layer": 6, "n_embd": 512, "n_head": 8, "vocab_size": 8000, "seed": 0}
 LM_EVAL_BATCH_SIZE = 32
 SHOTS = 4
+GENERATION_STOP = ("\n",)
 ENGINE_SOURCES = (
     "models/backends/prefix_tree.py",
     "models/backends/hf.py",
@@ -285,6 +302,26 @@ def rueval_worker(spec_file: Path, out_file: Path) -> None:
     out_file.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
 
 
+def rueval_generation_worker(spec_file: Path, out_file: Path) -> None:
+    """Generate after the exported prompts with HFCausalLM (batch size ``spec["batch_size"]``), timing
+    ``generate`` (tokenisation included, model load excluded)."""
+    from rueval.models.backends.hf import HFCausalLM
+    from rueval.models.base import Generation
+
+    spec = json.loads(spec_file.read_text(encoding="utf-8"))
+    model = HFCausalLM(spec["model_dir"], device=spec["device"], dtype=spec["dtype"], batch_size=spec["batch_size"])
+    requests = [Generation(p, spec["max_gen_toks"], stop=GENERATION_STOP) for p in spec["prompts"]]
+    started, cpu_started = time.perf_counter(), time.process_time()
+    texts = model.generate(requests)
+    out = {
+        "generate_s": time.perf_counter() - started,
+        "generate_cpu_s": time.process_time() - cpu_started,
+        "mode": getattr(model, "generation_mode", "one-at-a-time"),
+        "texts": texts,
+    }
+    out_file.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+
+
 # -- lm-evaluation-harness, in its own process (its virtualenv) ----------------------------------
 def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
     """lm-eval's CLI, unchanged, with timers and counters around HFLM's load, loglikelihood and
@@ -301,11 +338,12 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
         "fed_tokens": 0,
         "requests": [],
     }
-    init, loglikelihood, tokens, model_call = (
+    init, loglikelihood, tokens, model_call, generate_until = (
         hf.HFLM.__init__,
         hf.HFLM.loglikelihood,
         hf.HFLM._loglikelihood_tokens,
         hf.HFLM._model_call,
+        hf.HFLM.generate_until,
     )
 
     def timed_init(self, *args, **kwargs):
@@ -322,6 +360,13 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
         probe["torch_threads"] = torch.get_num_threads()
         return results
 
+    def timed_generate_until(self, requests, *args, **kwargs):
+        started, cpu_started = time.perf_counter(), time.process_time()
+        results = generate_until(self, requests, *args, **kwargs)
+        probe["score_s"] += time.perf_counter() - started
+        probe["score_cpu_s"] += time.process_time() - cpu_started
+        return results
+
     def recorded_tokens(self, requests, *args, **kwargs):
         probe["requests"].extend(
             [list(args_), list(context), list(continuation)] for args_, context, continuation in requests
@@ -335,6 +380,7 @@ def lm_eval_wrapper(probe_file: Path, argv: list[str]) -> None:
 
     hf.HFLM.__init__, hf.HFLM.loglikelihood = timed_init, timed_loglikelihood
     hf.HFLM._loglikelihood_tokens, hf.HFLM._model_call = recorded_tokens, counted_call
+    hf.HFLM.generate_until = timed_generate_until
     sys.argv = ["lm_eval", *argv]
     try:
         cli_evaluate()
@@ -350,8 +396,10 @@ def run_lm_eval(
     work: Path,
     env: dict[str, str],
     device: Device,
+    max_gen_toks: int = 0,
 ) -> dict[str, Any]:
-    """lm_eval --model hf over a local multiple-choice task of the exported prompts."""
+    """lm_eval --model hf over a local multiple-choice task of the exported prompts, or (``max_gen_toks``)
+    a generate_until task of their contexts."""
     tasks = work / f"tasks-{name}"
     tasks.mkdir()
     docs = tasks / "docs.jsonl"
@@ -370,6 +418,11 @@ def run_lm_eval(
         "num_fewshot": 0,
         "metric_list": [{"metric": "acc"}],
     }
+    if max_gen_toks:
+        until = {"until": list(GENERATION_STOP), "max_gen_toks": max_gen_toks, "do_sample": False, "temperature": 0}
+        config |= {"output_type": "generate_until", "doc_to_target": "{{choices[label]}}", "generation_kwargs": until}
+        config |= {"metric_list": [{"metric": "exact_match"}]}
+        del config["doc_to_choice"]
     (tasks / f"{task_name}.yaml").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
     output = work / f"lm-eval-{name}"
     probe_file = work / f"lm-eval-{name}-probe.json"
@@ -482,14 +535,20 @@ def main() -> None:
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda, for both tools")
     parser.add_argument("--dtype", default="float32", help="float32 or bfloat16, for both tools")
+    parser.add_argument("--parts", default="loglikelihood,generation", help="loglikelihood, generation or both")
+    parser.add_argument("--generation-items", type=int, default=64, help="items of the generation part")
+    parser.add_argument("--max-gen-toks", type=int, default=32, help="new tokens per generation at most")
     parser.add_argument("--lm-eval-python", default="/tmp/venv-bench/bin/python")
     parser.add_argument("--name", default="bench_engine", help="results file name, without extension")
     parser.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     parser.add_argument("--worker-rueval", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-generate", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--lm-eval-wrapper", type=Path, help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.worker_rueval:
         return rueval_worker(*args.worker_rueval)
+    if args.worker_generate:
+        return rueval_generation_worker(*args.worker_generate)
     if args.lm_eval_wrapper:
         return lm_eval_wrapper(args.lm_eval_wrapper, rest[1:] if rest[:1] == ["--"] else rest)
 
@@ -528,6 +587,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     if args.threads:  # read by torch at start-up, in both tools' processes
         env |= {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    if "loglikelihood" not in args.parts:
+        settings = []
     for setting in settings:
         setting["rows"] = build_prompts(work / "data", setting["shots"], setting["episodes"], setting["items"])
         spec = work / f"rueval-{setting['name']}.json"
@@ -569,6 +630,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "rueval": [r["score_s"] for r in ruevals],
             "lm_eval": [r["probe"]["score_s"] for r in lm_evals],
         }
+    generation = run_generation(args, work, model_dir, env) if "generation" in args.parts else []
     if environment(args.lm_eval_python)["rueval_sources"] != measured["rueval_sources"]:
         print("warning: rueval's engine sources changed during the run", file=sys.stderr)
         measured["rueval_sources_changed_during_run"] = True
@@ -583,7 +645,53 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "dtype": args.dtype,
         "repeats": args.repeats,
         "settings": [{k: s[k] for k in ("title", "shots", "episodes", "items")} | s["result"] for s in settings],
+        "generation": generation,
     }
+
+
+def run_generation(args: argparse.Namespace, work: Path, model_dir: Path, env: dict[str, str]) -> list[dict]:
+    """The generation part: greedy texts after the PARus prompts of ``--generation-items`` items (0-shot, and
+    4-shot x episodes, whose demonstrations an episode's prompts share), by rueval batched and one prompt at
+    a time and by lm-eval's generate_until, each in a fresh process."""
+    device = Device(args.device, args.dtype)
+    results = []
+    for shots, episodes in ((0, 1), (SHOTS, args.episodes)):
+        rows = build_prompts(work / "data", shots, episodes, args.generation_items)
+        name = f"generate-{shots}shot"
+        timed = {}
+        for batch_size in ("auto", 1):
+            spec, out = work / f"{name}-{batch_size}.json", work / f"{name}-{batch_size}-out.json"
+            settings = {"max_gen_toks": args.max_gen_toks, "batch_size": batch_size, "device": args.device}
+            settings |= {"model_dir": str(model_dir), "dtype": args.dtype, "prompts": [r["context"] for r in rows]}
+            spec.write_text(json.dumps(settings, ensure_ascii=False), encoding="utf-8")
+            print(f"generation, {shots}-shot x {episodes}: rueval batch size {batch_size} ...", flush=True)
+            command = [sys.executable, __file__, "--worker-generate", str(spec), str(out)]
+            wall, _ = run_child(command, env, work / f"{name}-{batch_size}.log")
+            timed[batch_size] = json.loads(out.read_text(encoding="utf-8")) | {"wall_s": wall}
+        print(f"generation, {shots}-shot x {episodes}: lm-eval ...", flush=True)
+        lm_eval = run_lm_eval(args.lm_eval_python, rows, name, model_dir, work, env, device, args.max_gen_toks)
+        batched, one, lm_texts = timed["auto"], timed[1], [s["resps"][0][0] for s in lm_eval["samples"]]
+        reference = one["texts"]
+        results.append(
+            {
+                "title": f"{shots}-shot x {episodes}",
+                "prompts": len(rows),
+                "max_gen_toks": args.max_gen_toks,
+                "batched_mode": batched["mode"],
+                "seconds": {
+                    "rueval_batched": batched["generate_s"],
+                    "rueval_one_at_a_time": one["generate_s"],
+                    "lm_eval": lm_eval["probe"]["score_s"],
+                },
+                "speedup_over_one_at_a_time": one["generate_s"] / batched["generate_s"],
+                "speedup_over_lm_eval": lm_eval["probe"]["score_s"] / batched["generate_s"],
+                "equal_to_one_at_a_time": {
+                    "rueval_batched": sum(a == b for a, b in zip(batched["texts"], reference, strict=True)),
+                    "lm_eval": sum(a == b for a, b in zip(lm_texts, reference, strict=True)),
+                },
+            }
+        )
+    return results
 
 
 def median_run(runs: list[dict[str, Any]], seconds: Any) -> dict[str, Any]:
@@ -697,7 +805,10 @@ def write_report(report: dict[str, Any], name: str) -> None:
         )  # fmt: skip
         table.add_row(*cells)
         lines.append("| " + " | ".join(cells) + " |")
-    Console(width=200).print(table)
+    if report["settings"]:
+        Console(width=200).print(table)
+    else:  # the generation part alone
+        lines = []
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     model, env = report["model"], report["environment"]
@@ -730,9 +841,31 @@ def write_report(report: dict[str, Any], name: str) -> None:
             + "."
         ),
     ]
+    lines += generation_lines(report)
     markdown = "\n".join([f"# {name}", "", *lines, "", *(f"- {n}" for n in notes), ""])
     (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(f"wrote {RESULTS / name}.json and .md")
+
+
+def generation_lines(report: dict[str, Any]) -> list[str]:
+    """The generation part's table (Markdown), printed too."""
+    if not report["generation"]:
+        return []
+    header = ("generation", "prompts", "new tokens", "rueval batched s", "one at a time s", "lm-eval s",
+              "speedup (one at a time)", "speedup (lm-eval)", "batched = one at a time",
+              "lm-eval = one at a time")  # fmt: skip
+    lines = ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for g in report["generation"]:
+        seconds, equal = g["seconds"], g["equal_to_one_at_a_time"]
+        cells = (
+            f"{g['title']} ({g['batched_mode']})", str(g["prompts"]), str(g["max_gen_toks"]),
+            f"{seconds['rueval_batched']:.1f}", f"{seconds['rueval_one_at_a_time']:.1f}", f"{seconds['lm_eval']:.1f}",
+            f"{g['speedup_over_one_at_a_time']:.2f}x", f"{g['speedup_over_lm_eval']:.2f}x",
+            f"{equal['rueval_batched']}/{g['prompts']}", f"{equal['lm_eval']}/{g['prompts']}",
+        )  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

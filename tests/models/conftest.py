@@ -43,3 +43,39 @@ def plain(tiny_gpt2_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     return AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval(), AutoTokenizer.from_pretrained(tiny_gpt2_dir)
+
+
+@pytest.fixture(scope="session")
+def trained_gpt2(tiny_gpt2_dir, tmp_path_factory):
+    """The tiny GPT-2 trained briefly on the bundled samples: its greedy choices tie rarely (a random tiny
+    model's often do), and its texts end at its end-of-text token as often as at their budget."""
+    from lm_eval_tasks.differential_model import train_briefly
+
+    from rueval.models.backends.tiny import sample_texts
+
+    return train_briefly(tiny_gpt2_dir, sample_texts(), tmp_path_factory.mktemp("trained") / "model")
+
+
+@pytest.fixture(scope="session")
+def cut_cases(chat_model):
+    """generation_cases' stops and budgets on the served (random) tiny model, whose long greedy texts hold
+    stops to cut at (and a prompt longer than its window, and one whose tokens end between a character's
+    bytes), with `hf:`'s texts one prompt at a time."""
+    from generation_cases import Cases, byte_prompt, long_prompt, prompts
+
+    from rueval.models.backends.hf import HFCausalLM
+
+    hf = HFCausalLM(str(chat_model), batch_size=1)
+    broken = byte_prompt(hf)
+    assert broken is not None, "no prompt's greedy tokens end between a character's bytes"
+    return Cases.of(hf, [*prompts(8), long_prompt(), broken])
+
+
+@pytest.fixture(scope="session")
+def tie_cases(trained_gpt2):
+    """The same on the briefly trained model (texts that end at the end-of-text token, and rare ties)."""
+    from generation_cases import Cases, prompts
+
+    from rueval.models.backends.hf import HFCausalLM
+
+    return Cases.of(HFCausalLM(str(trained_gpt2), batch_size=1), prompts(24))

@@ -136,7 +136,6 @@ def test_the_generation_mode_keys_the_cache_and_is_recorded(tiny_gpt2_dir, one_a
     request = Generation("Кошка сидит", 5)
     batched = HFCausalLM(str(tiny_gpt2_dir))
     assert request_key(batched.identity, request, BATCHED) != request_key(batched.identity, request, ONE_AT_A_TIME)
-    # one at a time keeps the keys of the version before batching (its texts did not change)
     assert request_key(batched.identity, request, ONE_AT_A_TIME) == request_key(batched.identity, request)
     runs = {}
     for size in ("1", "auto"):

@@ -1,6 +1,7 @@
 """The engine's fast paths give the definition's numbers: few-shot rows packed side by side on a shared
 cache, architectures taken as known without a probe, texts tokenized in one call, and (where a GPU is
-present) the same engine on CUDA in float32 and bfloat16."""
+present) the same engine on CUDA in float32 and bfloat16; batched generation (prompts sharing a prefix
+among them) on the CPU and on CUDA, in float32 and bfloat16."""
 
 import pytest
 from support import require_modules
@@ -8,6 +9,7 @@ from support import require_modules
 require_modules("torch", "transformers", extra="lm")
 
 import torch
+from generation_cases import Cases, cut_problems, prompts
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from rueval.models.backends.hf import KNOWN_ARCHITECTURES, HFCausalLM, _known_architecture
@@ -145,3 +147,38 @@ def test_cuda_bfloat16_scores_are_close_to_float32_and_pick_the_same_answers(tin
     half = half_model.loglikelihood(FEW_SHOT)
     for a, b in zip(full, half, strict=True):
         assert b.logprob == pytest.approx(a.logprob, rel=0.05, abs=0.5)  # bfloat16 keeps 8 bits of mantissa
+
+
+# -- batched generation on each device: the CPU here, CUDA where a GPU is present ------------------------
+DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=cuda)]
+# prompts that share a few-shot prefix (an episode's demonstrations), prefilled once in a batch
+SHARED_PREFIX = [f"{demos}Пример: {premise}, поэтому" for demos in DEMOS for premise, *_ in ITEMS]
+
+
+def generation_cases(folder, device: str, dtype: str) -> Cases:
+    """generation_cases' stops and budgets on a few bundled prompts and on the shared-prefix prompts, with
+    the texts of `hf:` one prompt at a time on ``device`` in ``dtype``."""
+    one = HFCausalLM(str(folder), device=device, dtype=dtype, batch_size=1)
+    assert one.generation_mode == "one-at-a-time"
+    return Cases.of(one, [*prompts(4), *SHARED_PREFIX])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_greedy_texts_equal_one_at_a_time_except_at_ties(tiny_gpt2_dir, device):
+    cases = generation_cases(tiny_gpt2_dir, device, "float32")
+    batched = HFCausalLM(str(tiny_gpt2_dir), device=device, dtype="float32", batch_size=8)
+    assert batched.generation_mode == "batched"
+    texts = batched.generate(cases.requests)
+    assert cut_problems(cases.requests, texts) == []
+    found = cases.agreement(texts)
+    assert found.real == [], found.line()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bfloat16_batched_texts_cut_at_stops_and_budgets_as_their_stop_free_texts(tiny_gpt2_dir, device):
+    """In bfloat16 a batch's rounding may move a greedy choice more often (8 bits of mantissa): each text is
+    still its stop-free text cut at its first stop, and within its budget."""
+    cases = generation_cases(tiny_gpt2_dir, device, "bfloat16")
+    batched = HFCausalLM(str(tiny_gpt2_dir), device=device, dtype="bfloat16", batch_size=8)
+    assert batched.model.dtype == torch.bfloat16 and batched.generation_mode == "batched"
+    assert cut_problems(cases.requests, batched.generate(cases.requests)) == []

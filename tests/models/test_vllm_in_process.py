@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from agreement import TOLERANCE, disagreements, plan_requests, run_args, samples
+from generation_cases import cut_problems, save_requests
 from support import read_samples, require
 from vllm_server import REPO, vllm_missing, vllm_python
 
@@ -27,9 +28,10 @@ SAMPLED = ("-t", "chegeka", "--limit", "3")
 
 
 @pytest.fixture(scope="module")
-def vllm_runs(chat_model, tmp_path_factory) -> Path:
+def vllm_runs(chat_model, trained_gpt2, cut_cases, tie_cases, tmp_path_factory) -> Path:
     """`rueval run -m vllm:FOLDER` on the served folder: the choice tasks by log-likelihood and (in lm-eval's
-    spelling, --model vllm) perplexity, greedy and sampled generation; OUT/<run>/. vLLM's threads are not
+    spelling, --model vllm) perplexity, greedy and sampled generation; OUT/<run>/; and the texts of the
+    generation cases on that folder and on the trained model (OUT/<cases>.json). vLLM's threads are not
     bound to a core (the session's server holds the first)."""
     missing = vllm_missing()
     require(missing is None, missing or "")
@@ -47,6 +49,9 @@ def vllm_runs(chat_model, tmp_path_factory) -> Path:
     )
     commands.append(["run", "-m", model, *GREEDY, "--log-samples", "-o", str(out / "greedy")])
     commands.append(["run", "-m", model, *SAMPLED, "--log-samples", "-o", str(out / "sampled")])
+    for name, folder, cases in (("cut", chat_model, cut_cases), ("tie", trained_gpt2, tie_cases)):
+        requests = save_requests(cases.requests, out / f"{name}-requests.json")
+        commands.append({"model": f"vllm:{folder}", "requests": str(requests), "texts": str(out / f"{name}.json")})
     (out / "commands.json").write_text(json.dumps(commands), encoding="utf-8")
     runner = [str(vllm_python()), str(Path(__file__).with_name("vllm_runs.py")), str(out / "commands.json")]
     done = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=3600)
@@ -70,6 +75,19 @@ def test_greedy_generation_in_process_equals_hf_greedy(vllm_runs, chat_model, cl
         ours, theirs = (read_samples(run, task) for run in (vllm_runs / "greedy", tmp_path))
         assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
         assert all(line["resps"][0][0] for line in ours)
+
+
+@pytest.mark.parametrize("name", ["cut", "tie"])
+def test_in_process_vllm_cuts_at_stops_and_budgets_as_hf_and_differs_only_at_ties(vllm_runs, name, request):
+    """Stops that occur, never occur, span tokens or begin in the prompt, the end-of-text token, budgets of
+    1, 3 and 24 tokens: each text is its stop-free text cut at its first stop, and equals `hf:`'s except
+    where the top two logits at the first divergent step are within 1e-4."""
+    cases = request.getfixturevalue(f"{name}_cases")
+    texts = json.loads((vllm_runs / f"{name}.json").read_text(encoding="utf-8"))
+    assert cut_problems(cases.requests, texts) == []
+    found = cases.agreement(texts)
+    assert found.real == [], found.line()
+    assert found.equal >= 0.9 * len(texts), found.line()
 
 
 def test_in_process_vllm_samples_what_a_vllm_server_samples(vllm_runs, vllm_server, tmp_path):

@@ -19,6 +19,7 @@ from agreement import (
     run_args,
     samples,
 )
+from generation_cases import cut_problems
 from support import SYSTEM, read_samples
 from text_prompts import PAIRS, text_reference
 from transformers import AutoTokenizer
@@ -128,6 +129,31 @@ def test_greedy_generation_equals_hf_greedy_and_stops_where_asked(vllm_server, c
     stop = full[len(full) // 2 :][:3]  # a piece of the greedy text from its second half
     cut = served.generate([Generation(long.prompt, 40, stop=(stop, "\n\n"))])[0]
     assert cut == full[: full.index(stop)] and stop not in cut
+
+
+def test_served_texts_cut_at_stops_and_budgets_as_hf(vllm_server, cut_cases):
+    """generation_cases' stops and budgets (and a prompt over the served window): each text is its stop-free
+    text cut at its first stop, and equals `hf:`'s except at ties."""
+    texts = OpenAICompletionsModel(vllm_server.name, vllm_server.url).generate(cut_cases.requests)
+    assert cut_problems(cut_cases.requests, texts) == []
+    found = cut_cases.agreement(texts)
+    assert found.real == [], found.line()
+
+
+@pytest.fixture(scope="module")
+def trained_server(trained_gpt2, tmp_path_factory):
+    """A second server, on the briefly trained model, its threads on the other core."""
+    log = tmp_path_factory.mktemp("trained-server") / "server.log"
+    with VLLMServer(trained_gpt2, log, name="trained-gpt2", cores="1") as server:
+        yield server
+
+
+def test_served_greedy_texts_of_a_trained_model_equal_hf_except_at_ties(trained_server, tie_cases):
+    texts = OpenAICompletionsModel(trained_server.name, trained_server.url).generate(tie_cases.requests)
+    assert cut_problems(tie_cases.requests, texts) == []
+    found = tie_cases.agreement(texts)
+    assert found.real == [], found.line()
+    assert tie_cases.ended_early() > 0  # texts that ended at the end-of-text token were among them
 
 
 def test_sampled_generation_is_seeded_per_prompt_and_independent_of_batching(vllm_server):

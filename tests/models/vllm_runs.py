@@ -1,7 +1,10 @@
-"""`rueval run` commands in one process of vLLM's own virtualenv, run by tests/models/test_vllm_in_process.py
-as a subprocess: `-m vllm:` starts its engine once per process, so the runs a test compares share one
-engine (each `rueval` command would start its own). Usage: python vllm_runs.py COMMANDS.json, a list of
-argument lists; stops at the first run that fails, with its output."""
+"""`rueval run` commands and generations in one process of vLLM's own virtualenv, run by
+tests/models/test_vllm_in_process.py as a subprocess: `-m vllm:` starts its engine once per process for a
+spec, so the runs a test compares share one engine (each `rueval` command would start its own). Usage:
+python vllm_runs.py COMMANDS.json, a list of argument lists for `rueval`, or of
+``{"model": "vllm:FOLDER", "requests": IN.json, "texts": OUT.json}``: generation requests
+(generation_cases.save_requests) and the texts `vllm:` gives them. Stops at the first run that fails, with
+its output."""
 
 from __future__ import annotations
 
@@ -9,13 +12,21 @@ import json
 import sys
 from pathlib import Path
 
+from generation_cases import load_requests
 from typer.testing import CliRunner
 
 from rueval.cli import app
+from rueval.models.backends.vllm import open_model
+from rueval.models.factory import ModelOptions, ModelSpec
 
 
 def main() -> None:
     for args in json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")):
+        if isinstance(args, dict):
+            model = open_model(ModelSpec.parse(args["model"]), ModelOptions())
+            texts = model.generate(load_requests(Path(args["requests"])))
+            Path(args["texts"]).write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+            continue
         result = CliRunner().invoke(app, args)
         if result.exit_code != 0:
             sys.exit(f"rueval {' '.join(args)} failed ({result.exit_code}):\n{result.output}\n{result.exception!r}")

@@ -23,10 +23,10 @@ from rueval.models.base import Generation, Request
 
 # A request type's version goes up when its results change meaning, so older cached results are
 # not served: generations 2 = each sampled request draws from its own generator; 3 = hf: generates one
-# prompt at a time (a batch's shape changed the last bits of the logits, and so some texts). Since then a
-# backend whose texts depend on how it generates names its mode (hf:'s "batched"); one at a time keeps the
-# keys of version 3, its texts unchanged.
-VERSIONS = {"Loglikelihood": 1, "Generation": 3}
+# prompt at a time (a batch's shape changed the last bits of the logits, and so some texts); 4 = hf: matches
+# stops in the generated text alone and ends no text in U+FFFD (as vLLM and servers), and a backend whose texts
+# depend on how it generates names its mode in the key (hf:'s "batched"; one at a time is keyed as before).
+VERSIONS = {"Loglikelihood": 1, "Generation": 4}
 KEYED_MODES = ("batched",)
 # fields added to a request type later, left out of its key at their default so that older keys stay valid
 ADDED = {"rolling": False}

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from rueval.models.backends.generated_text import answer_text
 from rueval.models.backends.harness_tokens import HarnessTokens
 from rueval.models.base import Generation, OnDone, check_generation_budget, cut_at_stop, text_of
 
@@ -87,8 +88,9 @@ def prompt_ids(model: HFCausalLM, request: Generation) -> list[int]:
 def generate_one(model: HFCausalLM, request: Generation) -> str:
     """transformers' generate on this prompt alone; a sampled request's token is drawn by RowSampler."""
     import torch
-    from transformers import LogitsProcessorList
+    from transformers import LogitsProcessorList, StoppingCriteriaList
 
+    from rueval.models.backends.generated_text import GeneratedTextStop
     from rueval.models.backends.sampling import RowSampler
 
     prompt = prompt_ids(model, request)
@@ -107,10 +109,11 @@ def generate_one(model: HFCausalLM, request: Generation) -> str:
             temperature=None,
             top_k=None,
             pad_token_id=pad,
-            stop_strings=list(request.stop) or None,
-            tokenizer=tokenizer,
+            stopping_criteria=StoppingCriteriaList(
+                [GeneratedTextStop(tokenizer, request.stop, len(prompt))] if request.stop else []
+            ),
         )
-    return cut_at_stop(tokenizer.decode(out[0, len(prompt) :], skip_special_tokens=True), request.stop)
+    return cut_at_stop(answer_text(tokenizer, out[0, len(prompt) :].tolist()), request.stop)
 
 
 def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done: OnDone | None) -> list[str]:
@@ -127,7 +130,7 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
     tokenizer = model.tokenizer
 
     def decode(tokens: list[int]) -> str:
-        return tokenizer.decode(tokens, skip_special_tokens=True)
+        return answer_text(tokenizer, tokens)
 
     def stopped(rows: list[Row]) -> list[bool]:
         """Whether a stop sequence ends within each row's newest tokens (decoded in one call; the text is
