@@ -30,10 +30,11 @@ def test_plain_lines_give_count_rate_and_eta_every_few_seconds(monkeypatch, caps
             clock.now += 1.0  # one request per second
             counter.advance()
     lines = capsys.readouterr().err.splitlines()
-    # a line at 5 s and at 10 s: 5 of 100 done at 1/s leaves 95 s
+    # a line at 5 s and at 10 s: 5 of 100 done at 1/s leaves 95 s; and when it ends, how long it took
     assert lines == [
         "generating: 5/100 requests, 1.0/s, ETA 0:01:35",
         "generating: 10/100 requests, 1.0/s, ETA 0:01:30",
+        "generating: 10/100 requests in 0:00:10",
     ]
 
 
@@ -75,7 +76,8 @@ def test_the_engine_counts_tokens_as_the_backend_reports_them(monkeypatch, capsy
     assert texts == [p.upper() for p in prompts] and engine.computed == 3
     lines = capsys.readouterr().err.splitlines()
     # sorted: а..., б..., в...; each shares nothing with the one before it: 10, 20, 30 tokens and 4 each
-    assert [shown(line)[:2] for line in lines] == [(14, 72), (38, 72), (72, 72)]
+    assert [shown(line)[:2] for line in lines[:-1]] == [(14, 72), (38, 72), (72, 72)]
+    assert lines[-1] == "MultiQ: 72/72 tokens in 0:00:15"
 
 
 def test_the_eta_at_half_the_tokens_follows_each_kind_s_own_speed(monkeypatch, capsys):
@@ -94,25 +96,31 @@ def test_the_eta_at_half_the_tokens_follows_each_kind_s_own_speed(monkeypatch, c
         assert counter.done == 100 and counter.seconds_left() == pytest.approx(80.0)
         clock.now += 5.0  # counted down between advances
         assert counter.seconds_left() == pytest.approx(75.0)
-    assert shown(capsys.readouterr().err.splitlines()[-1]) == (100, 200, "0:01:20")
+    assert shown(capsys.readouterr().err.splitlines()[-2]) == (100, 200, "0:01:20")
 
 
 def test_a_generation_heavy_run_is_estimated_by_the_prior_before_its_first_generation(monkeypatch, capsys):
     clock = Clock()
     monkeypatch.setattr(progress, "monotonic", clock)
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)  # a line at every finished request
+    monkeypatch.setattr(progress, "_level", progress.VERBOSE)
     scored = [Loglikelihood("к" * 26 * (i + 1), " д") for i in range(10)]
     budget = 100
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(progress, "LOG_EVERY", 0.0)
-        Engine(ClockedModel(scoring=1.0, generating=50.0)).compute([*scored, Generation("вопрос", budget)], "mixed")
+    Engine(ClockedModel(scoring=1.0, generating=50.0)).compute([*scored, Generation("вопрос", budget)], "mixed")
     lines = capsys.readouterr().err.splitlines()
     tokens = request_tokens([(scored, lambda r: r.context + r.continuation)], None)
-    prompts = sum(t.prompt for t in tokens.values())
-    done, total, eta = shown(lines[len(scored) - 1])  # every log-likelihood done, no generation yet
-    assert (done, total) == (prompts, prompts + round(len("вопрос") / CHARS_PER_TOKEN) + budget)
+    prompts, asked = sum(t.prompt for t in tokens.values()), round(len("вопрос") / CHARS_PER_TOKEN)
+    counted = [line for line in lines if ", ETA " in line]
+    done, total, eta = shown(counted[len(scored) - 1])  # every log-likelihood done, no generation yet
+    assert (done, total) == (prompts, prompts + asked + budget)
     speed = prompts / len(scored)  # scored tokens per second
-    left = (round(len("вопрос") / CHARS_PER_TOKEN) + GENERATED_TOKEN_COST * budget) / speed
-    assert eta == progress._clock(left)
+    assert eta == progress._clock((asked + GENERATED_TOKEN_COST * budget) / speed)
+    # --verbose: the tokens to compute, and then each kind's time
+    assert f"mixed: {prompts + asked} prompt tokens and {budget} of generation budgets to compute" in lines[1]
+    assert (
+        lines[-1]
+        == f"mixed: {prompts} scored tokens in 10.0 s; generations' {asked} prompt and {budget} budget tokens in 50.0 s"
+    )
 
 
 def test_the_bar_shows_the_counter_s_eta(monkeypatch):

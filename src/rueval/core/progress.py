@@ -140,8 +140,22 @@ class Counter:
             bar.advance(task, n)
         elif self._logs and now - self._logged >= LOG_EVERY:
             self._logged = now
-            sys.stderr.write(self.line() + "\n")
-            sys.stderr.flush()
+            self._write(self.line())
+
+    def finish(self) -> None:
+        """In a log that had progress lines, a last one: what was done, and in how long."""
+        if self._logs and self._logged > self._start:
+            total = f"/{self.total:,}" if self.total is not None else ""
+            self._write(f"{self.description}: {self.done:,}{total} {self.unit} in {_clock(monotonic() - self._start)}")
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def spent(self, kind: str = "") -> float:
+        """The seconds spent on ``kind`` so far (until its last advance)."""
+        return self._seconds[kind]
 
     def seconds_left(self) -> float | None:
         """The time the work left should take, or None before any has finished (or without a total)."""
@@ -182,6 +196,7 @@ def counting(
     counter = Counter(description, total, unit, costs)
     if not _console.is_terminal or _showing or _level == QUIET:
         yield counter
+        counter.finish()
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), _Remaining())
     with Progress(*columns, console=_console, transient=True) as bar:

@@ -137,6 +137,12 @@ class Engine:
                         raise ImpossibleAnswer(f"{self._shown} answered {given} for {len(part)} requests; not cached")
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
+        if missing:  # each kind's speed on this machine, for sizing runs (and GENERATED_TOKEN_COST)
+            scored = sum(t.prompt for r, t in tokens.items() if isinstance(r, Loglikelihood))
+            detail(
+                f"{description}: {scored:,} scored tokens in {counter.spent('loglikelihood'):.1f} s; generations' "
+                f"{prompts - scored:,} prompt and {budgets:,} budget tokens in {counter.spent('generate'):.1f} s"
+            )
 
     @staticmethod
     def _sorted_parts(chunk: Sequence[Request]) -> list[tuple[str, list[Request], Callable[[Any], str]]]:
