@@ -6,14 +6,16 @@
 Not part of the test suite. One run:
 1. builds the tiny model (``rueval make-tiny-model``) unless ``--model`` names one;
 2. runs README's main command shape on the bundled samples as a child process,
-   ``rueval run -m hf:DIR -t all --shots 0,1,4,8 --episodes 5 --cache off -o OUT`` (``--limit`` and
+   ``rueval run -m hf:DIR -t all --shots 0,1,4,8 --episodes 5 --cache off -o OUT --verbose`` (``--limit`` and
    ``--tasks`` narrow it; arguments after ``--`` replace everything after ``rueval``), its stderr a
    pipe, so progress comes as plain lines every LOG_EVERY seconds
    (``NAME: done/total tokens, rate/s, ETA h:mm:ss``) and a closing ``NAME: done/total tokens in h:mm:ss``;
 3. stamps each line with the time it arrived, and for each engine call's counter (the pooled call,
    then e.g. ruTiE's rounds) takes the line nearest each fraction of its tokens and sets its ETA
    against the time actually left until the counter's closing line;
-4. prints the table and writes benchmarks/results/<name>.json. The check: at half the tokens the ETA
+4. reads --verbose's closing line of each engine call (each kind's tokens and time): what a generation
+   budget's token took in scored tokens' time, the measure of token_counts.GENERATED_TOKEN_COST;
+5. prints the table and writes benchmarks/results/<name>.json. The check: at half the tokens the ETA
    is within 2x of the time left (0.5 <= ETA / left <= 2).
 
 The figures are only as good as the machine is quiet: the run records the 1-minute load average.
@@ -36,6 +38,10 @@ RESULTS = Path(__file__).parent / "results"
 FRACTIONS = (0.1, 0.25, 0.5, 0.75, 0.9)
 NUMBER = r"[\d,]+"
 PROGRESS = re.compile(rf"^(?P<name>.+): (?P<done>{NUMBER})/(?P<total>{NUMBER}) tokens, [\d.]+/s, ETA (?P<eta>\S+)$")
+SPEEDS = re.compile(  # --verbose's closing line of an engine call: each kind's tokens and time
+    rf"^(?P<name>.+): (?P<scored>{NUMBER}) scored tokens in (?P<scoring>[\d.]+) s; generations' "
+    rf"(?P<prompts>{NUMBER}) prompt and (?P<budgets>{NUMBER}) budget tokens in (?P<generating>[\d.]+) s$"
+)
 CLOSING = re.compile(rf"^(?P<name>.+): (?P<done>{NUMBER})/(?P<total>{NUMBER}) tokens in (?P<took>\d+:\d\d:\d\d)$")
 
 
@@ -59,6 +65,29 @@ def counters(stamped: list[tuple[float, str]]) -> list[dict]:
             counter = open_.pop(match["name"])
             counter["end"] = at
             found.append(counter)
+    return found
+
+
+def speeds(stamped: list[tuple[float, str]]) -> list[dict]:
+    """Each engine call's speeds, and what a budget token took in scored tokens' time (GENERATED_TOKEN_COST)."""
+    found = []
+    for _, line in stamped:
+        if match := SPEEDS.match(line):
+            scored, prompts, budgets = (int(match[name].replace(",", "")) for name in ("scored", "prompts", "budgets"))
+            scoring, generating = float(match["scoring"]), float(match["generating"])
+            per_second = scored / scoring if scoring else None
+            cost = (generating * per_second - prompts) / budgets if per_second and budgets else None
+            found.append(
+                {
+                    "counter": match["name"],
+                    "scored_tokens": scored,
+                    "scoring_s": scoring,
+                    "generation_prompt_tokens": prompts,
+                    "generation_budget_tokens": budgets,
+                    "generating_s": generating,
+                    "budget_token_in_scored_tokens": None if cost is None else round(cost, 1),
+                }
+            )
     return found
 
 
@@ -107,7 +136,7 @@ def main() -> None:
         subprocess.run([*rueval, "make-tiny-model", str(model)], check=True, capture_output=True)
     command = args.rueval_args or [
         "run", "-m", f"hf:{model}", "-t", args.tasks, "--shots", "0,1,4,8", "--episodes", "5",
-        "--cache", "off", "-o", str(work / "out"), *(["--limit", str(args.limit)] if args.limit else []),
+        "--cache", "off", "-o", str(work / "out"), "--verbose", *(["--limit", str(args.limit)] if args.limit else []),
     ]  # fmt: skip
     load_before = os.getloadavg()[0]
     started = time.monotonic()
@@ -124,9 +153,13 @@ def main() -> None:
     for row in rows:
         ratios = "  ".join(f"{r['eta_over_left']}" for r in row["at_fraction"])
         print(f"{row['counter']:<40.40} {row['tokens']:>10,} {row['seconds']:>7}  {ratios}")
+    measured = speeds(stamped)
+    for speed in measured:
+        print(f"{speed['counter']}: a budget token took {speed['budget_token_in_scored_tokens']} scored tokens' time")
     write_results(
         RESULTS / f"{args.name}.json",
         rows,
+        speeds=measured,
         command=" ".join(["rueval", *command]).replace(str(work), "TMP"),
         wall_seconds=round(wall, 1),
         load_average_before=load_before,

@@ -18,8 +18,9 @@ from typing import Any
 from rueval.models.base import Generation, Request
 
 # What a generated token takes in the time of a scored prompt token, until a run has timed its own
-# generations: measured with hf: on the CPU machine, tiny model (docs/guide/running.md)
-GENERATED_TOKEN_COST = 20.0
+# generations: 5.3 measured by benchmarks/bench_eta.py (README's main command, the tiny model, hf:'s
+# batched generation, the 2-core CPU machine; docs/benchmarks.md)
+GENERATED_TOKEN_COST = 5.0
 # Russian text per token without a tokenizer: the tiny model's BPE measures 2.6 on the bundled samples
 # (its tokens per second are learned in the same unit, so only the weight of budgets against prompts depends on it)
 CHARS_PER_TOKEN = 2.6
