@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from time import monotonic
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
+from rich.text import Text
 
 from rueval.core.errors import RuevalError
 
@@ -108,44 +109,98 @@ def _say(message: str) -> None:
 
 
 class Counter:
-    """Work done toward a total; ``advance`` as items finish."""
+    """Work done toward a total; ``advance`` as items finish. The ETA is the work left at the speed
+    seen so far, counted down between advances.
 
-    def __init__(self, description: str, total: int | None, unit: str):
+    Work of several kinds shown in one unit can cost different times per unit (a run's tokens:
+    a generated token takes longer than a scored one): given ``costs``, each kind's total cost in
+    a unit common to all kinds, each kind's speed is learned from its own finished work (the time
+    since the previous advance is the advancing kind's), and a kind not seen yet is assumed as
+    fast, per unit of cost, as the kinds seen. Without ``costs`` an item costs one."""
+
+    def __init__(self, description: str, total: int | None, unit: str, costs: Mapping[str, float] | None = None):
         self.description, self.total, self.unit = description, total, unit
         self.done = 0
-        self._start = self._logged = monotonic()
+        self._start = self._logged = self._last = monotonic()
+        self._costs = dict(costs) if costs is not None else {"": float(total or 0)}
+        self._done_cost = dict.fromkeys(self._costs, 0.0)
+        self._seconds = dict.fromkeys(self._costs, 0.0)
         self._bar: tuple[Progress, TaskID] | None = None
         self._logs = _level > QUIET and not _console.is_terminal  # asked once: rich looks at the environment
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, kind: str = "", cost: float | None = None) -> None:
+        """``n`` more units done, of ``kind`` (one of the costs' kinds), costing ``cost`` (by default ``n``)."""
+        now = monotonic()
         self.done += n
+        self._done_cost[kind] += n if cost is None else cost
+        self._seconds[kind] += now - self._last
+        self._last = now
         if self._bar is not None:
             bar, task = self._bar
             bar.advance(task, n)
-        elif self._logs and monotonic() - self._logged >= LOG_EVERY:
-            self._logged = monotonic()
-            sys.stderr.write(self.line() + "\n")
-            sys.stderr.flush()
+        elif self._logs and now - self._logged >= LOG_EVERY:
+            self._logged = now
+            self._write(self.line())
+
+    def finish(self) -> None:
+        """In a log that had progress lines, a last one: what was done, and in how long."""
+        if self._logs and self._logged > self._start:
+            total = f"/{self.total:,}" if self.total is not None else ""
+            self._write(f"{self.description}: {self.done:,}{total} {self.unit} in {_clock(monotonic() - self._start)}")
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def spent(self, kind: str = "") -> float:
+        """The seconds spent on ``kind`` so far (until its last advance)."""
+        return self._seconds[kind]
+
+    def seconds_left(self) -> float | None:
+        """The time the work left should take, or None before any has finished (or without a total)."""
+        seen = [kind for kind, seconds in self._seconds.items() if seconds > 0 and self._done_cost[kind] > 0]
+        if self.total is None or not seen:
+            return None
+        speed = {kind: self._done_cost[kind] / self._seconds[kind] for kind in seen}
+        overall = sum(self._done_cost[kind] for kind in seen) / sum(self._seconds[kind] for kind in seen)
+        left = sum(
+            max(cost - self._done_cost[kind], 0.0) / speed.get(kind, overall) for kind, cost in self._costs.items()
+        )
+        return max(left - (monotonic() - self._last), 0.0)
 
     def line(self) -> str:
         """``description: done/total unit, rate/s, ETA h:mm:ss``."""
         rate = self.done / max(monotonic() - self._start, 1e-9)
         if self.total is None:
-            return f"{self.description}: {self.done} {self.unit}, {rate:.1f}/s"
-        eta = _clock((self.total - self.done) / rate) if rate > 0 else "?"
-        return f"{self.description}: {self.done}/{self.total} {self.unit}, {rate:.1f}/s, ETA {eta}"
+            return f"{self.description}: {self.done:,} {self.unit}, {rate:.1f}/s"
+        left = self.seconds_left()
+        eta = "?" if left is None else _clock(left)
+        return f"{self.description}: {self.done:,}/{self.total:,} {self.unit}, {rate:.1f}/s, ETA {eta}"
+
+
+class _Remaining(ProgressColumn):
+    """The bar's ETA: its counter's (rich's own would divide the count left by the count's speed)."""
+
+    def render(self, task: Task) -> Text:
+        left = task.fields["counter"].seconds_left()
+        return Text("-:--:--" if left is None else _clock(left), style="progress.remaining")
 
 
 @contextmanager
-def counting(description: str, total: int | None, unit: str = "items") -> Iterator[Counter]:
+def counting(
+    description: str, total: int | None, unit: str = "items", costs: Mapping[str, float] | None = None
+) -> Iterator[Counter]:
+    """A Counter toward ``total`` (see Counter for ``costs``): a bar on a terminal, plain lines elsewhere."""
     global _showing
-    counter = Counter(description, total, unit)
+    counter = Counter(description, total, unit, costs)
     if not _console.is_terminal or _showing or _level == QUIET:
         yield counter
+        counter.finish()
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit))
-    with Progress(*columns, TimeRemainingColumn(), console=_console, transient=True) as bar:
-        counter._bar = (bar, bar.add_task(description, total=total))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), _Remaining())
+    with Progress(*columns, console=_console, transient=True) as bar:
+        counter._bar = (bar, bar.add_task(description, total=total, counter=counter))
         _showing = True
         try:
             yield counter

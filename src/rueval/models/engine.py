@@ -9,7 +9,9 @@ cached row that fails the same check is computed again, and the run says so.
 
 Requests are computed in the order they are given (a run lists its first task's requests first,
 so tasks finish in order); within a chunk they are sorted so that shared prefixes sit together,
-and the HF backend forwards each shared prefix once per chunk.
+and the HF backend forwards each shared prefix once per chunk. Progress is counted in tokens, all
+requests' counted before the first is computed (rueval.models.token_counts), and the ETA learns how
+long a scored and a generated token take as they finish.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
+from time import perf_counter
 from typing import Any
 
 from rueval.core.progress import counting, detail, warn
@@ -32,6 +35,7 @@ from rueval.models.base import (
     result_problem,
 )
 from rueval.models.cache import RequestCache, request_key
+from rueval.models.token_counts import request_tokens
 
 # each kind of request, the backend method that computes it, and the order that puts shared prefixes together
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
@@ -81,17 +85,31 @@ class Engine:
         detail(f"{description}: {len(done):,} of {len(keys):,} distinct requests cached, {len(missing):,} to compute")
         computed: set[Request] = set()
         yield done, computed
-        with counting(description, len(missing), "requests") as counter:
-            for start in range(0, len(missing), self.chunk_size):
-                chunk = missing[start : start + self.chunk_size]
-                for kind, method, sort_key in KINDS:
-                    part = sorted((r for r in chunk if isinstance(r, kind)), key=sort_key)
-                    if not part:
-                        continue
+        chunks = [
+            self._sorted_parts(missing[start : start + self.chunk_size])
+            for start in range(0, len(missing), self.chunk_size)
+        ]
+        started = perf_counter()
+        tokens = request_tokens(
+            [(part, sort_key) for parts in chunks for _, part, sort_key in parts], self.model.capabilities.tokenizer
+        )
+        budgets = sum(t.new for t in tokens.values())
+        prompts = sum(t.prompt for t in tokens.values())
+        detail(
+            f"{description}: {prompts:,} prompt tokens and {budgets:,} of generation budgets to compute "
+            f"(counted in {perf_counter() - started:.1f} s)"
+        )
+        costs = {method: 0.0 for _, method, _ in KINDS}  # each kind's tokens weighed by their time (token_counts)
+        for parts in chunks:
+            for method, part, _ in parts:
+                costs[method] += sum(tokens[r].cost for r in part)
+        with counting(description, prompts + budgets, "tokens", costs) as counter:
+            for parts in chunks:
+                for method, part, _ in parts:
 
-                    def record(finished: list[tuple[int, Any]], part: list[Request] = part) -> None:
+                    def record(finished: list[tuple[int, Any]], part: list[Request] = part, kind: str = method) -> None:
                         """Commit a finished batch: into the results, this process's memory and the cache."""
-                        encoded = {}
+                        encoded, recorded = {}, []
                         for i, result in finished:
                             if not isinstance(i, int) or not 0 <= i < len(part):
                                 raise ImpossibleAnswer(
@@ -102,6 +120,7 @@ class Engine:
                             self._check(part[i], result)
                             done[part[i]] = result
                             computed.add(part[i])
+                            recorded.append(tokens[part[i]])
                             encoded[keys[part[i]]] = (
                                 asdict(result) if isinstance(result, LoglikelihoodResult) else result
                             )
@@ -111,7 +130,7 @@ class Engine:
                         self.computed += len(encoded)
                         if self.cache is not None:
                             self.cache.put_many(encoded)
-                        counter.advance(len(encoded))
+                        counter.advance(sum(t.shown for t in recorded), kind, sum(t.cost for t in recorded))
 
                     results = getattr(self.model, method)(part, record)
                     if not isinstance(results, Sequence) or len(results) != len(part):
@@ -119,6 +138,21 @@ class Engine:
                         raise ImpossibleAnswer(f"{self._shown} answered {given} for {len(part)} requests; not cached")
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
+        if missing:  # each kind's speed on this machine, for sizing runs (and GENERATED_TOKEN_COST)
+            scored = sum(t.prompt for r, t in tokens.items() if isinstance(r, Loglikelihood))
+            detail(
+                f"{description}: {scored:,} scored tokens in {counter.spent('loglikelihood'):.1f} s; generations' "
+                f"{prompts - scored:,} prompt and {budgets:,} budget tokens in {counter.spent('generate'):.1f} s"
+            )
+
+    @staticmethod
+    def _sorted_parts(chunk: Sequence[Request]) -> list[tuple[str, list[Request], Callable[[Any], str]]]:
+        """A chunk's requests of each kind, sorted so that shared prefixes sit together: (backend method,
+        requests, the text they are sorted by)."""
+        parts = [
+            (method, sorted((r for r in chunk if isinstance(r, kind)), key=key), key) for kind, method, key in KINDS
+        ]
+        return [(method, part, key) for method, part, key in parts if part]
 
     def _cached(self, cache: RequestCache, keys: dict[Request, str], done: dict[Request, Any]) -> dict[Request, Any]:
         """The cached results of the requests not done yet; rows that fail the check are left out (so
