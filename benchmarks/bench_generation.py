@@ -88,7 +88,7 @@ def rueval_source() -> dict[str, str]:
 
     folder = Path(rueval.__file__).parent
     commit = subprocess.run(["git", "-C", str(folder), "log", "-1", "--format=%h %s"], capture_output=True, text=True)
-    return {"folder": str(folder), "commit": commit.stdout.strip()[:120]}
+    return {"folder": str(folder), "commit": commit.stdout.strip()[:60]}
 
 
 # -- gsm8k-shaped items and lm-eval's own task file --------------------------------------------------
@@ -359,6 +359,8 @@ def mode_of(model: Any) -> str:
 
 def compare_modes(one: Any, batched: Any, requests: list[Any], gaps: bool) -> dict[str, Any]:
     """Texts one at a time and batched, timed; how many are equal; with ``gaps`` each difference's gap."""
+    from rueval.models.base import prompt_text
+
     started = time.perf_counter()
     texts_one = one.generate(requests)
     one_s = time.perf_counter() - started
@@ -373,6 +375,11 @@ def compare_modes(one: Any, batched: Any, requests: list[Any], gaps: bool) -> di
 
         found["gaps"] = [first_divergence(one, requests[i], texts_one[i], texts_batched[i]) for i in differing]
         found["largest_gap"] = max(found["gaps"])
+        found["differences"] = [
+            {"prompt_end": prompt_text(requests[i].prompt)[-300:], "max_new_tokens": requests[i].max_new_tokens,
+             "stop": requests[i].stop, "one_at_a_time": texts_one[i], "batched": texts_batched[i], "gap": gap}
+            for i, gap in zip(differing, found["gaps"], strict=True)
+        ]  # fmt: skip
         found["rule_holds"] = found["largest_gap"] < TIE_GAP
     elif gaps:
         found |= {"gaps": [], "largest_gap": None, "rule_holds": True}
@@ -445,7 +452,8 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, Any]) -> str:
                   f"| sampled (temperature 1, top-p 0.8) | {sampled['equal']} | {sampled['differ']} | - "
                   f"| {sampled['one_at_a_time_s']:.1f} s / {sampled['batched_s']:.1f} s |"]  # fmt: skip
     lines += ["", "Measured (each part's run, and the rueval it ran):", ""]
-    lines += [f"- {row['part']}: {row['created']}, {row['rueval_source']['commit']}" for row in rows]
+    measured_at = {row["part"]: f"{row['created']}, rueval {row['rueval_source']['commit']}" for row in rows}
+    lines += [f"- {part}: {when}" for part, when in measured_at.items()]
     tools = ("lm_eval", "rueval", "one_at_a_time", "batched")
     measured = [row[tool] for row in rows for tool in tools if tool in row]
     if measured and max(x for m in measured for x in m["load_average"]) > QUIET_LOAD:
@@ -480,12 +488,13 @@ def main() -> None:
     started = time.perf_counter()
     try:
         bench = Bench(args, work)
-        rows = [row for part in asked for row in getattr(bench, part)()]
+        rows = []
+        for part in asked:
+            stamp = {"rueval_source": rueval_source(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            rows += [row | stamp for row in getattr(bench, part)()]
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    for row in rows:
-        row |= {"rueval_source": rueval_source(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     rows = sorted(kept + rows, key=lambda r: ["lm_eval", "today", "main_command", "ties"].index(r["part"]))
     settings = {"train_steps": args.train_steps, "worked": args.worked, "device": args.device, "threads": args.threads,
                 "lm_eval_batch_size": LM_EVAL_BATCH_SIZE, "rueval": rueval_source(),
