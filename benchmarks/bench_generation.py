@@ -2,8 +2,8 @@
 the main command's wall time, and how often batched greedy texts differ from one-at-a-time ones.
 
     python benchmarks/bench_generation.py [--parts lm_eval,today,main_command,ties] [--train-steps 200]
-        [--docs 128] [--train 64] [--examples 64] [--prompts 500] [--lm-eval /work/venvs/lmeval/bin/lm_eval]
-        [--device cpu] [--threads N] [--name bench_generation] [--keep DIR]
+        [--worked 1000] [--docs 128] [--train 64] [--examples 64] [--prompts 500]
+        [--lm-eval /work/venvs/lmeval/bin/lm_eval] [--device cpu] [--threads N] [--name bench_generation] [--keep DIR]
 
 Not part of the test suite. lm-evaluation-harness 0.4.13 lives in its own virtualenv (see
 bench_engine.py's docstring); ``--lm-eval`` names its ``lm_eval`` command. The rueval measured is the one
@@ -11,8 +11,9 @@ this interpreter imports (``PYTHONPATH``); its folder and commit are recorded. b
 and machinery (``timed``): each command once, one after another, in a fresh process with fresh caches,
 the machine's 1-minute load average before and after each.
 
-The model: ``rueval make-tiny-model DIR --train-steps N`` (a 2-layer, 64-wide GPT-2 with the bundled
-samples' tokenizer, trained for N batches of the bundled samples; N=0 is the random one), built once.
+The model: ``rueval make-tiny-model``'s tiny GPT-2 (2 layers, 64 wide, the bundled samples' tokenizer)
+trained by its ``train_tiny_model`` for ``--train-steps`` batches of the bundled samples and ``--worked``
+gsm8k-shaped worked problems (0 steps: the random model), built once.
 
 Parts (``--parts``, each a row of benchmarks/results/<name>.json; a part run again replaces its row):
 
