@@ -4,6 +4,7 @@ import re
 import shutil
 import zipfile
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import typer
@@ -179,6 +180,26 @@ def test_make_tiny_model_gives_a_model_to_try_offline(cli, tmp_path):
     scored = cli("run", "-m", f"hf:{tmp_path / 'tiny'}", "-t", "parus", "--limit", "3", "-o", tmp_path / "out")
     assert scored.exit_code == 0, scored.stderr
     assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["parus"]["n"] == 3
+
+
+def test_make_tiny_model_train_steps_gives_a_model_that_learned_the_samples(cli, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rueval.models.backends.tiny import sample_texts
+
+    def mean_loss(folder: Path) -> float:
+        tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
+        with torch.no_grad():
+            losses = [model(**(ids := tokenizer(t, return_tensors="pt")), labels=ids["input_ids"]).loss for t in texts]
+        return float(sum(losses)) / len(losses)
+
+    texts = sample_texts()[:40]
+    assert cli("make-tiny-model", tmp_path / "random").exit_code == 0
+    result = cli("make-tiny-model", tmp_path / "trained", "--train-steps", "30")
+    assert result.exit_code == 0 and "(trained 30 steps)" in result.stdout
+    assert mean_loss(tmp_path / "trained") < mean_loss(tmp_path / "random") - 0.5  # nats per token
+    assert cli("make-tiny-model", tmp_path / "never", "--train-steps", "-1").exit_code == 2
 
 
 def test_make_tiny_model_on_a_file_is_an_error_and_leaves_the_file(cli, tmp_path):

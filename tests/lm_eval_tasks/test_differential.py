@@ -12,13 +12,13 @@ lines are changed, to read small JSON Lines made here in each task's own field l
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from functools import partial
 from pathlib import Path
 
 import pytest
 from differential_compare import Output, differences, read_output
-from differential_model import train_briefly
 from differential_tasks import (
     TaskFiles,
     arc,
@@ -38,6 +38,8 @@ from differential_tasks import (
     xwinograd,
 )
 from support import LM_EVAL_PYTHON, lm_eval_missing, require, require_modules
+
+from rueval.models.backends.tiny import train_tiny_model
 
 XSTORYCLOZE = ("ar", "en", "es", "eu", "hi", "id", "my", "ru", "sw", "te", "zh")
 MMLU_SUBJECTS = ("abstract_algebra", "anatomy", "business_ethics", "econometrics", "formal_logic")
@@ -133,7 +135,8 @@ def test_rueval_and_lm_eval_agree_on_real_task_files(cli, tiny_gpt2_dir, tmp_pat
     import lm_eval.tasks
 
     documents = write_task_folder(TASK_FILES, Path(lm_eval.tasks.__file__).parent, tmp_path / "tasks")
-    model = train_briefly(tiny_gpt2_dir, training_texts(documents), tmp_path / "model")
+    model = shutil.copytree(tiny_gpt2_dir, tmp_path / "model")
+    train_tiny_model(model, training_texts(documents))
     reference = run_lm_eval(model, tmp_path / "tasks", tmp_path / "lm-eval", offline(tmp_path / "datasets-lm-eval"))
     env = offline(tmp_path / "datasets-rueval")
     for key, value in env.items():

@@ -170,15 +170,24 @@ def leaderboard(
 @user_errors
 def make_tiny_model(
     out: Annotated[Path, typer.Argument(help="The folder to write the model and its tokenizer to.")],
+    train_steps: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Then train it for N batches of the bundled samples: its answers and texts are not random."
+        ),
+    ] = 0,
 ) -> None:
     """Build a tiny random GPT-2 with a tokenizer trained on the bundled samples, to try -m hf: offline."""
-    from rueval.models.backends.tiny import build_tiny_gpt2
+    from rueval.models.backends.tiny import build_tiny_gpt2, sample_texts, train_tiny_model
 
     try:
         built = build_tiny_gpt2(out)
+        if train_steps:
+            train_tiny_model(built, sample_texts(), train_steps)
     except ImportError as e:  # a model needs torch, transformers and tokenizers
         raise RuevalError(f"{e.name} is not installed: pip install torch && pip install 'rueval[lm]'") from None
-    console.print(f"tiny model: {built}; try: rueval run -m hf:{built} -t parus", highlight=False)
+    trained = f" (trained {train_steps} steps)" if train_steps else ""
+    console.print(f"tiny model{trained}: {built}; try: rueval run -m hf:{built} -t parus", highlight=False)
 
 
 @app.command()

@@ -1,5 +1,8 @@
 """A small random GPT-2 with a byte-level BPE tokenizer trained on rueval's bundled Russian
-samples: a real transformers model for offline tests, demos and benchmarks (no download)."""
+samples: a real transformers model for offline tests, demos and benchmarks (no download), and, trained
+briefly (``train_tiny_model``), one whose answers are far from tied: a random model scores every option
+near log(1/vocabulary) and its top two logits are often within rounding, where a difference in the
+fifth decimal would flip an answer or a generated token and hide or fake a disagreement."""
 
 from __future__ import annotations
 
@@ -96,6 +99,32 @@ def build_tiny_gpt2(
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def train_tiny_model(folder: Path, texts: list[str], steps: int = 200, seed: int = 0) -> Path:
+    """Train the causal model saved in ``folder`` for ``steps`` batches of 8 of ``texts`` (each ended by
+    the end token, at most 128 tokens; AdamW, learning rate 3e-3, batches drawn with ``seed``) and save it
+    back there."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    encoded = tokenizer([t + tokenizer.eos_token for t in texts], truncation=True, max_length=128)["input_ids"]
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        order = torch.randperm(len(encoded))[:8].tolist()
+        batch = tokenizer.pad({"input_ids": [encoded[i] for i in order]}, return_tensors="pt")
+        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    model.save_pretrained(folder)
+    return Path(folder)
 
 
 def build_tiny_bert(
