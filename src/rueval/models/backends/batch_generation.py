@@ -119,6 +119,7 @@ class Row:
     prompt: list[int]
     generator: torch.Generator | None  # a sampled request's own stream
     generated: list[int] = field(default_factory=list)
+    done: bool = False  # finished: its place is idle until the batch is next compacted
 
 
 @dataclass
@@ -151,20 +152,29 @@ class BatchGenerator:
         self.prefilled = 0  # prompt tokens forwarded (shared prefixes once)
 
     def run(self, waiting: list[Row], finish: Callable[[Row, str], None]) -> None:
+        """Finished rows stay in the batch, idle, until rows join or they are half of it: dropping a row
+        copies the whole cache, and short answers finish at nearly every step."""
         waiting = list(reversed(waiting))  # popped from the end, in the given (sorted) order
-        while waiting or self.rows:
-            free = self.budget.rows - len(self.rows)
-            if waiting and (not self.rows or free * JOIN_SHARE >= self.budget.rows or len(waiting) <= free):
+        while waiting or self.live:
+            free = self.budget.rows - len(self.live)
+            if waiting and (not self.live or free * JOIN_SHARE >= self.budget.rows or len(waiting) <= free):
                 self._join(waiting)
             else:
+                if 2 * len(self.live) <= len(self.rows):
+                    self._compact()
                 self._decode()
             self._leave(finish)
+
+    @property
+    def live(self) -> list[Row]:
+        return [row for row in self.rows if not row.done]
 
     # -- joining -------------------------------------------------------------------------------------
     def _join(self, waiting: list[Row]) -> None:
         """The next waiting rows that fit, prefilled (shared prefixes once) and merged into the batch."""
         group: list[Row] = []
         width = self.mask.shape[1]
+        self._compact()
         remaining = max((r.request.max_new_tokens - len(r.generated) for r in self.rows), default=0)
         longest = longest_tail = 0
         while waiting and len(self.rows) + len(group) < self.budget.rows:
@@ -262,31 +272,31 @@ class BatchGenerator:
         chosen = logits.argmax(dim=-1)
         sampled: dict[tuple[float, float], list[int]] = {}
         for r, row in enumerate(rows):
-            if row.generator is not None:
+            if row.generator is not None and not row.done:
                 sampled.setdefault((row.request.temperature or 1.0, row.request.top_p), []).append(r)
         for (temperature, top_p), at in sampled.items():
             drawn = draw(logits[at], [rows[r].generator for r in at], temperature, top_p)
             chosen[at] = drawn
         for row, token in zip(rows, chosen.tolist(), strict=True):
-            row.generated.append(token)
+            if not row.done:
+                row.generated.append(token)
 
     def _leave(self, finish: Callable[[Row, str], None]) -> None:
-        """Rows that are done leave the batch (their cache rows dropped), each text handed on."""
-        with_stops = [r for r, row in enumerate(self.rows) if row.request.stop]
-        hits = self.stopped([self.rows[r] for r in with_stops])
-        stopped = {r for r, hit in zip(with_stops, hits, strict=True) if hit}
-        done = [
-            r
-            for r, row in enumerate(self.rows)
-            if row.generated[-1] in self.eos or len(row.generated) >= row.request.max_new_tokens or r in stopped
-        ]
-        if not done:
+        """Rows that are done hand their texts on and go idle."""
+        live = self.live
+        with_stops = [row for row in live if row.request.stop]
+        stopped = {id(row) for row, hit in zip(with_stops, self.stopped(with_stops), strict=True) if hit}
+        for row in live:
+            if row.generated[-1] in self.eos or len(row.generated) >= row.request.max_new_tokens or id(row) in stopped:
+                row.done = True
+                tokens = row.generated[: row.request.max_new_tokens]
+                finish(row, self.decode(tokens[:-1] if tokens and tokens[-1] in self.eos else tokens))
+
+    def _compact(self) -> None:
+        """Only the live rows left in the batch, and the leading columns none of them uses cut off."""
+        keep = [r for r, row in enumerate(self.rows) if not row.done]
+        if len(keep) == len(self.rows):
             return
-        for r in done:
-            row = self.rows[r]
-            tokens = row.generated[: row.request.max_new_tokens]
-            finish(row, self.decode(tokens[:-1] if tokens and tokens[-1] in self.eos else tokens))
-        keep = [r for r in range(len(self.rows)) if r not in set(done)]
         self.rows = [self.rows[r] for r in keep]
         if not keep:
             self.cache, self.mask = None, torch.zeros(0, 0, dtype=torch.long)

@@ -17,9 +17,9 @@ TIE = 1e-4  # logits closer than this may be ordered either way by another batch
 
 
 def first_divergence(model: HFCausalLM, request: Generation, text_a: str, text_b: str) -> float | None:
-    """None when the texts are equal; else the gap between the top two logits at the first step of the
+    """None when the texts are equal; else the gap between the top two logits at the step of the
     one-prompt-at-a-time greedy generation whose token moves its text off the common start of the two
-    texts (the step where they part)."""
+    texts (the step where they part; the smallest gap over the steps of a character split over tokens)."""
     import torch
 
     if text_a == text_b:
@@ -43,11 +43,20 @@ def first_divergence(model: HFCausalLM, request: Generation, text_a: str, text_b
         )
     tokens = out.sequences[0, len(prompt) :].tolist()
     shared = text_a[:common]
-    step = 0
-    for step in range(len(out.logits)):
-        text = model.tokenizer.decode(tokens[: step + 1], skip_special_tokens=True)
+    texts = [model.tokenizer.decode(tokens[: step + 1], skip_special_tokens=True) for step in range(len(tokens))]
+    parted = len(texts) - 1  # else the one-at-a-time text ended (its end token) where the other went on
+    for step, text in enumerate(texts):
         if not shared.startswith(text.rstrip("\ufffd")) or len(text) > common:
+            parted = step
             break
-    # else the one-at-a-time text ended (its end token) where the other went on: that last step parted them
-    top = out.logits[step][0].float().topk(2).values
+    # a token that ends between a character's bytes does not show where the texts part: the steps since the
+    # last whole character are all candidates, and the rule asks for a tie at one of them
+    first = parted
+    while first > 0 and texts[first - 1].endswith("\ufffd"):
+        first -= 1
+    return min(_gap(out.logits[step]) for step in range(first, parted + 1))
+
+
+def _gap(logits) -> float:
+    top = logits[0].float().topk(2).values
     return float(top[0] - top[1])
