@@ -348,7 +348,9 @@ def tie_figures(model_dir: Path, work: Path, prompts: int) -> dict[str, Any]:
     distinct = {prompt_text(r.prompt): r for r in requests}  # no prompt twice
     requests = list(distinct.values())
     figures: dict[str, Any] = {"prompts": len(requests), "modes": [mode_of(one), mode_of(batched)]}
-    figures["greedy"] = compare_modes(one, batched, requests, gaps=True)
+    # TAPE's requests sample (top-p 0.8): the greedy pass asks every prompt greedily, the sampled pass samples all
+    greedy = [replace(r, temperature=0.0, top_p=1.0, seed=0) for r in requests]
+    figures["greedy"] = compare_modes(one, batched, greedy, gaps=True)
     sampled = [replace(r, temperature=1.0, top_p=0.8, seed=i) for i, r in enumerate(requests)]
     figures["sampled"] = compare_modes(one, batched, sampled, gaps=False)
     return figures

@@ -173,18 +173,17 @@ class BatchGenerator:
     def _join(self, waiting: list[Row]) -> None:
         """The next waiting rows that fit, prefilled (shared prefixes once) and merged into the batch."""
         group: list[Row] = []
-        width = self.mask.shape[1]
-        self._compact()
-        remaining = max((r.request.max_new_tokens - len(r.generated) for r in self.rows), default=0)
+        width, live = self.mask.shape[1], self.live
+        remaining = max((r.request.max_new_tokens - len(r.generated) for r in live), default=0)
         longest = longest_tail = 0
-        while waiting and len(self.rows) + len(group) < self.budget.rows:
+        while waiting and len(live) + len(group) < self.budget.rows:
             row = waiting[-1]
             # its own tokens, roughly: those it does not share with the row before it
             tail = len(row.prompt) - (common_length(group[-1].prompt, row.prompt) if group else 0)
             longest, longest_tail = max(longest, len(row.prompt)), max(longest_tail, tail)
             columns = max(width, longest) + max(remaining, row.request.max_new_tokens)
             if group and (
-                (len(self.rows) + len(group) + 1) * columns > self.budget.cache_tokens
+                (len(live) + len(group) + 1) * columns > self.budget.cache_tokens
                 or (len(group) + 1) * longest_tail > self.budget.prefill_tokens
             ):
                 break
@@ -239,10 +238,14 @@ class BatchGenerator:
         return past
 
     def _merge(self, group: list[Row], cache: DynamicCache, mask: torch.Tensor) -> None:
-        """The joined rows' cache beside the running rows', both right-aligned (the shorter padded on the left)."""
-        if self.cache is None or not self.rows:
+        """The joined rows in finished rows' places if they fit there (``_fill_idle``), else the running rows'
+        cache and theirs side by side in a new one, both right-aligned (the shorter padded on the left)."""
+        if self.cache is None or not self.live:
             self.rows, self.cache, self.mask = group, cache, mask
             return
+        if self._fill_idle(group, cache, mask):
+            return
+        self._compact()
         old, new = self.mask.shape[1], mask.shape[1]
         width = max(old, new)
         budget = max(r.request.max_new_tokens - len(r.generated) for r in self.rows + group)
@@ -256,6 +259,27 @@ class BatchGenerator:
         combined[: len(self.rows), width - old :] = self.mask
         combined[len(self.rows) :, width - new :] = mask
         self.rows, self.mask = self.rows + group, combined
+
+    def _fill_idle(self, group: list[Row], cache: DynamicCache, mask: torch.Tensor) -> bool:
+        """Write the joined rows into finished rows' places, right-aligned, when there are enough of them and
+        the running cache has the columns the joined rows' budgets need: the running rows are not copied."""
+        assert self.cache is not None
+        idle = [r for r, row in enumerate(self.rows) if row.done][: len(group)]
+        width, new = self.mask.shape[1], mask.shape[1]
+        layers = [layer for layer in self.cache.layers if isinstance(layer, GrowingLayer)]
+        assert len(layers) == len(self.cache.layers)
+        needed = max(row.request.max_new_tokens - len(row.generated) for row in group)
+        if len(idle) < len(group) or new > width or width + needed > layers[0].capacity:
+            return False
+        slots = torch.tensor(idle, device=self.device)
+        for layer, (keys, values) in zip(layers, past_of(cache), strict=True):
+            layer.buffer_keys[slots, :, width - new : width] = keys
+            layer.buffer_values[slots, :, width - new : width] = values
+        self.mask[idle] = 0
+        self.mask[idle, width - new :] = mask
+        for slot, row in zip(idle, group, strict=True):
+            self.rows[slot] = row
+        return True
 
     # -- stepping ------------------------------------------------------------------------------------
     def _decode(self) -> None:
