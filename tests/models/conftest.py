@@ -49,11 +49,12 @@ def plain(tiny_gpt2_dir):
 def trained_gpt2(tiny_gpt2_dir, tmp_path_factory):
     """The tiny GPT-2 trained briefly on the bundled samples: its greedy choices tie rarely (a random tiny
     model's often do), and its texts end at its end-of-text token as often as at their budget."""
-    from lm_eval_tasks.differential_model import train_briefly
+    import shutil
 
-    from rueval.models.backends.tiny import sample_texts
+    from rueval.models.backends.tiny import sample_texts, train_tiny_model
 
-    return train_briefly(tiny_gpt2_dir, sample_texts(), tmp_path_factory.mktemp("trained") / "model")
+    model = shutil.copytree(tiny_gpt2_dir, tmp_path_factory.mktemp("trained") / "model")
+    return train_tiny_model(model, sample_texts())
 
 
 @pytest.fixture(scope="session")
