@@ -3,12 +3,13 @@
 The running rows share one cache (per layer: rows x heads x columns x head size). Every decoding step
 appends one column to every row; a row's tokens sit in its own columns and the rest are holes, masked
 out by a 2D attention mask, while each row's positions are given explicitly, so rows of any length and
-age step together. A row that finishes (its end token, a stop sequence, its budget) leaves at once;
-waiting prompts join in groups while the rows and the cache's memory allow: the group is split into runs
-that share a token prefix (TAPE's episodes, lm-eval's ``first_n`` demonstrations, a shared instruction),
-each run's prefix is forwarded once (or found in a small cache of recent prefixes) and its members'
-own tails are forwarded on top of it, left-padded, in one pass; the group's cache is then merged into
-the running one, the shorter left-padded.
+age step together. A row that finishes (its end token, a stop sequence, its budget) hands its text on
+at once and goes idle; waiting prompts join in groups once a quarter of the places are free: the group
+is split into runs that share a token prefix (TAPE's episodes, lm-eval's ``first_n`` demonstrations, a
+shared instruction), each run's prefix is forwarded once (or cut from a small cache of recent
+prefixes) and its members' own tails are forwarded on top of it, left-padded, in one pass; the group
+then takes idle rows' places if they fit, else the batch is compacted and the group's cache set beside
+it, the shorter left-padded.
 
 Each row checks its own stop sequences and budget and samples from its own generator (seeded as in
 one-prompt-at-a-time mode), so a text never depends on its batch-mates beyond the last bits of the
