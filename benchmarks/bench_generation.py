@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_engine import shuffled_sentence
-from bench_whole import LM_EVAL_BATCH_SIZE, QUIET_LOAD, thread_env, timed
+from bench_whole import LM_EVAL_BATCH_SIZE, load_note, thread_env, timed
 from results_file import write_results
 
 HERE = Path(__file__).parent
@@ -459,9 +459,7 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, Any]) -> str:
     lines += [f"- {part}: {when}" for part, when in measured_at.items()]
     tools = ("lm_eval", "rueval", "one_at_a_time", "batched")
     measured = [row[tool] for row in rows for tool in tools if tool in row]
-    if measured and max(x for m in measured for x in m["load_average"]) > QUIET_LOAD:
-        lines += ["", f"Measured under load: the machine's 1-minute load average was {load_range(*measured)} "
-                  "(2 cores; the benchmark alone keeps it near 1-2)."]  # fmt: skip
+    lines += load_note([x for m in measured for x in m["load_average"]])
     return "\n".join(lines) + "\n"
 
 

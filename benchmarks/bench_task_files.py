@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_engine import MODEL, lm_eval_forwarded, shuffled_sentence, trie_nodes
-from bench_whole import LM_EVAL_BATCH_SIZE, QUIET_LOAD, thread_env, timed
+from bench_whole import LM_EVAL_BATCH_SIZE, load_note, thread_env, timed
 from results_file import write_results
 
 HERE = Path(__file__).parent
@@ -244,9 +244,7 @@ def markdown(rows: list[dict[str, Any]], docs: int, train: int, threads: int | N
         lines.append(
             f"| {SAMPLERS[r['setting']]} | {t['sequences']:,} | {t['whole_sequences']:,} | {t['distinct_prefixes']:,} |"
         )
-    if max(loads) > QUIET_LOAD:
-        lines += ["", f"Measured under load: the machine's 1-minute load average was {min(loads):.1f}-{max(loads):.1f} "
-                  "(2 cores; the benchmark alone keeps it near 1-2)."]  # fmt: skip
+    lines += load_note(loads)
     return "\n".join(lines) + "\n"
 
 

@@ -238,10 +238,16 @@ def markdown(rows: list[dict[str, Any]], items: int, threads: int | None) -> str
         lines += ["", f"rueval's `--limit 1`, part by part ({total}):", ""]
         lines += ["| part | seconds |", "|---|---|"]
         lines += [f"| {title}{' (rueval)' if key in OWN else ''} | {parts[key]:.2f} |" for key, title in PARTS]
-    if max(loads) > QUIET_LOAD:
-        lines += ["", f"Measured under load: the machine's 1-minute load average was {min(loads):.1f}-{max(loads):.1f} "
-                  "(2 cores; the benchmark alone keeps it near 1-2)."]  # fmt: skip
+    lines += load_note(loads)
     return "\n".join(lines) + "\n"
+
+
+def load_note(loads: list[float]) -> list[str]:
+    """The report's closing lines saying the figures were measured under load, when they were."""
+    if not loads or max(loads) <= QUIET_LOAD:
+        return []
+    return ["", f"Measured under load: the machine's 1-minute load average was {min(loads):.1f}-{max(loads):.1f} "
+            "(2 cores; the benchmark alone keeps it near 1-2)."]  # fmt: skip
 
 
 def main() -> None:
