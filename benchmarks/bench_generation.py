@@ -2,7 +2,7 @@
 the main command's wall time, and how often batched greedy texts differ from one-at-a-time ones.
 
     python benchmarks/bench_generation.py [--parts lm_eval,today,main_command,ties] [--train-steps 200]
-        [--worked 1000] [--docs 128] [--train 64] [--examples 64] [--prompts 500]
+        [--worked 1000] [--docs 128] [--train 64] [--examples 64] [--today 84529f5] [--prompts 500]
         [--lm-eval /work/venvs/lmeval/bin/lm_eval] [--device cpu] [--threads N] [--name bench_generation] [--keep DIR]
 
 Not part of the test suite. lm-evaluation-harness 0.4.13 lives in its own virtualenv (see
@@ -27,8 +27,10 @@ Parts (``--parts``, each a row of benchmarks/results/<name>.json; a part run aga
   gsm8k's filters, strict-match and flexible-extract) are equal in the two sample logs.
 - ``today``: TAPE's MultiQ and CheGeKa at 8-shot over ``--examples`` test items each (a ``--data``
   folder in TAPE's layout: the bundled samples' records with their question's and support text's words
-  shuffled, the bundled train samples as demonstrations), ``rueval run --batch-size 1`` (the
-  one-at-a-time mode) against the default, whole process, per example.
+  shuffled, the bundled train samples as demonstrations), whole process, per example: the default
+  (batched) against the issue's "today", rueval before issue 38 (``--today``, 84529f5: its ``src``
+  unpacked from this repository's git), and against ``rueval run --batch-size 1`` (the one-at-a-time
+  mode this rueval keeps).
 - ``main_command``: README's main command on the bundled samples,
   ``rueval run -m hf:DIR -t all --shots 0,1,4,8 --episodes 5 --cache off``.
 - ``ties``: ``--prompts`` distinct prompts (TAPE MultiQ and CheGeKa at 0, 1, 4 and 8 shots, gsm8k-style
@@ -69,16 +71,17 @@ ANSWERS_EQUAL_TARGET = 0.98
 TIE_GAP = 1e-4
 TAPE_TASKS = ("multiq", "chegeka")
 TAPE_SHOTS = 8
+BEFORE_ISSUE_38 = "84529f5"  # main when issue 38 was filed: its "today"
 
 
 # -- the model -------------------------------------------------------------------------------------
-def tiny_model(folder: Path, train_steps: int, worked: list[dict[str, str]]) -> Path:
+def tiny_model(folder: Path, train_steps: int, worked: list[dict[str, str]], layers: int, width: int) -> Path:
     """``rueval make-tiny-model folder --train-steps train_steps``, in this process, its texts the bundled
     samples and the ``worked`` gsm8k-shaped problems (lm-eval's ``Question: ...\nAnswer: ...``): it then
-    answers a word problem with a few words and ``#### N``, and stops."""
+    answers a word problem with a few words and ``#### N``, and stops. ``layers`` x ``width``, heads of 32."""
     from rueval.models.backends.tiny import build_tiny_gpt2, sample_texts, train_tiny_model
 
-    built = build_tiny_gpt2(folder)
+    built = build_tiny_gpt2(folder, n_layer=layers, n_embd=width, n_head=width // 32)
     texts = sample_texts() + [f"Question: {item['question']}\nAnswer: {item['answer']}" for item in worked]
     return train_tiny_model(built, texts, train_steps) if train_steps else built
 
@@ -221,7 +224,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace, work: Path):
         self.args, self.work, self.threads = args, work, thread_env(args.threads)
         self.gsm8k = gsm8k_splits(args.docs, args.train, args.worked)
-        self.model_dir = tiny_model(work / "model", args.train_steps, self.gsm8k["worked"])
+        self.model_dir = tiny_model(work / "model", args.train_steps, self.gsm8k["worked"], args.layers, args.width)
 
     def rueval(self, *arguments: str) -> list[str]:
         return [sys.executable, "-m", "rueval", "run", "-m", f"hf:{self.model_dir}", "--device", self.args.device,
@@ -249,23 +252,30 @@ class Bench:
         return rows
 
     def today(self) -> list[dict[str, Any]]:
-        data_dir = self.work / "tape"
+        """The issue's "today" is rueval before it (``--today``, its ``src`` unpacked from git and put first on
+        ``PYTHONPATH``); the one-at-a-time mode that this rueval keeps is measured beside it."""
+        data_dir, today_src = self.work / "tape", self.work / "today-src"
         write_tape_data(data_dir, self.args.examples)
+        unpack_source(self.args.today, today_src)
         common = ["-t", ",".join(TAPE_TASKS), "--shots", str(TAPE_SHOTS), "--data", str(data_dir), "--split", "test"]
         common += ["--cache", "off"]
         row: dict[str, Any] = {"part": "today", "tasks": TAPE_TASKS, "shots": TAPE_SHOTS}
+        row["today_commit"] = self.args.today
         row["examples"] = examples = self.args.examples * len(TAPE_TASKS)
-        for mode, extra in (("one_at_a_time", ["--batch-size", "1"]), ("batched", [])):
+        runs = {"today": ([], {"PYTHONPATH": str(today_src)}), "one_at_a_time": (["--batch-size", "1"], {}),
+                "batched": ([], {})}  # fmt: skip
+        found = {}
+        for mode, (extra, env) in runs.items():
             out = self.work / f"today-{mode}"
-            row[mode] = timed(self.work, f"today-{mode}", [self.rueval(*common, *extra, "-o", str(out))], self.threads)
+            command = self.rueval(*common, *extra, "-o", str(out))
+            row[mode] = timed(self.work, f"today-{mode}", [command], self.threads | env)
             row[mode]["per_example_s"] = row[mode]["wall_s"] / examples
-            row[mode]["predictions"] = predictions(out)
-        one, batched = row["one_at_a_time"]["predictions"], row["batched"]["predictions"]
-        row["predictions_equal"] = sum(one[k] == batched.get(k) for k in one)
-        row["ratio"] = row["one_at_a_time"]["wall_s"] / row["batched"]["wall_s"]
+            found[mode] = predictions(out)
+        for mode in ("today", "one_at_a_time"):
+            row[f"{mode}_ratio"] = row[mode]["wall_s"] / row["batched"]["wall_s"]
+            row[f"{mode}_equal_batched"] = sum(v == found["batched"].get(k) for k, v in found[mode].items())
+        row["today_equal_one_at_a_time"] = sum(v == found["one_at_a_time"].get(k) for k, v in found["today"].items())
         row["target"] = TARGETS["today"]
-        for mode in ("one_at_a_time", "batched"):
-            row[mode].pop("predictions")
         return [row]
 
     def main_command(self) -> list[dict[str, Any]]:
@@ -275,6 +285,13 @@ class Bench:
 
     def ties(self) -> list[dict[str, Any]]:
         return [{"part": "ties"} | tie_figures(self.model_dir, self.work, self.args.prompts)]
+
+
+def unpack_source(commit: str, folder: Path) -> None:
+    """``commit``'s ``src`` of the repository this benchmark lives in, unpacked into ``folder``."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(HERE), "archive", commit, "src"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder), "--strip-components", "1"], input=archive.stdout, check=True)
 
 
 def predictions(out: Path) -> dict[tuple[str, str], Any]:
@@ -408,7 +425,8 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, Any]) -> str:
         parts[row["part"]].append(row)
     steps = environment["train_steps"]
     lines = [
-        f"# bench_generation: the tiny GPT-2 (2 x 64) trained {steps} steps on the bundled samples and "
+        f"# bench_generation: a GPT-2 of {environment['layers']} x {environment['width']} trained {steps} steps "
+        "on the bundled samples and "
         f"{environment['worked']} gsm8k-shaped worked problems, torch threads: "
         f"{environment['threads'] or 'one per core'}",
     ]
@@ -428,14 +446,25 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, Any]) -> str:
             )
     if "today" in parts:
         (r,) = parts["today"]
-        one, batched, met = r["one_at_a_time"], r["batched"], "met" if r["ratio"] >= r["target"] else "missed"
+        today, one, batched = r["today"], r["one_at_a_time"], r["batched"]
+        met = "met" if r["today_ratio"] >= r["target"] else "missed"
         lines += ["", f"## Against today: MultiQ and CheGeKa at {r['shots']}-shot, {r['examples']} examples "
                   "(whole process, `--cache off`)", "",
-                  "| `--batch-size 1` (one at a time) | default (batched) | per example | ratio | target "
-                  "| predictions equal | load |", "|---|---|---|---|---|---|---|",
-                  f"| {one['wall_s']:.1f} s | {batched['wall_s']:.1f} s | {one['per_example_s'] * 1000:.0f} ms / "
-                  f"{batched['per_example_s'] * 1000:.0f} ms | {r['ratio']:.2f}x | {r['target']}x: {met} "
-                  f"| {r['predictions_equal']}/{r['examples']} | {load_range(one, batched)} |"]  # fmt: skip
+                  f"Today: rueval {r['today_commit']}, before issue 38 (generation one prompt at a time through "
+                  "transformers' `generate` with its `stop_strings`).", "",
+                  "| rueval | wall | per example | batched faster by | target | predictions equal to batched | load |",
+                  "|---|---|---|---|---|---|---|",
+                  f"| today ({r['today_commit']}) | {today['wall_s']:.1f} s | {today['per_example_s'] * 1000:.0f} ms "
+                  f"| {r['today_ratio']:.2f}x | {r['target']}x: {met} | {r['today_equal_batched']}/{r['examples']} "
+                  f"| {load_range(today)} |",
+                  f"| `--batch-size 1` (one at a time) | {one['wall_s']:.1f} s | {one['per_example_s'] * 1000:.0f} ms "
+                  f"| {r['one_at_a_time_ratio']:.2f}x | - | {r['one_at_a_time_equal_batched']}/{r['examples']} "
+                  f"| {load_range(one)} |",
+                  f"| default (batched) | {batched['wall_s']:.1f} s | {batched['per_example_s'] * 1000:.0f} ms | - | - "
+                  f"| - | {load_range(batched)} |", "",
+                  f"Today's predictions equal to `--batch-size 1`'s: {r['today_equal_one_at_a_time']}/{r['examples']} "
+                  "(issue 38 strips a character cut by the budget, U+FFFD, from the end of a text in both "
+                  "modes)."]  # fmt: skip
     if "main_command" in parts:
         (r,) = parts["main_command"]
         wall, met = r["rueval"]["wall_s"], "met" if r["rueval"]["wall_s"] <= r["target_s"] else "missed"
@@ -457,8 +486,8 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, Any]) -> str:
     lines += ["", "Measured (each part's run, and the rueval it ran):", ""]
     measured_at = {row["part"]: f"{row['created']}, rueval {row['rueval_source']['commit']}" for row in rows}
     lines += [f"- {part}: {when}" for part, when in measured_at.items()]
-    tools = ("lm_eval", "rueval", "one_at_a_time", "batched")
-    measured = [row[tool] for row in rows for tool in tools if tool in row]
+    tools = ("lm_eval", "rueval", "today", "one_at_a_time", "batched")
+    measured = [row[tool] for row in rows for tool in tools if isinstance(row.get(tool), dict)]
     lines += load_note([x for m in measured for x in m["load_average"]])
     return "\n".join(lines) + "\n"
 
@@ -467,10 +496,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", default="lm_eval,today,main_command,ties", help="comma-separated")
     parser.add_argument("--train-steps", type=int, default=200, help="the tiny model's training batches")
+    parser.add_argument("--layers", type=int, default=2, help="the model's layers")
+    parser.add_argument("--width", type=int, default=64, help="the model's width (heads of 32)")
     parser.add_argument("--docs", type=int, default=128, help="gsm8k test documents")
     parser.add_argument("--train", type=int, default=64, help="gsm8k train documents (the demonstrations)")
     parser.add_argument("--worked", type=int, default=1000, help="gsm8k-shaped problems the model is trained on")
     parser.add_argument("--examples", type=int, default=64, help="test examples per TAPE task")
+    parser.add_argument("--today", default=BEFORE_ISSUE_38, help="the commit whose rueval the today part measures")
     parser.add_argument("--prompts", type=int, default=500, help="distinct prompts of the ties part, at least")
     default_lm_eval = Path(os.environ.get("RUEVAL_LMEVAL_PYTHON", "/work/venvs/lmeval/bin/python")).with_name("lm_eval")
     parser.add_argument("--lm-eval", default=str(default_lm_eval), help="lm-eval's command")
@@ -497,7 +529,8 @@ def main() -> None:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     rows = sorted(kept + rows, key=lambda r: ["lm_eval", "today", "main_command", "ties"].index(r["part"]))
-    settings = {"train_steps": args.train_steps, "worked": args.worked, "device": args.device, "threads": args.threads,
+    settings = {"layers": args.layers, "width": args.width, "train_steps": args.train_steps, "worked": args.worked,
+                "device": args.device, "threads": args.threads,
                 "lm_eval_batch_size": LM_EVAL_BATCH_SIZE, "rueval": rueval_source(),
                 "last_parts": asked, "last_run_s": time.perf_counter() - started}  # fmt: skip
     text = markdown(rows, settings)

@@ -16,7 +16,7 @@ from rueval.models.backends import batch_generation
 from rueval.models.backends.batch_generation import BatchGenerator, common_length, shared_runs
 from rueval.models.backends.greedy_ties import TIE, first_divergence
 from rueval.models.backends.hf import HFCausalLM
-from rueval.models.backends.hf_generation import BATCHED, ONE_AT_A_TIME
+from rueval.models.backends.hf_generation import BATCHED, ONE_AT_A_TIME, greedy_generate, prompt_ids
 from rueval.models.base import Generation
 from rueval.models.cache import RequestCache, request_key
 from rueval.models.engine import Engine
@@ -152,3 +152,20 @@ def test_a_model_with_logits_processing_in_its_config_generates_one_at_a_time(ti
     model = HFCausalLM(str(tiny_gpt2_dir))
     model.model.generation_config.repetition_penalty = 1.3  # as a model's generation_config.json may set it
     assert model.generation_mode == ONE_AT_A_TIME
+
+
+def test_a_generation_config_without_an_end_token_ends_no_text_early(tiny_gpt2_dir):
+    """transformers' generate ends a text at the generation config's end token alone: when the config has
+    none, the batched mode too runs to the budget, past the tokenizer's end token."""
+    models = [HFCausalLM(str(tiny_gpt2_dir), batch_size=size) for size in (1, 8)]
+    request = Generation("Кошка сидит", 12)
+    prompt = prompt_ids(models[0], request)
+    greedy = greedy_generate(models[0], prompt, 3)[0, len(prompt) :].tolist()
+    third = models[0].tokenizer.convert_ids_to_tokens(greedy[-1])
+    for model in models:
+        model.model.generation_config.eos_token_id = None
+        model.tokenizer.eos_token = third  # the tokenizer's end token now comes third in the greedy text
+    one, batched = (model.generate([request])[0] for model in models)
+    assert models[1].generation_mode == BATCHED
+    assert batched == one
+    assert len(batched) > len(models[0].tokenizer.decode(greedy[:-1]))

@@ -8,8 +8,8 @@ at once and goes idle; waiting prompts join in groups once a quarter of the plac
 is split into runs that share a token prefix (TAPE's episodes, lm-eval's ``first_n`` demonstrations, a
 shared instruction), each run's prefix is forwarded once (or cut from a small cache of recent
 prefixes) and its members' own tails are forwarded on top of it, left-padded, in one pass; the group
-then takes idle rows' places if they fit, else the batch is compacted and the group's cache set beside
-it, the shorter left-padded.
+then takes idle rows' places if they fit, else one new cache holds the live rows (the columns they use)
+and the group's, the shorter left-padded, with room for the next groups to take idle places again.
 
 Each row checks its own stop sequences and budget and samples from its own generator (seeded as in
 one-prompt-at-a-time mode), so a text never depends on its batch-mates beyond the last bits of the
@@ -73,32 +73,21 @@ class GrowingLayer(DynamicLayer):
         return self.keys, self.values
 
     @classmethod
-    def beside(
-        cls,
-        first: tuple[torch.Tensor, torch.Tensor],
-        second: tuple[torch.Tensor, torch.Tensor],
-        width: int,
-        capacity: int,
-    ) -> GrowingLayer:
-        """The rows of two caches in one, both right-aligned at column ``width``."""
+    def aligned(cls, parts: Sequence[tuple[torch.Tensor, torch.Tensor]], width: int, capacity: int) -> GrowingLayer:
+        """The rows of several caches in one, each right-aligned at column ``width`` (the columns left of a
+        shorter one stay zero, masked out)."""
         layer = cls(capacity)
-        (k1, v1), (k2, v2) = first, second
-        rows = k1.shape[0] + k2.shape[0]
-        layer._allocate(k1.new_empty((rows, *k1.shape[1:])), v1.new_empty((rows, *v1.shape[1:])))
-        for buffer, top, bottom in ((layer.buffer_keys, k1, k2), (layer.buffer_values, v1, v2)):
-            buffer[: top.shape[0], :, width - top.shape[2] : width] = top
-            buffer[top.shape[0] :, :, width - bottom.shape[2] : width] = bottom
+        keys, values = parts[0]
+        rows = sum(k.shape[0] for k, _ in parts)
+        layer._allocate(keys.new_empty((rows, *keys.shape[1:])), values.new_empty((rows, *values.shape[1:])))
+        top = 0
+        for k, v in parts:
+            layer.buffer_keys[top : top + k.shape[0], :, width - k.shape[2] : width] = k
+            layer.buffer_values[top : top + v.shape[0], :, width - v.shape[2] : width] = v
+            top += k.shape[0]
         layer.length = width
         layer.keys, layer.values = layer.buffer_keys[:, :, :width], layer.buffer_values[:, :, :width]
         return layer
-
-    def keep(self, rows: torch.Tensor, first: int) -> None:
-        """Only the given rows, from column ``first`` on (the columns before are unused)."""
-        self.buffer_keys = self.buffer_keys.index_select(0, rows)[:, :, first:]
-        self.buffer_values = self.buffer_values.index_select(0, rows)[:, :, first:]
-        self.capacity -= first
-        self.length -= first
-        self.keys, self.values = self.buffer_keys[:, :, : self.length], self.buffer_values[:, :, : self.length]
 
 
 def growing_cache(past: Past, capacity: int) -> DynamicCache:
@@ -161,8 +150,8 @@ class BatchGenerator:
             if waiting and (not self.live or free * JOIN_SHARE >= self.budget.rows or len(waiting) <= free):
                 self._join(waiting)
             else:
-                if 2 * len(self.live) <= len(self.rows):
-                    self._compact()
+                if 2 * len(self.live) <= len(self.rows):  # compacted: only the live rows left
+                    self._rebuild([], [], torch.zeros(0, 0, dtype=torch.long))
                 self._decode()
             self._leave(finish)
 
@@ -239,27 +228,12 @@ class BatchGenerator:
         return past
 
     def _merge(self, group: list[Row], cache: DynamicCache, mask: torch.Tensor) -> None:
-        """The joined rows in finished rows' places if they fit there (``_fill_idle``), else the running rows'
-        cache and theirs side by side in a new one, both right-aligned (the shorter padded on the left)."""
+        """The joined rows in finished rows' places if they fit there (``_fill_idle``), else in a cache made
+        anew (``_rebuild``)."""
         if self.cache is None or not self.live:
             self.rows, self.cache, self.mask = group, cache, mask
-            return
-        if self._fill_idle(group, cache, mask):
-            return
-        self._compact()
-        old, new = self.mask.shape[1], mask.shape[1]
-        width = max(old, new)
-        budget = max(r.request.max_new_tokens - len(r.generated) for r in self.rows + group)
-        merged = [
-            GrowingLayer.beside(first, second, width, width + budget)
-            for first, second in zip(past_of(self.cache), past_of(cache), strict=True)
-        ]
-        self.cache = DynamicCache()
-        self.cache.layers = merged
-        combined = torch.zeros(len(self.rows) + len(group), width, dtype=torch.long)
-        combined[: len(self.rows), width - old :] = self.mask
-        combined[len(self.rows) :, width - new :] = mask
-        self.rows, self.mask = self.rows + group, combined
+        elif not self._fill_idle(group, cache, mask):
+            self._rebuild(group, past_of(cache), mask)
 
     def _fill_idle(self, group: list[Row], cache: DynamicCache, mask: torch.Tensor) -> bool:
         """Write the joined rows into finished rows' places, right-aligned, when there are enough of them and
@@ -317,22 +291,33 @@ class BatchGenerator:
                 tokens = row.generated[: row.request.max_new_tokens]
                 finish(row, self.decode(tokens[:-1] if tokens and tokens[-1] in self.eos else tokens))
 
-    def _compact(self) -> None:
-        """Only the live rows left in the batch, and the leading columns none of them uses cut off."""
-        keep = [r for r, row in enumerate(self.rows) if not row.done]
-        if len(keep) == len(self.rows):
-            return
-        self.rows = [self.rows[r] for r in keep]
-        if not keep:
-            self.cache, self.mask = None, torch.zeros(0, 0, dtype=torch.long)
-            return
+    def _rebuild(self, group: list[Row], past: Past, mask: torch.Tensor) -> None:
+        """A new cache holding the live rows (the columns they use) and a joining group's rows, right-aligned,
+        with room for every row's budget and, within the cache budget, as many columns again, so that
+        later groups can take finished rows' places instead of copying the batch once more."""
         assert self.cache is not None
-        used = int(self.mask[keep].any(dim=0).nonzero()[0])  # leading columns no remaining row uses
-        index = torch.tensor(keep, device=self.device)
-        for layer in self.cache.layers:
-            assert isinstance(layer, GrowingLayer)
-            layer.keep(index, used)
-        self.mask = self.mask[keep, used:]
+        keep = [r for r, row in enumerate(self.rows) if not row.done]
+        rows = [self.rows[r] for r in keep] + group
+        if not rows:
+            self.rows, self.cache, self.mask = [], None, torch.zeros(0, 0, dtype=torch.long)
+            return
+        kept_mask = self.mask[keep]
+        used = int(kept_mask.any(dim=0).nonzero()[0]) if keep else kept_mask.shape[1]
+        kept_mask = kept_mask[:, used:]
+        width = max(kept_mask.shape[1], mask.shape[1])
+        budget = max(row.request.max_new_tokens - len(row.generated) for row in rows)
+        capacity = max(width + budget, min(width + 2 * budget, self.budget.cache_tokens // len(rows)))
+        index = torch.tensor(keep, dtype=torch.long, device=self.device)
+        layers = []
+        for n, (keys, values) in enumerate(past_of(self.cache)):
+            parts = [(keys[:, :, used:].index_select(0, index), values[:, :, used:].index_select(0, index))]
+            layers.append(GrowingLayer.aligned(parts + past[n : n + 1], width, capacity))
+        self.cache = DynamicCache()
+        self.cache.layers = layers
+        self.mask = torch.zeros(len(rows), width, dtype=torch.long)
+        self.mask[: len(keep), width - kept_mask.shape[1] :] = kept_mask
+        self.mask[len(keep) :, width - mask.shape[1] :] = mask
+        self.rows = rows
 
 
 def shared_runs(prompts: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:

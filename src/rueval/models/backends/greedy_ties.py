@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rueval.models.backends.hf_generation import prompt_ids
+from rueval.models.backends.hf_generation import greedy_generate, prompt_ids
 from rueval.models.base import Generation
 
 if TYPE_CHECKING:
@@ -20,27 +20,12 @@ def first_divergence(model: HFCausalLM, request: Generation, text_a: str, text_b
     """None when the texts are equal; else the gap between the top two logits at the step of the
     one-prompt-at-a-time greedy generation whose token moves its text off the common start of the two
     texts (the step where they part; the smallest gap over the steps of a character split over tokens)."""
-    import torch
-
     if text_a == text_b:
         return None
     common = next((i for i, (a, b) in enumerate(zip(text_a, text_b, strict=False)) if a != b), None)
     common = min(len(text_a), len(text_b)) if common is None else common
     prompt = prompt_ids(model, request)
-    input_ids = torch.tensor([prompt], device=model.device)
-    with torch.inference_mode():
-        out = model.model.generate(
-            input_ids=input_ids,
-            attention_mask=torch.ones_like(input_ids),
-            max_new_tokens=request.max_new_tokens,
-            do_sample=False,
-            top_p=None,
-            temperature=None,
-            top_k=None,
-            output_logits=True,
-            return_dict_in_generate=True,
-            pad_token_id=model.start_token,
-        )
+    out = greedy_generate(model, prompt, request.max_new_tokens, output_logits=True, return_dict_in_generate=True)
     tokens = out.sequences[0, len(prompt) :].tolist()
     shared = text_a[:common]
     texts = [model.tokenizer.decode(tokens[: step + 1], skip_special_tokens=True) for step in range(len(tokens))]

@@ -87,33 +87,44 @@ def prompt_ids(model: HFCausalLM, request: Generation) -> list[int]:
 
 def generate_one(model: HFCausalLM, request: Generation) -> str:
     """transformers' generate on this prompt alone; a sampled request's token is drawn by RowSampler."""
-    import torch
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
     from rueval.models.backends.generated_text import GeneratedTextStop
     from rueval.models.backends.sampling import RowSampler
 
     prompt = prompt_ids(model, request)
-    input_ids = torch.tensor([prompt], device=model.device)
     sample = request.temperature > 0 or request.top_p < 1
+    stop = [GeneratedTextStop(model.tokenizer, request.stop, len(prompt))] if request.stop else []
+    out = greedy_generate(
+        model,
+        prompt,
+        request.max_new_tokens,
+        logits_processor=LogitsProcessorList([RowSampler([request], model.device)] if sample else []),
+        stopping_criteria=StoppingCriteriaList(stop),
+    )
+    return cut_at_stop(answer_text(model.tokenizer, out[0, len(prompt) :].tolist()), request.stop)
+
+
+def greedy_generate(model: HFCausalLM, prompt: list[int], max_new_tokens: int, **options: Any) -> Any:
+    """transformers' generate on one prompt, each next token the argmax (a sampled request's draw is a logits
+    processor in ``options``), whatever sampling the model's generation config asks for."""
+    import torch
+
+    input_ids = torch.tensor([prompt], device=model.device)
     tokenizer = model.tokenizer
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else model.start_token
     with torch.inference_mode():
-        out = model.model.generate(
+        return model.model.generate(
             input_ids=input_ids,
             attention_mask=torch.ones_like(input_ids),
-            max_new_tokens=request.max_new_tokens,
-            do_sample=False,  # a sampled request's token is drawn by RowSampler; greedy then takes it
-            logits_processor=LogitsProcessorList([RowSampler([request], model.device)] if sample else []),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
             top_p=None,
             temperature=None,
             top_k=None,
             pad_token_id=pad,
-            stopping_criteria=StoppingCriteriaList(
-                [GeneratedTextStop(tokenizer, request.stop, len(prompt))] if request.stop else []
-            ),
+            **options,
         )
-    return cut_at_stop(answer_text(tokenizer, out[0, len(prompt) :].tolist()), request.stop)
 
 
 def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done: OnDone | None) -> list[str]:
@@ -158,10 +169,9 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
 
 
 def _end_tokens(model: HFCausalLM) -> frozenset[int]:
-    """The tokens that end a generation, as transformers' generate reads them (the generation config's)."""
+    """The tokens that end a generation, as transformers' generate reads them: the generation config's
+    alone (none there: a text runs to its budget or a stop sequence, past the tokenizer's end token)."""
     eos = model.model.generation_config.eos_token_id
-    if eos is None:
-        eos = model.tokenizer.eos_token_id
     return frozenset([] if eos is None else [eos] if isinstance(eos, int) else eos)
 
 
