@@ -290,7 +290,7 @@ class Bench:
 def unpack_source(commit: str, folder: Path) -> None:
     """``commit``'s ``src`` of the repository this benchmark lives in, unpacked into ``folder``."""
     folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(HERE), "archive", commit, "src"], capture_output=True, check=True)
+    archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", commit, "src"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder), "--strip-components", "1"], input=archive.stdout, check=True)
 
 
