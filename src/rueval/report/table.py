@@ -271,13 +271,16 @@ def industrial_text(figures: dict[str, Any]) -> str:
 
 
 def compare_table(comparison: dict[str, Any]) -> Table:
-    """Paired-bootstrap differences of two runs (rueval.report.compare); significant ones in bold with *."""
+    """Differences of two runs (rueval.report.compare) with their paired test's p-value; significant ones in
+    bold with *."""
     a, b = comparison["run_a"], comparison["run_b"]
     level = comparison["significance_level"]
     table = Table(
         title=escape(f"A = {a['model']} ({a['dir']})  vs  B = {b['model']} ({b['dir']}), x100"),
-        caption=f"* p < {level}: paired bootstrap, {comparison['resamples']} resamples, "
-        f"{comparison['confidence']:.0%} interval of A - B",
+        caption=f"* p < {level}: McNemar's exact test (m) where every item is right or wrong, else the paired "
+        f"bootstrap, {comparison['resamples']} resamples; {comparison['confidence']:.0%} interval of A - B. "
+        "MDE: the smallest difference in right answers the task's n shows at 80% power, at the share of items "
+        "the runs disagree on",
         box=box.SIMPLE_HEAD,
         pad_edge=False,  # eight columns in 80 characters
     )
@@ -295,10 +298,30 @@ def compare_table(comparison: dict[str, Any]) -> Table:
                 f"{d['b']:.1f}",
                 f"{d['diff']:+.1f}",
                 escape(f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"),
-                f"{d['p_value']:.3f}" + (" *" if significant else "  "),
+                f"{d['p_value']:.3f}" + (" *" if significant else "  ") + ("m" if d.get("discordant") else " "),
                 style="bold" if significant else None,
             )
     return table
+
+
+def compare_notes(comparison: dict[str, Any]) -> list[str]:
+    """Per task of a comparison: the share of items the runs disagree on with the minimum detectable effect
+    there, and a run's standard error clustered by item where it scored items several times (episodes)."""
+    lines = []
+    for name, result in comparison["tasks"].items():
+        if result["discordance"] is not None:
+            effect = result["minimum_detectable_effect"]
+            shown = "none (too few items)" if effect is None else f"{effect:.1f} points"
+            lines.append(
+                f"{name}: the runs disagree on {100 * result['discordance']:.1f}% of {result['n']} items; "
+                f"MDE at 80% power: {shown}"
+            )
+        for run, repeats in result["repeated"].items():
+            lines.append(
+                f"{name}: {run.upper()} scored {repeats['items']} items {repeats['scores']} times (k={repeats['k']}): "
+                f"mean {repeats['mean']:.1f}, SE {repeats['se']:.2f} clustered by item, {repeats['naive_se']:.2f} naive"
+            )
+    return lines
 
 
 def perturbations_table(summary: RunResult) -> Table:
