@@ -11,6 +11,7 @@ from statsmodels.stats.multitest import multipletests
 
 from rueval.scoring.decisions import (
     ALPHA,
+    DEFAULT_DISCORDANCE,
     POWER,
     binary_outcomes,
     clustered_standard_error,
@@ -21,7 +22,7 @@ from rueval.scoring.decisions import (
     naive_standard_error,
     paired_outcomes,
 )
-from rueval.tasks import TASKS, Example
+from rueval.tasks import BENCHMARKS, TASKS, Example
 
 RNG = np.random.default_rng(39)
 
@@ -103,16 +104,20 @@ def test_items_needed_is_connors_n_rounded_up() -> None:
 
 
 def test_unpaired_test_misses_what_mcnemar_sees_on_paired_data() -> None:
-    """The issue's case: two runs that agree on most items. The unpaired z-test of lm-eval's comparison script
-    (difference over the root of the two squared standard errors) takes each run's spread as if the runs
-    were independent; McNemar's test looks only at the items where they differ."""
-    n, both_right, a_only, b_only = 500, 300, 14, 3
-    a = np.r_[np.ones(both_right + a_only), np.zeros(b_only + n - both_right - a_only - b_only)]
-    b = np.r_[np.ones(both_right), np.zeros(a_only), np.ones(b_only), np.zeros(n - both_right - a_only - b_only)]
+    """The issue's case (lm-eval's #3831: p = 0.080 unpaired, 0.008 paired on the same data). This table of two
+    runs on 200 items is one of those a search over small tables finds to give those two figures: 137 items both
+    right, 22 only A, 7 only B. The unpaired z-test of lm-eval's comparison script (the difference over the root of
+    the two squared standard errors) takes the runs for independent samples; McNemar's test looks at the 29 items
+    where they differ."""
+    n, both_right, a_only, b_only = 200, 137, 22, 7
+    neither = n - both_right - a_only - b_only
+    a = np.r_[np.ones(both_right + a_only), np.zeros(b_only + neither)]
+    b = np.r_[np.ones(both_right), np.zeros(a_only), np.ones(b_only), np.zeros(neither)]
     z = (a.mean() - b.mean()) / math.hypot(naive_standard_error(a), naive_standard_error(b))
     unpaired = 2 * norm.sf(abs(z))
     paired = paired_outcomes(a, b).p_value
-    assert unpaired > ALPHA > paired
+    assert (round(unpaired, 3), round(paired, 3)) == (0.080, 0.008)
+    assert paired == pytest.approx(mcnemar([[both_right, a_only], [b_only, neither]], exact=True).pvalue, abs=1e-12)
 
 
 def test_binary_outcomes_only_for_zero_one_means() -> None:
@@ -125,3 +130,24 @@ def test_binary_outcomes_only_for_zero_one_means() -> None:
     assert binary_outcomes(rcb, examples, predictions, "avg_f1") is None
     grouped = [Example(idx=e.idx, fields={}, label=e.label, group=0) for e in examples]
     assert binary_outcomes(rcb, grouped, predictions, "accuracy") is None
+
+
+def test_power_prints_the_items_needed_and_the_official_test_sets_effect(cli) -> None:
+    result = cli("power", "-t", "parus,rcb", "--delta", "3", "--discordance", "0.2")
+    assert result.exit_code == 0, result.stderr
+    needed = math.ceil(connor_n(0.03, 0.2))
+    for name in ("parus", "rcb"):
+        official = BENCHMARKS["rsg"].official_count(name, "test")
+        effect = minimum_detectable_effect(official, 0.2)
+        shown = "no difference (too few items)" if effect is None else f"{100 * effect:.1f} points"
+        assert f"{name}: {needed:,} items show 3 points" in result.stdout
+        assert f"its official test set of {official:,} items shows {shown}" in result.stdout
+    default = cli("power", "-t", "parus", "--delta", "3")
+    assert f"{math.ceil(connor_n(0.03, DEFAULT_DISCORDANCE)):,} items" in default.stdout
+    assert f"(discordance {DEFAULT_DISCORDANCE:g})" in default.stdout
+    for flags, said in (
+        (("--delta", "30", "--discordance", "0.2"), "error: --delta 30: expected above 0 and at most the discordance"),
+        (("--delta", "3", "--discordance", "1.5"), "error: --discordance 1.5: expected a share of the items"),
+    ):
+        refused = cli("power", "-t", "parus", *flags)
+        assert refused.exit_code == 2 and refused.stderr.startswith(said) and refused.stderr.count("\n") == 1

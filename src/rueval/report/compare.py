@@ -59,7 +59,8 @@ def compare_runs(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Paired-bootstrap differences, A minus B, of every metric of every task both runs scored."""
+    """A minus B of every metric of every task both runs scored, each with its paired test's p-value; per task the
+    runs' discordance with the minimum detectable effect there, and the clustered errors of repeated scores."""
     check_bootstrap(resamples, seed)
     summary_a, summary_b = RunResult.read(run_a), RunResult.read(run_b)
     common = [name for name in summary_a.tasks if name in summary_b.tasks]
@@ -137,36 +138,35 @@ def power_at(right: PairedOutcomes | None) -> dict[str, Any]:
     return {"discordance": right.discordance, "minimum_detectable_effect": None if effect is None else 100 * effect}
 
 
-def repeated(run_dir: Path, task: str) -> dict[str, Any] | None:
-    """A run's right/wrong per sample-log line of its first few-shot setting, where an item has several lines
-    (episodes): their mean (x100) with its standard error clustered by item and the naive one; None when the
-    run logged no samples of the task or scored each item once."""
+def repeated(run_dir: Path, task: str) -> list[dict[str, Any]]:
+    """Per few-shot setting of a run's sample log in which items have several lines (episodes): the mean of
+    right answers (x100) with its standard error clustered by item and the naive one; none without a log of the
+    task or where each item was scored once."""
     logs = sample_files(run_dir, task)
     if not logs:
-        return None
+        return []
     path = logs[-1]  # the newest
-    lines = [line for line in read_samples(path) if "correct" in line and line["correct"] is not None]
-    if not lines:
-        return None  # a task file's log (lm-eval's fields), or a split without answers
-    k = lines[0].get("k")
-    values, items = [], []
-    for line in lines:
-        if line.get("k") != k:
-            continue
+    by_k: dict[Any, tuple[list[float], list[str]]] = {}
+    for line in read_samples(path):
+        if line.get("correct") is None:
+            continue  # a task file's log (lm-eval's fields), or an example without an answer
         if not isinstance(line["correct"], bool):
             raise DataError(str(path), f"doc_id {line['doc_id']}: expected true or false", field="correct")
+        values, items = by_k.setdefault(line.get("k"), ([], []))
         values.append(float(line["correct"]))
         items.append(repr(line.get("idx", line["doc_id"])))
-    if len(set(items)) in (1, len(items)):
-        return None
-    return {
-        "k": k,
-        "items": len(set(items)),
-        "scores": len(values),
-        "mean": 100 * sum(values) / len(values),
-        "se": 100 * clustered_standard_error(values, items),
-        "naive_se": 100 * naive_standard_error(values),
-    }
+    return [
+        {
+            "k": k,
+            "items": len(set(items)),
+            "scores": len(values),
+            "mean": 100 * sum(values) / len(values),
+            "se": 100 * clustered_standard_error(values, items),
+            "naive_se": 100 * naive_standard_error(values),
+        }
+        for k, (values, items) in by_k.items()
+        if 1 < len(set(items)) < len(items)
+    ]
 
 
 def task_file_differences(

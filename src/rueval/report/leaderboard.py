@@ -20,6 +20,7 @@ from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, metric_orde
 from rueval.report.runs import Run, load_runs
 from rueval.report.ties import Ties, ties_with_leader
 from rueval.results import LM_EVAL
+from rueval.scoring.decisions import ALPHA
 from rueval.scoring.metrics import metric
 from rueval.tasks import BENCHMARKS, TASKS, Benchmark, Total, tasks_of
 
@@ -55,6 +56,17 @@ class Board:
         if self.benchmark is not TASK_FILES:
             return TASKS[task].metrics
         return metric_order(LM_EVAL, task, next(row.metrics[task] for row in self.rows if task in row.metrics))
+
+    @property
+    def ties_note(self) -> str:
+        """What the ≈ mark means, or why no run has it; "" when there is no run to compare."""
+        if self.ties.adjusted:
+            return (
+                f"≈: tied with the best-ranked run: not distinguishable from it by the paired bootstrap of the "
+                f"total on the same examples, Holm-corrected over the runs compared with it (p >= {ALPHA}); "
+                "zero-shot runs with their predictions."
+            )
+        return f"No ties with the best-ranked run computed: {self.ties.missing}" if self.ties.missing else ""
 
     @property
     def show_k(self) -> bool:
@@ -234,13 +246,8 @@ def citations(board: Board) -> str:
     # a run's label is the user's text: shown as text
     unranked = (markdown_text(f"{row.name}: {row.note}") for row in board.rows if row.note and not row.is_reference)
     lines += [f"- {line}" for line in dict.fromkeys(unranked)]
-    if board.ties.leader:
-        lines.append(
-            "- ≈: tied with the best-ranked run, not distinguishable from it: the paired bootstrap of the total "
-            "over the same examples, Holm-corrected over the runs, p >= 0.05 (zero-shot runs with predictions)."
-        )
-    elif board.ties.missing:
-        lines.append(f"- No ties with the best-ranked run computed: {markdown_text(board.ties.missing)}")
+    if board.ties_note:
+        lines.append(f"- {markdown_text(board.ties_note)}")
     lines.append(
         "- Paper rows are the papers' scores on the official test sets; runs are scored on their own data. "
         "A run of part of each split (partial), or of other data than the official files (not comparable), "

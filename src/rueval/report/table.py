@@ -106,12 +106,41 @@ ARTIFACTS_SHOWN = 5  # of the 10 per label in audit.json
 def audit_tables(report: AuditResult) -> list[Table]:
     """The sections of an audit report (rueval.audit.dataset_audit), one table each; empty sections are left out."""
     tables = [_label_table(report), _prior_table(report), _artifact_table(report), _duplicate_table(report)]
+    tables.append(_health_table(report))
     tables += [
         heuristics_table(name, split, found.n, found.rules)
         for name, task in report.tasks.items()
         for split, found in task.heuristics.items()
     ]
     return [table for table in tables if table.row_count]
+
+
+def _health_table(report: AuditResult) -> Table:
+    table = Table(
+        title="Task health (x100)",
+        caption="chance: a uniform guess's accuracy; majority, heuristics: task scores fitted on train; all right: "
+        "items every baseline gets right; MDE: the smallest difference the official test set shows at 80% power, "
+        "two runs disagreeing on half the items",
+    )
+    for column in ("task", "split", "n", "chance", "majority", "heuristics", "all right", "official n", "MDE"):
+        table.add_column(column, justify="left" if column in ("task", "split") else "right")
+    for name, task in report.tasks.items():
+        if health := task.health:
+            official, effect = health["official_test_n"], health["minimum_detectable_effect"]
+            table.add_row(
+                name,
+                health["split"],
+                str(health["n"]),
+                *(_one_decimal(health[key]) for key in ("chance_accuracy", "majority", "heuristic")),
+                _one_decimal(health["every_baseline_right"]),
+                "-" if official is None else f"{official:,}",
+                _one_decimal(effect),
+            )
+    return table
+
+
+def _one_decimal(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _label_table(report: AuditResult) -> Table:
@@ -316,7 +345,7 @@ def compare_notes(comparison: dict[str, Any]) -> list[str]:
                 f"{name}: the runs disagree on {100 * result['discordance']:.1f}% of {result['n']} items; "
                 f"MDE at 80% power: {shown}"
             )
-        for run, repeats in result["repeated"].items():
+        for run, repeats in ((run, each) for run, every in result["repeated"].items() for each in every):
             lines.append(
                 f"{name}: {run.upper()} scored {repeats['items']} items {repeats['scores']} times (k={repeats['k']}): "
                 f"mean {repeats['mean']:.1f}, SE {repeats['se']:.2f} clustered by item, {repeats['naive_se']:.2f} naive"
