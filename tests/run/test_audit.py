@@ -329,5 +329,5 @@ def test_task_health_gives_the_baselines_levels_and_the_official_test_sets_effec
     assert health["every_baseline_right"] == pytest.approx(100 * (predictions[0] == golds[0]) / len(VAL))
     z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
     d, p_d = health["minimum_detectable_effect"] / 100, health["discordance"]
-    assert health["official_test_n"] == 348 and p_d == 0.5
+    assert health["official_test_records"] == 348 and p_d == 0.5
     assert (z_a * math.sqrt(p_d) + z_b * math.sqrt(p_d - d**2)) ** 2 / d**2 == pytest.approx(348, abs=1e-6)

@@ -141,7 +141,7 @@ def test_power_prints_the_items_needed_and_the_official_test_sets_effect(cli) ->
         effect = minimum_detectable_effect(official, 0.2)
         shown = "no difference (too few items)" if effect is None else f"{100 * effect:.1f} points"
         assert f"{name}: {needed:,} items show 3 points" in result.stdout
-        assert f"its official test set of {official:,} items shows {shown}" in result.stdout
+        assert f"its official test set of {official:,} records shows {shown}" in result.stdout
     default = cli("power", "-t", "parus", "--delta", "3")
     assert f"{math.ceil(connor_n(0.03, DEFAULT_DISCORDANCE)):,} items" in default.stdout
     assert f"(discordance {DEFAULT_DISCORDANCE:g})" in default.stdout

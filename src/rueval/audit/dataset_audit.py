@@ -207,7 +207,7 @@ def task_health(task: Task, train: Sequence[Example], split: Split) -> dict[str,
         "majority": score_task(task, examples, predicted["majority"]).score,
         "heuristic": score_task(task, examples, predicted["heuristic"]).score if "heuristic" in predicted else None,
         "every_baseline_right": 100 * fmean(every_right),
-        "official_test_n": official,
+        "official_test_records": official,
         "discordance": DEFAULT_DISCORDANCE,
         "minimum_detectable_effect": None if effect is None else 100 * effect,
     }

@@ -132,7 +132,7 @@ def compare(
     comparison = compare_runs(run_a, run_b, resamples=resamples, seed=seed)
     console.print(compare_table(comparison))
     for line in compare_notes(comparison):
-        console.print(line, highlight=False, markup=False)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if out:
         write_json(out, comparison)
         console.print(f"comparison: {out}", highlight=False)
@@ -172,8 +172,8 @@ def power(
         if official:
             effect = minimum_detectable_effect(official, share)
             shown = "no difference (too few items)" if effect is None else f"{100 * effect:.1f} points"
-            line += f"; its official test set of {official:,} items shows {shown}"
-        console.print(line, highlight=False)
+            line += f"; its official test set of {official:,} records shows {shown}"
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -122,11 +122,11 @@ def _health_table(report: AuditResult) -> Table:
         "items every baseline gets right; MDE: the smallest difference the official test set shows at 80% power, "
         "two runs disagreeing on half the items",
     )
-    for column in ("task", "split", "n", "chance", "majority", "heuristics", "all right", "official n", "MDE"):
+    for column in ("task", "split", "n", "chance", "majority", "heuristics", "all right", "official records", "MDE"):
         table.add_column(column, justify="left" if column in ("task", "split") else "right")
     for name, task in report.tasks.items():
         if health := task.health:
-            official, effect = health["official_test_n"], health["minimum_detectable_effect"]
+            official, effect = health["official_test_records"], health["minimum_detectable_effect"]
             table.add_row(
                 name,
                 health["split"],
