@@ -1,9 +1,14 @@
 import json
+import math
 import re
 import shutil
 
+import numpy as np
 import pytest
-from support import read_jsonl, write_jsonl
+from scipy.stats import norm
+from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.contingency_tables import mcnemar
+from support import read_jsonl, read_samples, write_jsonl
 
 TASK_LIST = "rcb,muserc,rucos,sit_ethics,winograd"
 SIGNIFICANT_ROW = re.compile(r"\d\.\d{3} \*")  # a p-value followed by the significance mark
@@ -125,3 +130,61 @@ def test_compare_reports_malformed_predictions(cli, two_runs, tmp_path):
     result = cli("compare", run_a, broken)
     assert result.exit_code == 2
     assert "winograd.jsonl:2: field 'gold': unknown label 7" in result.stderr
+
+
+def connor_n(d: float, p_d: float) -> float:
+    """Connor (1987)'s paired-proportions sample size at 5% two-sided and 80% power, as the docs write it."""
+    z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
+    return (z_a * math.sqrt(p_d) + z_b * math.sqrt(p_d - d**2)) ** 2 / d**2
+
+
+def test_right_or_wrong_metrics_are_decided_by_mcnemar_the_rest_by_the_bootstrap(cli, two_runs, tmp_path):
+    run_a, run_b = two_runs
+    assert cli("compare", run_a, run_b, "-o", tmp_path / "c.json").exit_code == 0
+    comparison = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    rows_a, rows_b = (read_jsonl(run / "predictions" / "rcb.jsonl") for run in two_runs)
+    right_a = [row["prediction"] == row["gold"] for row in rows_a]
+    right_b = [row["prediction"] == row["gold"] for row in rows_b]
+    a_only = sum(a and not b for a, b in zip(right_a, right_b))
+    b_only = sum(b and not a for a, b in zip(right_a, right_b))
+    rcb = comparison["tasks"]["rcb"]
+    accuracy = rcb["metrics"]["accuracy"]
+    assert accuracy["test"] == "McNemar exact" and accuracy["discordant"] == [a_only, b_only]
+    table = [
+        [sum(a and b for a, b in zip(right_a, right_b)), a_only],
+        [b_only, sum(not (a or b) for a, b in zip(right_a, right_b))],
+    ]
+    assert accuracy["p_value"] == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-10)
+    assert rcb["metrics"]["avg_f1"]["test"] == rcb["metrics"]["score"]["test"] == "paired bootstrap"
+    assert "discordant" not in rcb["metrics"]["avg_f1"]
+    # MuSeRC's answers are scored by question, Ethics' by category: no item-by-item pairs
+    assert {d["test"] for task in ("muserc", "sit_ethics") for d in comparison["tasks"][task]["metrics"].values()} == {
+        "paired bootstrap"
+    }
+    assert rcb["discordance"] == pytest.approx((a_only + b_only) / len(rows_a))
+    effect = rcb["minimum_detectable_effect"]
+    if effect is not None:
+        assert connor_n(effect / 100, rcb["discordance"]) == pytest.approx(len(rows_a), abs=1e-6)
+    assert rcb["repeated"] == {}  # neither run logged samples
+
+
+def test_compare_clusters_standard_errors_by_item_over_episodes(cli, tmp_path, tiny_gpt2_dir):
+    """An LM run of three 1-shot episodes scores each item three times; its sample log's right/wrong values give
+    the same clustered error as statsmodels' cluster-robust OLS on a constant."""
+    few_shot, majority = tmp_path / "few_shot", tmp_path / "majority"
+    flags = ("-t", "parus", "--limit", "16", "--log-samples")
+    result = cli("run", "-m", f"hf:{tiny_gpt2_dir}", *flags, "--shots", "1", "--episodes", "3", "-o", few_shot)
+    assert result.exit_code == 0, result.stderr
+    assert cli("run", "-m", "majority", *flags, "-o", majority).exit_code == 0
+    result = cli("compare", few_shot, majority, "-o", tmp_path / "c.json")
+    assert result.exit_code == 0, result.stderr
+    (repeats,) = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))["tasks"]["parus"]["repeated"]["a"]
+    lines = read_samples(few_shot, "parus")
+    values = np.array([float(line["correct"]) for line in lines])
+    items = np.array([line["idx"] for line in lines])
+    fitted = OLS(values, np.ones(len(values))).fit(cov_type="cluster", cov_kwds={"groups": items})
+    assert (repeats["k"], repeats["items"], repeats["scores"]) == (1, 16, 48)
+    assert repeats["mean"] == pytest.approx(100 * values.mean())
+    assert repeats["se"] == pytest.approx(100 * fitted.bse[0], abs=1e-8)
+    assert repeats["naive_se"] == pytest.approx(100 * values.std(ddof=1) / math.sqrt(48))
+    assert "A scored 16 items 48 times (k=1)" in result.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 from statistics import fmean
 
@@ -30,15 +31,19 @@ def read_csv(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
 
 
-def as_official_run(run_dir: Path, out: Path) -> Path:
+def as_official_run(run_dir: Path, out: Path, keep: bool = False) -> Path:
     """A copy of a run on the bundled samples, its results.json as a run of the official files writes
-    it: its data a folder, each scored split of the official record count. Its scores are unchanged."""
+    it: its data a folder, each scored split of the official record count. Its scores are unchanged;
+    ``keep``: its predictions too."""
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     results["data"] = "/data/official"
     for name, task in results["tasks"].items():
         official = BENCHMARKS[TASKS[name].benchmark].official_count(name, task["split"])
         task["records"] = task["records"] if official is None else official
-    out.mkdir(parents=True)
+    if keep:
+        shutil.copytree(run_dir / "predictions", out / "predictions")
+    else:
+        out.mkdir(parents=True)
     (out / "results.json").write_text(json.dumps(results), encoding="utf-8")
     return out
 
@@ -171,3 +176,30 @@ def test_a_run_folder_named_with_html_and_markdown_is_shown_as_text_in_the_markd
     header = next(line for line in markdown.splitlines() if line.startswith("| # |"))
     row = next(line for line in markdown.splitlines() if "script" in line)
     assert row.count(" | ") == header.count(" | ")  # the name's | splits no cell
+
+
+def test_runs_tied_with_the_best_ranked_run_are_marked(sample_runs, tmp_path):
+    """The best-ranked run, an identical copy of it (tied: the same predictions) and the other run; ties are
+    tested on the runs' predictions, so the copies keep them."""
+    totals = {
+        m: json.loads((d / "results.json").read_text(encoding="utf-8"))["rsg_total"] for m, d in sample_runs.items()
+    }
+    leader = max(totals, key=totals.__getitem__)
+    other = next(model for model in totals if model != leader)
+    pairs = ((leader, leader), ("copy", leader), (other, other))
+    dirs = {name: as_official_run(sample_runs[model], tmp_path / "official" / name, keep=True) for name, model in pairs}
+    result = invoke("leaderboard", *dirs.values(), "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    marks = {row["source"]: row["vs_leader"] for row in read_csv(tmp_path / "out" / "leaderboard_rsg.csv")}
+    assert marks[str(dirs[leader])] == "leader" and marks[str(dirs["copy"])] == "tied"
+    assert marks[str(dirs[other])] in ("tied", "")
+    assert all(mark == "" for source, mark in marks.items() if source not in map(str, dirs.values()))  # papers' rows
+    markdown = (tmp_path / "out" / "leaderboard_rsg.md").read_text(encoding="utf-8")
+    assert "(copy) ≈" in markdown and "tied with the best-ranked run" in markdown
+
+
+def test_ties_are_not_computed_without_predictions(runs, tmp_path):
+    result = invoke("leaderboard", runs["majority"], runs["weighted-random"], "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert {row["vs_leader"] for row in read_csv(tmp_path / "leaderboard_rsg.csv")} == {""}
+    assert "No ties with the best-ranked run computed" in (tmp_path / "leaderboard_rsg.md").read_text(encoding="utf-8")

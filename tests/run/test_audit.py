@@ -1,10 +1,12 @@
 import json
+import math
 import random
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 from support import write_jsonl
@@ -17,7 +19,8 @@ from rueval.core.text import lemmas
 from rueval.data import Split
 from rueval.results import AuditResult
 from rueval.scoring.metrics import normalize_answer
-from rueval.solvers.heuristics import NO_RULE, RULES, coverage
+from rueval.scoring.task_scores import score_task
+from rueval.solvers.heuristics import NO_RULE, RULES, HeuristicSolver, coverage
 from rueval.tasks import Example, get_task
 
 
@@ -307,3 +310,24 @@ def test_a_near_duplicate_in_two_evaluation_splits_is_listed_in_each():
     assert [(p["train"], p["eval"]) for p in test_pairs] == [(1, 300)]
     assert test_pairs[0]["similarity"] == val_pairs[0]["similarity"] < 1
     assert found["test"]["exact_pairs"] == [{"train": 3, "eval": 200, "similarity": 1.0}]
+
+
+def test_task_health_gives_the_baselines_levels_and_the_official_test_sets_effect(report, rcb_dir):
+    from rueval.data import open_data
+
+    health = report["health"]
+    assert (health["split"], health["n"]) == ("val", len(VAL))  # the labelled split `rueval run` scores
+    assert health["chance_accuracy"] == pytest.approx(100 / 3)
+    assert health["majority"] == pytest.approx((100 / 9 + 20) / 2)  # avg F1 and accuracy, as prior_only has them
+    task, source = get_task("rcb"), open_data(str(rcb_dir))
+    heuristic = HeuristicSolver(seed=0)
+    heuristic.fit(task, source.load(task, "train").examples)
+    predictions = heuristic.predict(task, source.load(task, "val").examples)
+    golds = [record["label"] for record in VAL]
+    assert health["heuristic"] == pytest.approx(score_task(task, source.load(task, "val").examples, predictions).score)
+    # the majority (entailment) is right on the first val item only
+    assert health["every_baseline_right"] == pytest.approx(100 * (predictions[0] == golds[0]) / len(VAL))
+    z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
+    d, p_d = health["minimum_detectable_effect"] / 100, health["discordance"]
+    assert health["official_test_records"] == 348 and p_d == 0.5
+    assert (z_a * math.sqrt(p_d) + z_b * math.sqrt(p_d - d**2)) ** 2 / d**2 == pytest.approx(348, abs=1e-6)

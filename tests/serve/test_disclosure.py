@@ -22,7 +22,7 @@ import pytest
 from board_support import bearer, write_gold, zip_of
 from fastapi.testclient import TestClient
 
-from rueval.report.compare import SIGNIFICANCE_LEVEL
+from rueval.scoring.decisions import ALPHA
 from rueval.scoring.stats import _resampled_metrics, _rng
 from rueval.serve.app import create_app
 from rueval.serve.auth import add_team
@@ -117,7 +117,7 @@ class Attacker:
                 differences = counts @ (patterns - right_where(reference, self.predicted, patterns)).T
                 beyond = np.minimum((differences <= 0).sum(axis=0), (differences >= 0).sum(axis=0))
                 p_value = np.minimum(1.0, 2 * (beyond + 1) / (RESAMPLES + 1))
-                columns.append((p_value < SIGNIFICANCE_LEVEL)[:, None])
+                columns.append((p_value < ALPHA)[:, None])
         return np.hstack(columns)
 
     def observed(self, entry: dict) -> np.ndarray:

@@ -4,8 +4,9 @@ Following Iazykova et al. (2021), Sections 2 and 4: the label distribution of ev
 what predicting from the train label prior alone scores (their "leakage" finding: on the six RSG
 accuracy tasks, replicating the train label shares expects 0.538 accuracy where balanced labels
 would give 0.472); the lemmas most predictive of each label (their ELI5 look at class-specific
-tokens); exact and near duplicates between train and the evaluation splits; and how much the
-rule-based heuristics cover.
+tokens); exact and near duplicates between train and the evaluation splits; how much the
+rule-based heuristics cover; and the task's health: its chance, majority and heuristic levels, the
+share of items every baseline gets right, and the smallest difference its official test set shows.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from rueval.core.progress import set_level, step
 from rueval.core.text import lemmas_of, words
 from rueval.data import DataSource, Split, load_train, open_data
 from rueval.results import AuditResult, Coverage, TaskAudit
-from rueval.scoring.task_scores import score_task
-from rueval.solvers.heuristics import RULES, coverage
+from rueval.scoring.decisions import DEFAULT_DISCORDANCE, minimum_detectable_effect
+from rueval.scoring.task_scores import is_correct, score_task
+from rueval.solvers.heuristics import RULES, HeuristicSolver, coverage
 from rueval.solvers.trivial import TrivialSolver
-from rueval.tasks import Example, Task
+from rueval.tasks import BENCHMARKS, Example, Task
 
 TOP_ARTIFACTS = 10
 BESIDE_MIN_EXAMPLES = 10_000  # train examples from which the near-duplicate search gets its own process
@@ -124,6 +126,9 @@ def _label_sections(result: TaskAudit, item: AuditData, labelled: list[Split]) -
         if task.kind != "span":
             with step(f"{task.name}: artifact tokens, lemmatising {len(train.examples):,} train examples"):
                 result.artifacts = artifact_tokens(task, train.examples)
+        if evals:  # the split `rueval run` scores: test when labelled, else val
+            with step(f"{task.name}: health on {len(evals[-1].examples):,} {evals[-1].name} examples"):
+                result.health = task_health(task, train.examples, evals[-1])
     if task.name in RULES:
         for split in labelled:  # the last row of each: no rule fires
             with step(f"{task.name}: rule coverage of {len(split.examples):,} {split.name} examples"):
@@ -174,6 +179,38 @@ def prior_only(task: Task, train: Sequence[Example], examples: Sequence[Example]
         result["weighted_random_expected_accuracy"] = 100 * expected_weighted_random_accuracy(task, train, examples)
         result["balanced_expected_accuracy"] = balanced_expected_accuracy(task, examples)
     return result
+
+
+def task_health(task: Task, train: Sequence[Example], split: Split) -> dict[str, Any]:
+    """Whether the task can tell models apart, on one labelled split (x100): the chance accuracy (a uniform
+    guess), the task scores of the majority class and of the heuristics with majority for the rest (both fitted
+    on train, as -m majority and -m heuristic), the share of items every one of these baselines gets right, and
+    the minimum detectable effect of the official test set at DEFAULT_DISCORDANCE (rueval.scoring.decisions)."""
+    examples = split.examples
+    baselines: dict[str, TrivialSolver | HeuristicSolver] = {"majority": TrivialSolver("majority", seed=0)}
+    if task.name in RULES:
+        baselines["heuristic"] = HeuristicSolver(seed=0)
+    predicted = {}
+    for name, solver in baselines.items():
+        solver.fit(task, train)
+        predicted[name] = solver.predict(task, examples)
+    every_right = [
+        all(is_correct(task, example.label, predictions[i]) for predictions in predicted.values())
+        for i, example in enumerate(examples)
+    ]
+    official = BENCHMARKS[task.benchmark].official_count(task.name, "test")
+    effect = minimum_detectable_effect(official, DEFAULT_DISCORDANCE) if official else None
+    return {
+        "split": split.name,
+        "n": len(examples),
+        "chance_accuracy": None if task.kind == "span" else balanced_expected_accuracy(task, examples),
+        "majority": score_task(task, examples, predicted["majority"]).score,
+        "heuristic": score_task(task, examples, predicted["heuristic"]).score if "heuristic" in predicted else None,
+        "every_baseline_right": 100 * fmean(every_right),
+        "official_test_records": official,
+        "discordance": DEFAULT_DISCORDANCE,
+        "minimum_detectable_effect": None if effect is None else 100 * effect,
+    }
 
 
 def balanced_expected_accuracy(task: Task, examples: Sequence[Example]) -> float:

@@ -1,4 +1,4 @@
-"""The commands that look at tasks, data and finished runs: tasks, heuristics, audit, compare, report,
+"""The commands that look at tasks, data and finished runs: tasks, heuristics, audit, compare, power, report,
 leaderboard, export, make-tiny-model, version."""
 
 from __future__ import annotations
@@ -122,16 +122,58 @@ def compare(
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 1000,
     seed: SeedOption = 0,
 ) -> None:
-    """Paired-bootstrap differences of two runs per task and metric, with p-values."""
+    """Differences of two runs per task and metric with their paired test (McNemar's exact test for right/wrong
+    items, else the paired bootstrap), each task's minimum detectable effect, and standard errors clustered by
+    item where a run scored items several times."""
     from rueval.core.files import write_json
     from rueval.report.compare import compare_runs
-    from rueval.report.table import compare_table
+    from rueval.report.table import compare_notes, compare_table
 
     comparison = compare_runs(run_a, run_b, resamples=resamples, seed=seed)
     console.print(compare_table(comparison))
+    for line in compare_notes(comparison):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if out:
         write_json(out, comparison)
         console.print(f"comparison: {out}", highlight=False)
+
+
+@app.command()
+@user_errors
+def power(
+    tasks: TasksOption,
+    delta: Annotated[
+        float, typer.Option("--delta", help="The difference to show, in metric points (2 = two points of accuracy).")
+    ],
+    discordance: Annotated[
+        float | None,
+        typer.Option(
+            help="The share of items two runs disagree on (0 to 1; `rueval compare` prints a pair's). "
+            "Default: 0.5, two independent runs of 50% accuracy, the most items independent errors need."
+        ),
+    ] = None,
+) -> None:
+    """How many items a test set needs to show a difference of --delta points between two runs at 80% power
+    (McNemar's test, two-sided 5%), and the smallest difference each task's official test set shows."""
+    from rueval.scoring.decisions import DEFAULT_DISCORDANCE, items_needed, minimum_detectable_effect
+
+    share = DEFAULT_DISCORDANCE if discordance is None else discordance
+    if not 0 < share <= 1:
+        raise RuevalError(f"--discordance {share:g}: expected a share of the items, above 0 and at most 1")
+    if not 0 < delta <= 100 * share:
+        raise RuevalError(
+            f"--delta {delta:g}: expected above 0 and at most the discordance in points ({100 * share:g}): "
+            "two runs differ on no more items than they disagree on"
+        )
+    needed = items_needed(delta / 100, share)
+    for task in resolve_tasks(tasks):
+        official = BENCHMARKS[task.benchmark].official_count(task.name, "test")
+        line = f"{task.name}: {needed:,} items show {delta:g} points at 80% power (discordance {share:g})"
+        if official:
+            effect = minimum_detectable_effect(official, share)
+            shown = "no difference (too few items)" if effect is None else f"{100 * effect:.1f} points"
+            line += f"; its official test set of {official:,} records shows {shown}"
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()

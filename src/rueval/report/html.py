@@ -141,6 +141,8 @@ def _board_section(board: Board, figures: Mapping[str, Plot]) -> str:
         classes.append("run" if not row.is_reference else "human" if row.kind == "human" else "paper")
     table = _table(board.header(), rows, text_columns={1, len(board.header()) - 1}, row_classes=classes)
     notes = dict.fromkeys(f"{row.name} ({row.source}): {row.note}" for row in board.rows if row.note)
+    if board.ties_note:
+        notes[board.ties_note] = None
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     intro = (
         "<p class=muted>Runs (highlighted) ranked among the papers' rows, which are cited in the Source column and "

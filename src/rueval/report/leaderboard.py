@@ -18,7 +18,9 @@ from pathlib import Path
 from rueval.core.files import write_text
 from rueval.report.reference import CITATIONS, TASK_LEVEL, ScoreRow, metric_order, references
 from rueval.report.runs import Run, load_runs
+from rueval.report.ties import Ties, ties_with_leader
 from rueval.results import LM_EVAL
+from rueval.scoring.decisions import ALPHA
 from rueval.scoring.metrics import metric
 from rueval.tasks import BENCHMARKS, TASKS, Benchmark, Total, tasks_of
 
@@ -34,6 +36,7 @@ class Board:
     rows: list[ScoreRow]
     tasks: tuple[str, ...]
     rule: Total | None = None  # the board's own total (task files'); else the benchmark's
+    ties: Ties = Ties()  # the runs tied with the best-ranked run
 
     @property
     def title(self) -> str:
@@ -55,6 +58,17 @@ class Board:
         return metric_order(LM_EVAL, task, next(row.metrics[task] for row in self.rows if task in row.metrics))
 
     @property
+    def ties_note(self) -> str:
+        """What the ≈ mark means, or why no run has it; "" when there is no run to compare."""
+        if self.ties.adjusted:
+            return (
+                f"≈: tied with the best-ranked run: not distinguishable from it by the paired bootstrap of the "
+                f"total on the same examples, Holm-corrected over the runs compared with it (p >= {ALPHA}); "
+                "zero-shot runs with their predictions."
+            )
+        return f"No ties with the best-ranked run computed: {self.ties.missing}" if self.ties.missing else ""
+
+    @property
     def show_k(self) -> bool:
         return any(row.k is not None for row in self.rows)
 
@@ -71,7 +85,8 @@ class Board:
     def cells(self, rank: int | None, row: ScoreRow) -> list[str]:
         """One row as printed text: rank (runs and papers alike), name, k, total, task cells, source."""
         total = row.reported_total()
-        cells = [str(rank) if rank else "", row.name, *([_k(row.k)] if self.show_k else [])]
+        tied = " ≈" if self.ties.mark(row.source) == "tied" and not row.is_reference else ""
+        cells = [str(rank) if rank else "", row.name + tied, *([_k(row.k)] if self.show_k else [])]
         if self.total:
             cells.append(" / ".join(map(format_score, total)) if total else "–")
         cells += [task_cell(row, t, self.metrics_of(t)) for t in self.tasks]
@@ -115,6 +130,7 @@ class Board:
                 *(f"{t}:{m}" for t, m in keys),
                 *(f"{t}:{m}:std" for t, m in std_keys),
                 "source",
+                "vs_leader",
             ]
         )
         for rank, row in self.ranked():
@@ -129,6 +145,7 @@ class Board:
                     *(_number(row.metrics.get(t, {}).get(m)) for t, m in keys),
                     *(_number(row.std.get(t, {}).get(m)) for t, m in std_keys),
                     row.source,
+                    "" if row.is_reference else self.ties.mark(row.source),
                 ]
             )
         return buffer.getvalue()
@@ -156,7 +173,12 @@ def boards(runs: Sequence[Run]) -> list[Board]:
         rows = [row for run in runs for row in run.score_rows(benchmark)] if papers else []
         if rows:
             order = tuple(t.name for t in tasks_of(benchmark))  # the papers' column order, then tasks added
-            result.append(Board(benchmark, [*rows, *papers], order))
+            board = Board(benchmark, [*rows, *papers], order)
+            if board.total:
+                board = replace(
+                    board, ties=ties_with_leader([row for rank, row in board.ranked() if rank], board.total)
+                )
+            result.append(board)
     return result + task_file_boards(runs)
 
 
@@ -224,6 +246,8 @@ def citations(board: Board) -> str:
     # a run's label is the user's text: shown as text
     unranked = (markdown_text(f"{row.name}: {row.note}") for row in board.rows if row.note and not row.is_reference)
     lines += [f"- {line}" for line in dict.fromkeys(unranked)]
+    if board.ties_note:
+        lines.append(f"- {markdown_text(board.ties_note)}")
     lines.append(
         "- Paper rows are the papers' scores on the official test sets; runs are scored on their own data. "
         "A run of part of each split (partial), or of other data than the official files (not comparable), "

@@ -106,12 +106,41 @@ ARTIFACTS_SHOWN = 5  # of the 10 per label in audit.json
 def audit_tables(report: AuditResult) -> list[Table]:
     """The sections of an audit report (rueval.audit.dataset_audit), one table each; empty sections are left out."""
     tables = [_label_table(report), _prior_table(report), _artifact_table(report), _duplicate_table(report)]
+    tables.append(_health_table(report))
     tables += [
         heuristics_table(name, split, found.n, found.rules)
         for name, task in report.tasks.items()
         for split, found in task.heuristics.items()
     ]
     return [table for table in tables if table.row_count]
+
+
+def _health_table(report: AuditResult) -> Table:
+    table = Table(
+        title="Task health (x100)",
+        caption="chance: a uniform guess's accuracy; majority, heuristics: task scores fitted on train; all right: "
+        "items every baseline gets right; MDE: the smallest difference the official test set shows at 80% power, "
+        "two runs disagreeing on half the items",
+    )
+    for column in ("task", "split", "n", "chance", "majority", "heuristics", "all right", "official records", "MDE"):
+        table.add_column(column, justify="left" if column in ("task", "split") else "right")
+    for name, task in report.tasks.items():
+        if health := task.health:
+            official, effect = health["official_test_records"], health["minimum_detectable_effect"]
+            table.add_row(
+                name,
+                health["split"],
+                str(health["n"]),
+                *(_one_decimal(health[key]) for key in ("chance_accuracy", "majority", "heuristic")),
+                _one_decimal(health["every_baseline_right"]),
+                "-" if official is None else f"{official:,}",
+                _one_decimal(effect),
+            )
+    return table
+
+
+def _one_decimal(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _label_table(report: AuditResult) -> Table:
@@ -271,13 +300,16 @@ def industrial_text(figures: dict[str, Any]) -> str:
 
 
 def compare_table(comparison: dict[str, Any]) -> Table:
-    """Paired-bootstrap differences of two runs (rueval.report.compare); significant ones in bold with *."""
+    """Differences of two runs (rueval.report.compare) with their paired test's p-value; significant ones in
+    bold with *."""
     a, b = comparison["run_a"], comparison["run_b"]
     level = comparison["significance_level"]
     table = Table(
         title=escape(f"A = {a['model']} ({a['dir']})  vs  B = {b['model']} ({b['dir']}), x100"),
-        caption=f"* p < {level}: paired bootstrap, {comparison['resamples']} resamples, "
-        f"{comparison['confidence']:.0%} interval of A - B",
+        caption=f"* p < {level}: McNemar's exact test (m) where every item is right or wrong, else the paired "
+        f"bootstrap, {comparison['resamples']} resamples; {comparison['confidence']:.0%} interval of A - B. "
+        "MDE: the smallest difference in right answers the task's n shows at 80% power, at the share of items "
+        "the runs disagree on",
         box=box.SIMPLE_HEAD,
         pad_edge=False,  # eight columns in 80 characters
     )
@@ -295,10 +327,30 @@ def compare_table(comparison: dict[str, Any]) -> Table:
                 f"{d['b']:.1f}",
                 f"{d['diff']:+.1f}",
                 escape(f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"),
-                f"{d['p_value']:.3f}" + (" *" if significant else "  "),
+                f"{d['p_value']:.3f}" + (" *" if significant else "  ") + ("m" if d.get("discordant") else " "),
                 style="bold" if significant else None,
             )
     return table
+
+
+def compare_notes(comparison: dict[str, Any]) -> list[str]:
+    """Per task of a comparison: the share of items the runs disagree on with the minimum detectable effect
+    there, and a run's standard error clustered by item where it scored items several times (episodes)."""
+    lines = []
+    for name, result in comparison["tasks"].items():
+        if result["discordance"] is not None:
+            effect = result["minimum_detectable_effect"]
+            shown = "none (too few items)" if effect is None else f"{effect:.1f} points"
+            lines.append(
+                f"{name}: the runs disagree on {100 * result['discordance']:.1f}% of {result['n']} items; "
+                f"MDE at 80% power: {shown}"
+            )
+        for run, repeats in ((run, each) for run, every in result["repeated"].items() for each in every):
+            lines.append(
+                f"{name}: {run.upper()} scored {repeats['items']} items {repeats['scores']} times (k={repeats['k']}): "
+                f"mean {repeats['mean']:.1f}, SE {repeats['se']:.2f} clustered by item, {repeats['naive_se']:.2f} naive"
+            )
+    return lines
 
 
 def perturbations_table(summary: RunResult) -> Table:

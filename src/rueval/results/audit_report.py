@@ -1,5 +1,5 @@
 """What an audit writes (audit.json): per task its splits, label distributions, prior-only scores,
-artifact lemmas, train/eval duplicates and heuristic coverage, as typed records with checked JSON."""
+artifact lemmas, train/eval duplicates, heuristic coverage and health, as typed records with checked JSON."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ class TaskAudit:
     artifacts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # label -> its lemmas
     duplicates: dict[str, dict[str, Any]] = field(default_factory=dict)  # eval split -> train/eval pairs
     heuristics: dict[str, Coverage] = field(default_factory=dict)  # labelled split -> rule coverage
+    health: dict[str, Any] = field(default_factory=dict)  # baselines' levels and the official test set's MDE
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -54,7 +55,7 @@ class TaskAudit:
         data = check.obj(data, at)
         sections = {
             name: dict(check.obj(data.get(name, {}), f"{at}.{name}"))
-            for name in ("splits", "labels", "prior_only", "artifacts", "duplicates")
+            for name in ("splits", "labels", "prior_only", "artifacts", "duplicates", "health")
         }
         heuristics = {}
         for split, found in check.obj(data.get("heuristics", {}), f"{at}.heuristics").items():

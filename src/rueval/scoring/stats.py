@@ -52,6 +52,15 @@ class Difference:
         return {**asdict(self), "ci": list(self.ci)}
 
 
+@dataclass(frozen=True)
+class PairedDraws:
+    """Two runs' metrics (x100) on the whole sample, and on the same resamples: {metric: resamples x 2 (A, B)}."""
+
+    a: dict[str, float]
+    b: dict[str, float]
+    draws: dict[str, np.ndarray]
+
+
 def bootstrap_ci(
     task: Task,
     examples: Sequence[Example],
@@ -83,18 +92,33 @@ def paired_bootstrap(
     zero, counted with the usual +1 (Davison and Hinkley, 1997) so it is never 0; that is the smallest
     level at which the percentile interval of the difference excludes zero. Identical runs give 1.
     """
+    paired = paired_draws(task, examples, preds_a, preds_b, resamples, seed)
+    diffs = {name: pair[:, 0] - pair[:, 1] for name, pair in paired.draws.items()}
+    diffs["score"] = np.mean(list(diffs.values()), axis=0)
+    point_a, point_b = _point(paired.a), _point(paired.b)
+    return {name: difference_of(point_a[name], point_b[name], d, confidence) for name, d in diffs.items()}
+
+
+def paired_draws(
+    task: Task,
+    examples: Sequence[Example],
+    preds_a: Sequence[Any],
+    preds_b: Sequence[Any],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> PairedDraws:
+    """Every metric of A and of B on the whole sample and on the same resamples."""
     unit = units_of(examples)
     stats_a, stats_b = task_statistics(task, examples, preds_a, unit), task_statistics(task, examples, preds_b, unit)
     width = stats_a.table.shape[1]
 
-    def difference(sums: np.ndarray) -> dict[str, np.ndarray]:
+    def both(sums: np.ndarray) -> dict[str, np.ndarray]:
         a, b = stats_a.metrics_of(sums[:, :width]), stats_b.metrics_of(sums[:, width:])
-        return {name: a[name] - b[name] for name in a}
+        return {name: np.column_stack([a[name], b[name]]) for name in a}
 
     stats = np.hstack([stats_a.table, stats_b.table])
-    draws = _resampled_metrics(stats, difference, unit, resamples, _rng(seed, task))
-    point_a, point_b = _point(stats_a.point()), _point(stats_b.point())
-    return {name: _difference(point_a[name], point_b[name], diffs, confidence) for name, diffs in draws.items()}
+    draws = _resampled(stats, both, unit, resamples, _rng(seed, task))
+    return PairedDraws(stats_a.point(), stats_b.point(), draws)
 
 
 def item_bootstrap_ci(
@@ -126,7 +150,7 @@ def paired_item_bootstrap(
     paired_bootstrap, over the per-item values paired by position, both runs on the same resamples."""
     draws_a = _item_draws(items_a, aggregate, resamples, _seeded(seed, name))
     draws_b = _item_draws(items_b, aggregate, resamples, _seeded(seed, name))
-    return _difference(a, b, draws_a - draws_b, confidence)
+    return difference_of(a, b, draws_a - draws_b, confidence)
 
 
 def is_seed(value: object) -> bool:
@@ -146,7 +170,7 @@ def check_bootstrap(resamples: object, seed: object) -> None:
     check_seed(seed)
 
 
-def _difference(a: float, b: float, diffs: np.ndarray, confidence: float) -> Difference:
+def difference_of(a: float, b: float, diffs: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> Difference:
     """A minus B with the percentile interval of the resampled differences and their two-sided p-value."""
     beyond = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
     p_value = min(1.0, 2 * (int(beyond) + 1) / (len(diffs) + 1))
@@ -195,6 +219,15 @@ def _resampled_metrics(
     stats: np.ndarray, metrics_of: MetricsOfSums, unit: np.ndarray, resamples: int, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """Each metric on ``resamples`` bootstrap resamples of the units, plus "score" (their mean)."""
+    draws = _resampled(stats, metrics_of, unit, resamples, rng)
+    draws["score"] = np.mean(list(draws.values()), axis=0)
+    return draws
+
+
+def _resampled(
+    stats: np.ndarray, metrics_of: MetricsOfSums, unit: np.ndarray, resamples: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """What ``metrics_of`` gives on ``resamples`` bootstrap resamples of the units, block after block."""
     units = int(unit.max()) + 1
     if units == len(unit):  # every example is its own unit (units_of numbers them in order): no copy
         unit_stats = stats
@@ -211,6 +244,4 @@ def _resampled_metrics(
         drawn += units * np.arange(size)[:, None]
         counts = np.bincount(drawn.ravel(), minlength=size * units)
         blocks.append(metrics_of(counts.reshape(size, units) @ unit_stats))
-    draws = {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}
-    draws["score"] = np.mean(list(draws.values()), axis=0)
-    return draws
+    return {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any
 
-from rueval.report.compare import SIGNIFICANCE_LEVEL
 from rueval.results import RunResult, TaskResult
+from rueval.scoring.decisions import ALPHA
 from rueval.scoring.slices import slice_scores
 from rueval.scoring.stats import bootstrap_ci, paired_bootstrap
 from rueval.scoring.task_scores import is_correct, rsg_total, score_task
@@ -123,7 +123,7 @@ def honest_columns(
             "diff": difference.diff,
             "ci": list(difference.ci),
             "p_value": difference.p_value,
-            "distinguishable": difference.p_value < SIGNIFICANCE_LEVEL,
+            "distinguishable": difference.p_value < ALPHA,
         }
     return {"versus": versus, "rules": rule_agreement(task, examples, predictions, references[RULES])}
 
