@@ -1,0 +1,77 @@
+"""The contamination audit's results (contamination.json) as a terminal table and as a section of the HTML report."""
+
+from __future__ import annotations
+
+import html
+
+from rich.table import Table
+
+from rueval.results.contamination import ContaminationResult
+
+SCORE_NAMES = {
+    "min_k": "Min-K%",
+    "min_k_pp": "Min-K%++",
+    "zlib": "zlib ratio",
+    "ppl": "perplexity",
+    "perturbation": "perturbation",
+    "ngram_overlap": "13-gram overlap",
+}
+
+
+def _rows(result: ContaminationResult) -> list[list[str]]:
+    """task, score, items, references, item median, reference median, p, verdict, AUROC, TPR@5%FPR."""
+    rows = []
+    for name, task in result.tasks.items():
+        aucs = {found.score: found for found in task.membership}
+        for test in task.tests:
+            found = aucs.get(test.score)
+            rows.append(
+                [
+                    name,
+                    SCORE_NAMES[test.score] + (" (verdict)" if test.score == task.primary else ""),
+                    str(test.items),
+                    str(test.references),
+                    f"{test.item_median:.4g}",
+                    f"{test.reference_median:.4g}",
+                    f"{test.p_value:.3g}",
+                    test.verdict,
+                    f"{found.auroc:.3f}" if found else "",
+                    f"{found.tpr_at_5_fpr:.3f}" if found else "",
+                ]
+            )
+    return rows
+
+
+COLUMNS = ("task", "score", "items", "refs", "item median", "ref median", "p", "verdict", "AUROC", "TPR@5%FPR")
+
+
+def contamination_table(result: ContaminationResult) -> Table:
+    table = Table(title=f"Contamination audit of {result.model.split(' ')[0]} ({result.text}; k={result.k:g})")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("task", "score", "verdict") else "right")
+    for row in _rows(result):
+        table.add_row(*row)
+    verdicts = [f"{name}: {task.verdict}" for name, task in result.tasks.items()]
+    notes = [f"{name}: {note}" for name, task in result.tasks.items() for note in task.notes]
+    table.caption = "; ".join(verdicts + notes)
+    return table
+
+
+def contamination_section(result: ContaminationResult) -> str:
+    """The HTML report's section: each task's verdict in words, then every score's test."""
+    escape = html.escape
+    verdicts = "".join(
+        f"<li><b>{escape(name)}</b>: {escape(task.verdict)} ({escape(SCORE_NAMES.get(task.primary, 'no score'))}, "
+        f"{task.items} items against {task.references} references: {escape(task.reference)})"
+        + "".join(f"<br><small>{escape(note)}</small>" for note in task.notes)
+        + "</li>"
+        for name, task in result.tasks.items()
+    )
+    head = "".join(f"<th>{escape(column)}</th>" for column in COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in _rows(result))
+    return (
+        f"<h2>Contamination audit</h2><p>{escape(result.model.split(' ')[0])}, items read as "
+        f"{escape(result.text)}; one-sided Mann-Whitney U test against the reference items. "
+        "&ldquo;No evidence&rdquo; is not a proof that the model has not seen the items.</p>"
+        f"<ul>{verdicts}</ul><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
