@@ -9,14 +9,24 @@ a row are made HEAD_ROWS positions at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rueval.models.base import OnDone, TokenLogprobs, TokenLogprobsResult
 
-if TYPE_CHECKING:
-    from rueval.models.backends.hf import HFCausalLM
-
 HEAD_ROWS = 256  # positions whose vocabulary-wide logits are made at a time
+
+
+class HFCausalLM(Protocol):
+    """What scoring texts reads of rueval.models.backends.hf.HFCausalLM (which imports this module)."""
+
+    model: Any
+    tokenizer: Any
+    device: Any
+    start_token: int
+    max_length: int
+    max_rows: int
+    max_batch_tokens: int
+    _split_head: bool
 
 
 def text_ids(model: HFCausalLM, requests: Sequence[TokenLogprobs]) -> list[list[int]]:
@@ -84,10 +94,10 @@ def _row_result(states, targets, head, distribution: bool) -> TokenLogprobsResul
         logits = (head(chunk) if head is not None else chunk).float()
         log_p = torch.log_softmax(logits, dim=-1)
         logprobs += log_p.gather(-1, targets[start : start + HEAD_ROWS, None])[:, 0].tolist()
-        if distribution:
+        if distribution:  # in float64, the variance about the mean: sum p (log p)^2 - mu^2 cancels in float32
+            log_p = log_p.double()
             p = log_p.exp()
             mu = (p * log_p).sum(-1).clamp_max(0)  # <= 0 but for rounding
-            variance = (p * log_p.square()).sum(-1) - mu.square()
             means += mu.tolist()
-            deviations += variance.clamp_min(0).sqrt().tolist()  # rounding may leave a tiny negative
+            deviations += (p * (log_p - mu[:, None]).square()).sum(-1).sqrt().tolist()
     return TokenLogprobsResult(tuple(logprobs), tuple(means), tuple(deviations))
