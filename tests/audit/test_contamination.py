@@ -118,3 +118,33 @@ def _checker():
     from rueval.results.checks import Checker
 
     return Checker("contamination.json")
+
+
+def test_a_run_rescored_on_unflagged_items_and_the_report_section(cli, members_model, tiny_gpt2_dir, tmp_path):
+    from rueval.results import RunResult
+
+    model, _ = members_model
+    ran = cli("run", "-m", f"hf:{model}", "-t", TASK, "-o", tmp_path / "run", "-q")
+    assert ran.exit_code == 0, ran.output
+    scored = RunResult.read(tmp_path / "run").tasks[TASK]
+    # the run scored val; the model learnt half of test: against test as unseen, val's items are audited
+    result = audit(cli, model, tmp_path / "audit", "--split", scored.split, "--run", tmp_path / "run")
+    found = result.tasks[TASK].run_scores
+    assert found["rows"] == scored.n and "note" not in found
+    assert found["flagged_rows"] == found["flagged_items"] < scored.n  # terra: one row per item
+    for metric, value in scored.metrics.items():
+        assert found["metrics"][metric]["full"] == pytest.approx(value)
+        if found["flagged_rows"] == 0:
+            assert found["metrics"][metric]["unflagged"] == pytest.approx(value)
+    report = cli("report", tmp_path / "run", tmp_path / "audit", "-o", tmp_path / "report.html")
+    assert report.exit_code == 0, report.output
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="contamination"' in page and result.tasks[TASK].verdict in page and "Rescored run" in page
+
+
+def test_a_run_without_the_task_is_refused_before_any_work(cli, tiny_gpt2_dir, tmp_path):
+    ran = cli("run", "-m", "majority", "-t", "rcb", "-o", tmp_path / "run", "-q")
+    assert ran.exit_code == 0, ran.output
+    result = cli("contamination", "-m", f"hf:{tiny_gpt2_dir}", "-t", TASK, "--run", tmp_path / "run", "-o", tmp_path)
+    assert result.exit_code == 2 and "the run has no terra" in result.output
+    assert not (tmp_path / "contamination.json").exists()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,13 @@ from typing import Any
 from rueval import __version__
 from rueval.audit import membership_scores as ms
 from rueval.audit.contamination_verdict import membership, primary_test, score_tests
+from rueval.audit.unflagged import flagged, rescored
 from rueval.core.errors import RuevalError
 from rueval.core.progress import warn
 from rueval.data import DataSource, eval_split, open_data
 from rueval.models.base import TokenLogprobs, TokenLogprobsResult
 from rueval.models.engine import Engine
+from rueval.results import RunResult
 from rueval.results.contamination import (
     NO_EVIDENCE,
     ContaminationResult,
@@ -46,6 +48,7 @@ class Item:
     idx: str  # the example's key, as predictions and --members name it
     text: str
     twin: str | None  # its perturbed twin's text; None where the perturbation changed nothing
+    keys: tuple[str, ...] = ()  # every example of this text (idx the first): a run's rows name them
 
 
 def string_fields(value: Any) -> list[str]:
@@ -82,8 +85,10 @@ def items_of(task: Task, examples: Sequence[Example], text: str, seed: int) -> l
     for example, twin in zip(examples, twins_of(task, examples, seed), strict=True):
         own = item_text(task, example, text)
         twin_text = item_text(task, twin, text) if twin is not None else None
-        if own.strip() and own not in items:
-            items[own] = Item(example.key, own, twin_text if twin_text != own else None)
+        if own in items:
+            items[own] = replace(items[own], keys=(*items[own].keys, example.key))
+        elif own.strip():
+            items[own] = Item(example.key, own, twin_text if twin_text != own else None, (example.key,))
     return list(items.values())
 
 
@@ -143,6 +148,7 @@ class AuditSettings:
     k: float = ms.DEFAULT_K
     seed: int = 0
     members: frozenset[str] | None = None
+    run: Path | None = None  # --run: a run whose scores are rescored on the unflagged items
 
     def __post_init__(self) -> None:
         if self.text not in TEXT_CHOICES:
@@ -166,7 +172,8 @@ def audit_task(
         seed = settings.seed
     references = items_of(task, examples, settings.text, seed)
     rows = score_items(engine, items, settings.k, f"{task.name}: scoring items")
-    tests = score_tests(rows, score_items(engine, references, settings.k, f"{task.name}: scoring references"))
+    reference_rows = score_items(engine, references, settings.k, f"{task.name}: scoring references")
+    tests = score_tests(rows, reference_rows)
     primary = primary_test(tests)
     notes = []
     if not engine.model.capabilities.token_distribution:
@@ -186,8 +193,25 @@ def audit_task(
         verdict=primary.verdict if primary else NO_EVIDENCE,
         membership=tuple(found),
         notes=tuple(notes),
+        run_scores=_run_scores(settings.run, task, items, rows, reference_rows, primary.score if primary else None),
     )
     return summary, rows
+
+
+def _run_scores(
+    run: Path | None,
+    task: Task,
+    items: Sequence[Item],
+    rows: Sequence[ItemScores],
+    references: Sequence[ItemScores],
+    score: str | None,
+) -> dict[str, Any]:
+    """--run: the run's scores in full and on the items its primary score does not flag (audit/unflagged.py)."""
+    if run is None:
+        return {}
+    flags = flagged(rows, references, score) if score else set()
+    keys = {key for item in items if item.idx in flags for key in item.keys}
+    return {"flagged_items": len(flags), **rescored(run, task, keys, {key for item in items for key in item.keys})}
 
 
 def _shown(engine: Engine) -> str:
@@ -199,6 +223,12 @@ def audit_contamination(
 ) -> ContaminationResult:
     """Audit each task, writing OUT/contamination/<task>.jsonl as it finishes and OUT/contamination.json."""
     source = open_data(data)
+    if settings.run is not None:  # before any work: the run has each task's predictions
+        scored = RunResult.read(settings.run).tasks
+        if missing := [task.name for task in tasks if task.name not in scored]:
+            raise RuevalError(
+                f"--run {settings.run}: the run has no {', '.join(missing)}; it scored {', '.join(scored)}"
+            )
     summaries = {}
     for task in tasks:
         summaries[task.name], rows = audit_task(engine, source, task, settings)

@@ -54,6 +54,12 @@ def contamination(
     members: Annotated[
         Path | None, typer.Option(help="A file of item ids known to be in training (one a line): AUROC per score.")
     ] = None,
+    run: Annotated[
+        Path | None,
+        typer.Option(
+            help="A run directory of this model: its scores on the items no test flags, beside its full scores."
+        ),
+    ] = None,
     k: Annotated[float, typer.Option(min=0.01, max=1.0, help="Min-K% and Min-K%++: the share of tokens.")] = 0.2,
     seed: SeedOption = 0,
     solver: GroupValues = SOLVER_OPTIONS,
@@ -81,6 +87,7 @@ def contamination(
         k=k,
         seed=seed,
         members=frozenset(read_members(members)) if members else None,
+        run=run,
     )
     chosen = resolve_tasks(tasks)
     engine = open_engine(ModelSpec.parse(model), options.engine)

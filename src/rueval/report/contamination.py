@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from rich.table import Table
 
-from rueval.results.contamination import ContaminationResult
+from rueval.results.contamination import SUMMARY, ContaminationResult
 
 SCORE_NAMES = {
     "min_k": "Min-K%",
@@ -45,6 +46,23 @@ def _rows(result: ContaminationResult) -> list[list[str]]:
 COLUMNS = ("task", "score", "items", "refs", "item median", "ref median", "p", "verdict", "AUROC", "TPR@5%FPR")
 
 
+def run_lines(result: ContaminationResult) -> list[str]:
+    """--run: each task's metrics on the run's every row and on its unflagged rows."""
+    lines = []
+    for name, task in result.tasks.items():
+        found = task.run_scores
+        if not found:
+            continue
+        metrics = ", ".join(
+            f"{metric} {values['full']:.1f} -> {values['unflagged']:.1f}" if values["unflagged"] is not None
+            else f"{metric} {values['full']:.1f} -> none left"
+            for metric, values in found["metrics"].items()
+        )  # fmt: skip
+        line = f"{name}: {found['run']}: {metrics} ({found['flagged_rows']} of {found['rows']} rows flagged)"
+        lines.append(line + (f"; {found['note']}" if "note" in found else ""))
+    return lines
+
+
 def contamination_table(result: ContaminationResult) -> Table:
     table = Table(title=f"Contamination audit of {result.model.split(' ')[0]} ({result.text}; k={result.k:g})")
     for column in COLUMNS:
@@ -53,8 +71,13 @@ def contamination_table(result: ContaminationResult) -> Table:
         table.add_row(*row)
     verdicts = [f"{name}: {task.verdict}" for name, task in result.tasks.items()]
     notes = [f"{name}: {note}" for name, task in result.tasks.items() for note in task.notes]
-    table.caption = "; ".join(verdicts + notes)
+    table.caption = "; ".join(verdicts + notes + run_lines(result))
     return table
+
+
+def is_contamination_folder(folder: Path) -> bool:
+    """A folder `rueval contamination` wrote (not a run: it has no results.json)."""
+    return (folder / SUMMARY).is_file() and not (folder / "results.json").exists()
 
 
 def contamination_section(result: ContaminationResult) -> str:
@@ -70,8 +93,10 @@ def contamination_section(result: ContaminationResult) -> str:
     head = "".join(f"<th>{escape(column)}</th>" for column in COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in _rows(result))
     return (
-        f"<h2>Contamination audit</h2><p>{escape(result.model.split(' ')[0])}, items read as "
+        f"<h3>{escape(result.model.split(' ')[0])}</h3><p>Items read as "
         f"{escape(result.text)}; one-sided Mann-Whitney U test against the reference items. "
         "&ldquo;No evidence&rdquo; is not a proof that the model has not seen the items.</p>"
-        f"<ul>{verdicts}</ul><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        f"<ul>{verdicts}</ul>"
+        + "".join(f"<p>Rescored run: {escape(line)}</p>" for line in run_lines(result))
+        + f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
