@@ -117,15 +117,20 @@ def score_items(engine: Engine, items: Sequence[Item], k: float, description: st
 
 
 def _scores(item: Item, own: TokenLogprobsResult, twin: TokenLogprobsResult | None, k: float, full: bool) -> ItemScores:
-    pp = ms.min_k_pp(own.logprobs, own.means, own.deviations, k) if full else math.nan
+    """The item's scores; one that is not a finite number (no spread for Min-K%++, a perplexity past floats) is
+    left out as not applying."""
     return ItemScores(
         idx=item.idx,
         min_k=ms.min_k(own.logprobs, k),
-        min_k_pp=None if math.isnan(pp) else pp,
-        zlib=ms.zlib_ratio(own.logprobs, item.text),
-        ppl=ms.perplexity(own.logprobs),
-        perturbation=ms.perturbation(own.logprobs, twin.logprobs) if twin is not None else None,
+        min_k_pp=_finite(ms.min_k_pp(own.logprobs, own.means, own.deviations, k) if full else math.nan),
+        zlib=_finite(ms.zlib_ratio(own.logprobs, item.text)),
+        ppl=_finite(ms.perplexity(own.logprobs)),
+        perturbation=_finite(ms.perturbation(own.logprobs, twin.logprobs) if twin is not None else math.nan),
     )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def read_members(path: Path) -> set[str]:

@@ -9,6 +9,7 @@ metrics on the rows whose item is not flagged.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,5 +47,12 @@ def rescored(run_dir: Path, task: Task, flags: set[str], audited: set[str]) -> d
         found["note"] = f"{unread} of the run's {len(rows)} rows are no audited item (did the run score another split?)"
     full = score_task(task, examples, [row.prediction for row in rows]).metrics
     subset = score_task(task, [examples[i] for i in kept], [rows[i].prediction for i in kept]).metrics if kept else {}
-    found["metrics"] = {metric: {"full": value, "unflagged": subset.get(metric)} for metric, value in full.items()}
+    found["metrics"] = {
+        metric: {"full": _finite(value), "unflagged": _finite(subset.get(metric))} for metric, value in full.items()
+    }
     return found
+
+
+def _finite(value: float | None) -> float | None:
+    """A metric as JSON holds it: None where it is undefined on the rows (NaN)."""
+    return value if value is not None and math.isfinite(value) else None

@@ -54,13 +54,16 @@ def run_lines(result: ContaminationResult) -> list[str]:
         if not found:
             continue
         metrics = ", ".join(
-            f"{metric} {values['full']:.1f} -> {values['unflagged']:.1f}" if values["unflagged"] is not None
-            else f"{metric} {values['full']:.1f} -> none left"
+            f"{metric} {_shown(values['full'])} -> {_shown(values['unflagged'])}"
             for metric, values in found["metrics"].items()
-        )  # fmt: skip
+        )
         line = f"{name}: {found['run']}: {metrics} ({found['flagged_rows']} of {found['rows']} rows flagged)"
         lines.append(line + (f"; {found['note']}" if "note" in found else ""))
     return lines
+
+
+def _shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
 
 
 def contamination_table(result: ContaminationResult) -> Table:
