@@ -72,7 +72,7 @@ def train_members(untrained: Path, trained: Path, texts: list[str], target: floa
         steps += STEPS
         loss = mean_loss(trained, texts)
         print(f"trained {steps} steps: members' loss {loss:.3f}", file=sys.stderr, flush=True)
-    return {"steps": steps, "members_loss": round(loss, 4), "seconds": round(time.perf_counter() - started, 1)}
+    return {"steps": steps, "members_loss": round(loss, 4), "training_seconds": round(time.perf_counter() - started, 1)}
 
 
 def audit(model: Path, data: Path, out: Path, members: frozenset[str]) -> dict:
@@ -80,7 +80,7 @@ def audit(model: Path, data: Path, out: Path, members: frozenset[str]) -> dict:
     engine = open_engine(f"hf:{model}", ModelOptions(cache="off", batch_size=16))
     found = audit_contamination(engine, [get_task(TASK)], str(data), out, AuditSettings(members=members)).tasks[TASK]
     return {
-        "seconds": round(time.perf_counter() - started, 1),
+        "audit_seconds": round(time.perf_counter() - started, 1),
         "verdict_against_twins": found.verdict,
         "p_value": next(t.p_value for t in found.tests if t.score == found.primary),
         **{f"auroc_{m.score}": round(m.auroc, 4) for m in found.membership},
@@ -113,14 +113,14 @@ def main() -> None:
     lines = [
         f"TERRa test, {len(examples)} new items, {len(ids)} members (every other one); tiny GPT-2 4x128",
         "",
-        "| model | " + " | ".join(f"AUROC {s}" for s in scores) + " | TPR@5%FPR min_k_pp | verdict (twins) | s |",
+        "| model | " + " | ".join(f"AUROC {s}" for s in scores) + " | TPR@5%FPR min_k_pp | verdict (twins) | audit s |",
         "|---|" + "---|" * (len(scores) + 3),
     ]
     for row in rows:
         aurocs = " | ".join(f"{row.get(f'auroc_{s}', float('nan')):.3f}" for s in scores)
         lines.append(
             f"| {row['model']} | {aurocs} | {row['tpr_at_5_fpr_min_k_pp']:.3f} | {row['verdict_against_twins']} "
-            f"| {row['seconds']} |"
+            f"| {row['audit_seconds']} |"
         )
     (RESULTS / "bench_contamination.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -51,3 +51,45 @@ def test_hf_results_are_cached_and_served_equal(tiny_gpt2_dir, tmp_path):
 def test_impossible_results_are_named(distribution, result, problem):
     found = result_problem(TokenLogprobs("текст", distribution), result)
     assert found is not None and problem in found
+
+
+VLLM_SCRIPT = """
+import json, sys
+from rueval.models.base import TokenLogprobs
+from rueval.models.factory import ModelOptions, open_engine
+
+engine = open_engine("vllm:" + sys.argv[1], ModelOptions(cache="off"))
+capabilities = engine.model.capabilities
+results = engine.token_logprobs([TokenLogprobs(text) for text in json.loads(sys.argv[2])])
+print(json.dumps({"distribution": capabilities.token_distribution, "logprobs": [r.logprobs for r in results]}))
+"""
+
+
+@pytest.mark.slow
+def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir):
+    """vLLM's prompt logprobs of each text's tokens (its own engine, in vLLM's virtualenv) equal hf:'s to the
+    tolerance the backends agree to; it declares no next-token distribution (no Min-K%++)."""
+    import json
+    import os
+    import subprocess
+
+    from agreement import TOLERANCE
+    from support import require
+    from vllm_server import REPO, vllm_missing, vllm_python
+
+    from rueval.models.backends.hf import HFCausalLM
+    from rueval.models.engine import Engine
+
+    missing = vllm_missing()
+    require(missing is None, missing or "")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
+    env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+    command = [str(vllm_python()), "-c", VLLM_SCRIPT, str(tiny_gpt2_dir), json.dumps(TEXTS)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["distribution"] is False
+    ours = Engine(HFCausalLM(str(tiny_gpt2_dir))).token_logprobs([TokenLogprobs(text) for text in TEXTS])
+    for theirs, result in zip(found["logprobs"], ours, strict=True):
+        assert len(theirs) == len(result.logprobs)
+        assert max(abs(a - b) for a, b in zip(theirs, result.logprobs, strict=True)) <= TOLERANCE
