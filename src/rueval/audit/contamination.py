@@ -108,7 +108,7 @@ def score_items(engine: Engine, items: Sequence[Item], k: float, description: st
     if not capabilities.token_logprobs:
         raise RuevalError(
             f"{engine.model.identity.split(' ')[0]} gives no token log-probabilities of a text, which every "
-            "contamination score needs; use an hf: model (or vllm: / openai: where docs/contamination.md says)"
+            "contamination score needs; use an hf: or vllm: model"
         )
     full = capabilities.token_distribution
     texts = list(dict.fromkeys([item.text for item in items] + [item.twin for item in items if item.twin]))
@@ -172,6 +172,8 @@ def audit_task(
             reference_examples(task, chosen.examples, settings.seed),
         )
         seed = settings.seed + TWIN_OF_TWIN_SEED
+    elif settings.reference_split == chosen.name:
+        raise RuevalError(f"--reference-split {chosen.name}: that is the split audited; name another, unseen one")
     else:
         reference, examples = f"split {settings.reference_split}", source.load(task, settings.reference_split).examples
         seed = settings.seed
@@ -188,6 +190,8 @@ def audit_task(
     found = membership(rows, set(settings.members)) if settings.members else []
     if settings.members and not found:
         notes.append("--members: no AUROC (the file's ids are none or all of the items)")
+    if settings.members and (strangers := len(settings.members - {row.idx for row in rows})):
+        notes.append(f"--members: {strangers} of the file's {len(settings.members)} ids are no item of {chosen.name}")
     summary = TaskContamination(
         split=chosen.name,
         items=len(rows),
