@@ -61,12 +61,13 @@ from rueval.models.factory import ModelOptions, open_engine
 engine = open_engine("vllm:" + sys.argv[1], ModelOptions(cache="off"))
 capabilities = engine.model.capabilities
 results = engine.token_logprobs([TokenLogprobs(text) for text in json.loads(sys.argv[2])])
-print(json.dumps({"distribution": capabilities.token_distribution, "logprobs": [r.logprobs for r in results]}))
+found = {"distribution": capabilities.token_distribution, "logprobs": [r.logprobs for r in results]}
+open(sys.argv[3], "w").write(json.dumps(found))
 """
 
 
 @pytest.mark.slow
-def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir):
+def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir, tmp_path):
     """vLLM's prompt logprobs of each text's tokens (its own engine, in vLLM's virtualenv) equal hf:'s to the
     tolerance the backends agree to; it declares no next-token distribution (no Min-K%++)."""
     import json
@@ -84,10 +85,10 @@ def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir):
     require(missing is None, missing or "")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
     env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
-    command = [str(vllm_python()), "-c", VLLM_SCRIPT, str(tiny_gpt2_dir), json.dumps(TEXTS)]
+    command = [str(vllm_python()), "-c", VLLM_SCRIPT, str(tiny_gpt2_dir), json.dumps(TEXTS), str(tmp_path / "out")]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-4000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = json.loads((tmp_path / "out").read_text())  # vLLM writes its own lines to stdout
     assert found["distribution"] is False
     ours = Engine(HFCausalLM(str(tiny_gpt2_dir))).token_logprobs([TokenLogprobs(text) for text in TEXTS])
     for theirs, result in zip(found["logprobs"], ours, strict=True):
