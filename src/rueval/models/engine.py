@@ -150,9 +150,10 @@ class Engine:
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
         if missing:  # each kind's speed on this machine, for sizing runs (and GENERATED_TOKEN_COST)
-            scored = sum(t.prompt for r, t in tokens.items() if isinstance(r, Loglikelihood))
+            scored = sum(t.prompt for r, t in tokens.items() if not isinstance(r, Generation))
+            spent = counter.spent("loglikelihood") + counter.spent("token_logprobs")
             detail(
-                f"{description}: {scored:,} scored tokens in {counter.spent('loglikelihood'):.1f} s; generations' "
+                f"{description}: {scored:,} scored tokens in {spent:.1f} s; generations' "
                 f"{prompts - scored:,} prompt and {budgets:,} budget tokens in {counter.spent('generate'):.1f} s"
             )
 
