@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from rueval.cli import evaluate, inspect, serve  # noqa: F401 - importing them registers their commands
+from rueval.cli import contamination, evaluate, inspect, serve  # noqa: F401 - importing them registers their commands
 from rueval.cli.app import app
 
 # Collections of the youngest objects, per this many more allocations than frees; older generations

@@ -185,7 +185,8 @@ def report(
         Path | None, typer.Option(help="Folder for the figures as PNG files. Default: <out>.assets/ beside OUT.")
     ] = None,
 ) -> None:
-    """One self-contained HTML page comparing runs with the papers' reference numbers."""
+    """One self-contained HTML page comparing runs with the papers' reference numbers; a folder `rueval
+    contamination` wrote adds its audit's section."""
     from rueval.report.html import write_report
 
     written = write_report(runs, out, assets)

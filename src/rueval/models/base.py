@@ -80,7 +80,30 @@ class Generation:
     seed: int = 0
 
 
-Request = Loglikelihood | Generation
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """Each token's log-probability in ``text``, scored whole after the model's start token (the text's
+    first tokens where it is longer than the model's window); with ``distribution``, also the mean and the
+    standard deviation of log p over the whole next-token distribution at each of those positions
+    (mu = sum p log p, sigma = sqrt(sum p (log p)^2 - mu^2): Min-K%++'s statistics), which only a backend
+    declaring ``token_distribution`` computes."""
+
+    text: str
+    distribution: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            raise ValueError("a token log-probabilities request needs a non-empty text")
+
+
+@dataclass(frozen=True)
+class TokenLogprobsResult:
+    logprobs: tuple[float, ...]  # one per scored token, in the text's order
+    means: tuple[float, ...] = ()  # with distribution: mu at each scored token's position, else empty
+    deviations: tuple[float, ...] = ()  # with distribution: sigma there, else empty
+
+
+Request = Loglikelihood | Generation | TokenLogprobs
 
 # Called by a backend as results finish: (index into the requests, result) pairs. The engine
 # commits each call to the request cache, so a killed run loses only the batch in flight.
@@ -94,6 +117,8 @@ class ImpossibleAnswer(RuevalError):
 
 def describe(request: Request) -> str:
     """A request in a few words, for errors: the end of its prompt, and its continuation."""
+    if isinstance(request, TokenLogprobs):
+        return f"the token log-probabilities of {request.text!r:.60}"
     prompt = prompt_text(request.context if isinstance(request, Loglikelihood) else request.prompt)
     shown = repr(prompt if len(prompt) <= 60 else "…" + prompt[-59:])
     if isinstance(request, Loglikelihood):
@@ -115,7 +140,9 @@ def logprob_problem(value: Any) -> str | None:
 def result_problem(request: Request, result: Any) -> str | None:
     """What makes a backend's result impossible for its request, or None: a log-likelihood needs a
     log-probability (logprob_problem), a positive whole number of tokens and a true/false greedy
-    flag; a generation needs text."""
+    flag; a generation needs text; token log-probabilities need token_logprobs_problem's."""
+    if isinstance(request, TokenLogprobs):
+        return token_logprobs_problem(request, result)
     if isinstance(request, Generation):
         return None if isinstance(result, str) else f"a generation that is no text ({result!r:.40})"
     if not isinstance(result, LoglikelihoodResult):
@@ -126,6 +153,27 @@ def result_problem(request: Request, result: Any) -> str | None:
     if not isinstance(result.greedy, bool):
         return f"a greedy flag of {result.greedy!r:.40} (expected true or false)"
     return logprob_problem(result.logprob)
+
+
+def token_logprobs_problem(request: TokenLogprobs, result: Any) -> str | None:
+    """What makes ``result`` impossible for ``request``, or None: at least one log-probability, each
+    possible (logprob_problem); with ``distribution``, a mean <= 0 and a finite deviation >= 0 per token."""
+    if not isinstance(result, TokenLogprobsResult):
+        return f"no token log-probabilities result ({result!r:.40})"
+    values = result.logprobs
+    if not isinstance(values, tuple) or not values:
+        return f"token log-probabilities of {values!r:.40} (expected one or more)"
+    expected = len(values) if request.distribution else 0
+    for name, column in (("means", result.means), ("deviations", result.deviations)):
+        if not isinstance(column, tuple) or len(column) != expected:
+            return f"{name} of {column!r:.40} (expected {expected} of them)"
+    for value in (*values, *result.means):
+        if problem := logprob_problem(value):
+            return problem
+    for value in result.deviations:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+            return f"a standard deviation of {value!r:.40} (expected a finite number >= 0)"
+    return None
 
 
 def check_generation_budget(new_tokens: int, max_length: int | None) -> None:
@@ -183,6 +231,8 @@ class Capabilities:
     # after chat messages, an option as the assistant's answer scored by its prompt logprobs (else options are
     # answered by generating); None: the backend's server says, asked once when first needed (``settle``)
     chat_logprobs: bool | None = False
+    token_logprobs: bool = False  # each token's log-probability in a text (TokenLogprobs): Min-K%, perplexity, zlib
+    token_distribution: bool = False  # and the next-token distribution's mean and deviation of log p (Min-K%++)
     tokenizer: Any = None  # the model's own tokenizer, if the backend has one (its chat template renders prompts)
     parameters: int | None = None  # the model's size, if known
     max_length: int | None = None  # the most tokens it takes, prompt and generated together, if known
@@ -219,3 +269,10 @@ class LanguageModel(ABC):
 
     @abstractmethod
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]: ...
+
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
+    ) -> list[TokenLogprobsResult]:
+        """Each text's token log-probabilities; only a backend that declares ``token_logprobs`` computes them
+        (and their distributions' statistics only one that declares ``token_distribution``)."""
+        raise RuevalError(f"{self.identity} gives no token log-probabilities of a text")

@@ -26,7 +26,7 @@ from rueval.models.base import Generation, Request
 # prompt at a time (a batch's shape changed the last bits of the logits, and so some texts); 4 = hf: matches
 # stops in the generated text alone and ends no text in U+FFFD (as vLLM and servers), and a backend whose texts
 # depend on how it generates names its mode in the key (hf:'s "batched"; one at a time is keyed as before).
-VERSIONS = {"Loglikelihood": 1, "Generation": 4}
+VERSIONS = {"Loglikelihood": 1, "Generation": 4, "TokenLogprobs": 1}
 KEYED_MODES = ("batched",)
 # fields added to a request type later, left out of its key at their default so that older keys stay valid
 ADDED = {"rolling": False}

@@ -30,6 +30,8 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     Request,
+    TokenLogprobs,
+    TokenLogprobsResult,
     describe,
     prompt_text,
     result_problem,
@@ -41,8 +43,10 @@ from rueval.models.token_counts import request_tokens
 KINDS: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
     (Loglikelihood, "loglikelihood", lambda r: prompt_text(r.context) + r.continuation),
     (Generation, "generate", lambda r: prompt_text(r.prompt)),
+    (TokenLogprobs, "token_logprobs", lambda r: r.text),
 )
 LOGLIKELIHOOD_FIELDS = set(LoglikelihoodResult.__dataclass_fields__)
+TOKEN_LOGPROBS_FIELDS = set(TokenLogprobsResult.__dataclass_fields__)
 
 
 class Engine:
@@ -59,6 +63,11 @@ class Engine:
         return self.compute(requests, description)
 
     def generate(self, requests: Sequence[Generation], description: str = "generating") -> list[str]:
+        return self.compute(requests, description)
+
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], description: str = "scoring texts"
+    ) -> list[TokenLogprobsResult]:
         return self.compute(requests, description)
 
     def compute(self, requests: Sequence[Request], description: str = "computing") -> list[Any]:
@@ -122,7 +131,9 @@ class Engine:
                             computed.add(part[i])
                             recorded.append(tokens[part[i]])
                             encoded[keys[part[i]]] = (
-                                asdict(result) if isinstance(result, LoglikelihoodResult) else result
+                                asdict(result)
+                                if isinstance(result, LoglikelihoodResult | TokenLogprobsResult)
+                                else result
                             )
                         if not encoded:
                             return
@@ -139,9 +150,10 @@ class Engine:
                     record(list(enumerate(results)))  # whatever the backend did not report as it went
                 yield done, computed
         if missing:  # each kind's speed on this machine, for sizing runs (and GENERATED_TOKEN_COST)
-            scored = sum(t.prompt for r, t in tokens.items() if isinstance(r, Loglikelihood))
+            scored = sum(t.prompt for r, t in tokens.items() if not isinstance(r, Generation))
+            spent = counter.spent("loglikelihood") + counter.spent("token_logprobs")
             detail(
-                f"{description}: {scored:,} scored tokens in {counter.spent('loglikelihood'):.1f} s; generations' "
+                f"{description}: {scored:,} scored tokens in {spent:.1f} s; generations' "
                 f"{prompts - scored:,} prompt and {budgets:,} budget tokens in {counter.spent('generate'):.1f} s"
             )
 
@@ -184,8 +196,11 @@ class Engine:
 
     @staticmethod
     def _decode(request: Request, value: Any) -> Any:
-        """A cached result as the backend returns it (log-likelihood results are stored as objects);
-        the stored value itself where it is no such object (result_problem then names it)."""
+        """A cached result as the backend returns it (log-likelihood and token results are stored as objects,
+        their lists as tuples); the stored value itself where it is no such object (result_problem then names it)."""
         if isinstance(request, Loglikelihood) and isinstance(value, dict) and set(value) == LOGLIKELIHOOD_FIELDS:
             return LoglikelihoodResult(**value)
+        if isinstance(request, TokenLogprobs) and isinstance(value, dict) and set(value) == TOKEN_LOGPROBS_FIELDS:
+            columns = {name: tuple(column) if isinstance(column, list) else column for name, column in value.items()}
+            return TokenLogprobsResult(**columns)
         return value

@@ -18,11 +18,13 @@ from typing import Any
 from rueval import __version__
 from rueval.core.files import atomic_path, write_text
 from rueval.report import examples, plots
+from rueval.report.contamination import contamination_section, is_contamination_folder
 from rueval.report.leaderboard import TASK_FILES, Board, boards, format_score
 from rueval.report.plots import Plot
 from rueval.report.reference import CITATIONS
 from rueval.report.runs import Run, load_runs, task_names
 from rueval.results import INDUSTRIAL_FIELDS, PromptScores
+from rueval.results.contamination import ContaminationResult
 from rueval.tasks import BENCHMARKS, TASKS
 
 CSS = """
@@ -51,16 +53,19 @@ class ReportFiles:
 
 
 def write_report(run_dirs: Sequence[Path], out: Path, assets: Path | None = None) -> ReportFiles:
-    """Read the runs, draw the figures into ASSETS (default: OUT's name + .assets/), write OUT."""
-    runs = load_runs(run_dirs)
+    """Read the runs, draw the figures into ASSETS (default: OUT's name + .assets/), write OUT. A folder that
+    `rueval contamination` wrote (contamination.json, no results.json) is shown as the contamination section."""
+    audits = [ContaminationResult.read(Path(d)) for d in run_dirs if is_contamination_folder(Path(d))]
+    run_dirs = [d for d in run_dirs if not is_contamination_folder(Path(d))]
+    runs = load_runs(run_dirs) if run_dirs or not audits else []
     assets = assets or out.with_suffix(".assets")
-    figures = all_plots(runs)
+    figures = all_plots(runs) if runs else []
     paths = []
     for figure in figures:
         paths.append(assets / f"{figure.name}.png")
         with atomic_path(paths[-1]) as tmp:
             tmp.write_bytes(figure.png)
-    write_text(out, render(runs, figures))
+    write_text(out, render(runs, figures, audits))
     return ReportFiles(out, assets, paths)
 
 
@@ -77,24 +82,29 @@ def all_plots(runs: Sequence[Run]) -> list[Plot]:
     return [p for p in drawn if p is not None]
 
 
-def render(runs: Sequence[Run], figures: Sequence[Plot]) -> str:
+def render(runs: Sequence[Run], figures: Sequence[Plot], audits: Sequence[ContaminationResult] = ()) -> str:
     """The whole page."""
     by_name = {f.name: f for f in figures}
-    sections = [
-        ("runs", "Runs", _runs_table(runs)),
-        *((b.benchmark.name, b.benchmark.title, _board_section(b, by_name)) for b in boards(runs)),
-        ("metrics", "Per-task metrics", _metrics_table(runs)),
-        ("fewshot", "Few-shot curves", _figure(by_name.get("fewshot"))),
-        (
-            "robustness",
-            "Robustness",
-            _figure(by_name.get("attacks")) + _robustness_summary(runs) + _attacks_table(runs),
-        ),
-        ("slices", "Subpopulations", _figures(figures, "slices-")),
-        ("lidirus", "LiDiRus diagnostics", _figure(by_name.get("lidirus"))),
-        ("industrial", "Industrial figures", _industrial_table(runs) + _figures(figures, "industrial")),
-        ("examples", "Per-example view", examples.examples_section(runs)),
-    ]
+    sections = (
+        []
+        if not runs
+        else [
+            ("runs", "Runs", _runs_table(runs)),
+            *((b.benchmark.name, b.benchmark.title, _board_section(b, by_name)) for b in boards(runs)),
+            ("metrics", "Per-task metrics", _metrics_table(runs)),
+            ("fewshot", "Few-shot curves", _figure(by_name.get("fewshot"))),
+            (
+                "robustness",
+                "Robustness",
+                _figure(by_name.get("attacks")) + _robustness_summary(runs) + _attacks_table(runs),
+            ),
+            ("slices", "Subpopulations", _figures(figures, "slices-")),
+            ("lidirus", "LiDiRus diagnostics", _figure(by_name.get("lidirus"))),
+            ("industrial", "Industrial figures", _industrial_table(runs) + _figures(figures, "industrial")),
+            ("examples", "Per-example view", examples.examples_section(runs)),
+        ]
+    )
+    sections += [("contamination", "Contamination audit", "".join(map(contamination_section, audits)))]
     sections = [(anchor, title, body) for anchor, title, body in sections if body]
     sections.append(("references", "References", _references()))
     nav = "".join(f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title, _ in sections)

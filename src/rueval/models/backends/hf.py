@@ -35,6 +35,8 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    TokenLogprobs,
+    TokenLogprobsResult,
     encode_pair,
 )
 from rueval.models.distributed import world
@@ -114,6 +116,8 @@ class HFCausalLM(LanguageModel):
         self._capabilities = Capabilities(
             loglikelihood=True,
             generation=True,
+            token_logprobs=True,
+            token_distribution=True,
             tokenizer=self.tokenizer,
             parameters=sum(p.numel() for p in self.model.parameters()),
             max_length=self.max_length,
@@ -284,6 +288,14 @@ class HFCausalLM(LanguageModel):
                 return False
         # a model that ignores the mask is off by whole nats; half precision only by a little
         return all(math.isclose(p, q, rel_tol=1e-3, abs_tol=1e-2) for (p, _), (q, _) in zip(plain, packed, strict=True))
+
+    # -- token log-probabilities of whole texts (membership scores) ---------------------------------
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
+    ) -> list[TokenLogprobsResult]:
+        from rueval.models.backends.hf_token_logprobs import token_logprobs
+
+        return token_logprobs(self, requests, on_done)
 
     # -- generation ----------------------------------------------------------------------------
     @property

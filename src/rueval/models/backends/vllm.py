@@ -34,6 +34,8 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
+    TokenLogprobs,
+    TokenLogprobsResult,
     cut_at_stop,
 )
 from rueval.models.factory import VLLM_ENGINE_KEYS, ModelOptions, ModelSpec
@@ -74,7 +76,9 @@ class VLLMModel(LanguageModel):
         self.identity = f"vllm:{path}@{model_revision(path, config.hf_config, revision)}"
         self.identity += f" tokenizer={tokenizer}" if tokenizer else ""
         self.identity += f" max_model_len={engine['max_model_len']}" if "max_model_len" in engine else ""
-        self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.llm.get_tokenizer())
+        self._capabilities = Capabilities(
+            loglikelihood=True, generation=True, token_logprobs=True, tokenizer=self.llm.get_tokenizer()
+        )
 
     @property
     def capabilities(self) -> Capabilities:
@@ -95,6 +99,26 @@ class VLLMModel(LanguageModel):
             prompts = [{"prompt_token_ids": encoded[i][0]} for i in indices]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             return [_summed(out.prompt_logprobs, *encoded[i]) for i, out in zip(indices, outputs, strict=True)]
+
+        return _in_chunks(len(requests), score, on_done)
+
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
+    ) -> list[TokenLogprobsResult]:
+        """Each text's tokens' prompt logprobs after the start token. vLLM gives the top prompt logprobs of a
+        position, not its whole distribution: no Min-K%++ statistics (token_distribution is not declared)."""
+        from vllm import SamplingParams
+
+        encoded = [self.prompt_tokens.pair(Loglikelihood("", r.text)) for r in requests]
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+
+        def score(indices: range) -> list[TokenLogprobsResult]:
+            prompts = [{"prompt_token_ids": encoded[i][0]} for i in indices]
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            return [
+                TokenLogprobsResult(tuple(out.prompt_logprobs[t][ids[t]].logprob for t in range(first, len(ids))))
+                for (ids, first), out in ((encoded[i], out) for i, out in zip(indices, outputs, strict=True))
+            ]
 
         return _in_chunks(len(requests), score, on_done)
 

@@ -1,0 +1,255 @@
+"""The contamination audit of a language model on a task's items (`rueval contamination`): each item's
+membership scores (audit/membership_scores.py), computed from its text's token log-probabilities, beside
+those of reference items the model cannot have seen, and the verdict (audit/contamination_verdict.py).
+
+An item's text is what a dataset dump holds of it (a training corpus holds that): its record's string
+fields joined in order, nested ones included; or, with ``text="prompt"``, the zero-shot prompt the task
+builds from it. The reference items are the items' perturbed twins (REFERENCE_PERTURBATION, rueval's own
+perturbation, seeded per item), or the items of a split the user names as unseen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rueval import __version__
+from rueval.audit import membership_scores as ms
+from rueval.audit.contamination_verdict import membership, primary_test, score_tests
+from rueval.audit.unflagged import flagged, rescored
+from rueval.core.errors import RuevalError
+from rueval.core.progress import warn
+from rueval.data import DataSource, eval_split, open_data
+from rueval.models.base import TokenLogprobs, TokenLogprobsResult
+from rueval.models.engine import Engine
+from rueval.results import RunResult
+from rueval.results.contamination import (
+    NO_EVIDENCE,
+    ContaminationResult,
+    ItemScores,
+    TaskContamination,
+    write_item_scores,
+)
+from rueval.robustness import PERTURBATIONS
+from rueval.tasks import Example, Task
+
+TEXT_CHOICES = ("fields", "prompt")
+# the twin keeps every word of the item and swaps a pair of them: what the model has not seen is the exact wording
+REFERENCE_PERTURBATION = "eda_swap"
+TWIN_OF_TWIN_SEED = 1  # a reference item's own twin (its perturbation score) is drawn with this seed offset
+
+
+@dataclass(frozen=True)
+class Item:
+    idx: str  # the example's key, as predictions and --members name it
+    text: str
+    twin: str | None  # its perturbed twin's text; None where the perturbation changed nothing
+    keys: tuple[str, ...] = ()  # every example of this text (idx the first): a run's rows name them
+
+
+def string_fields(value: Any) -> list[str]:
+    """The strings of a record's fields in their order, those of nested objects and lists included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in string_fields(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in string_fields(item)]
+    return []
+
+
+def item_text(task: Task, example: Example, text: str) -> str:
+    """An example's text as ``text`` (TEXT_CHOICES) asks: its string fields joined by newlines, or its prompt."""
+    if text == "fields":
+        return "\n".join(s for s in string_fields(dict(example.fields)) if s)
+    from rueval.tasks.prompts import PROMPTS
+
+    return PROMPTS[task.name].questions(example)[0].context
+
+
+def twins_of(task: Task, examples: Sequence[Example], seed: int) -> list[Example | None]:
+    """Each example's perturbed twin (REFERENCE_PERTURBATION), or None where it changed nothing."""
+    return PERTURBATIONS[REFERENCE_PERTURBATION](seed=seed).perturb_batch(task, examples)
+
+
+def items_of(task: Task, examples: Sequence[Example], text: str, seed: int) -> list[Item]:
+    """The items with their texts and twins' texts; examples of one text count once, as the first of them
+    (MuSeRC's answers, where the task's text leaves the answer out of the prompt)."""
+    if text not in TEXT_CHOICES:
+        raise RuevalError(f"--text {text}: expected one of {', '.join(TEXT_CHOICES)}")
+    items: dict[str, Item] = {}
+    for example, twin in zip(examples, twins_of(task, examples, seed), strict=True):
+        own = item_text(task, example, text)
+        twin_text = item_text(task, twin, text) if twin is not None else None
+        if own in items:
+            items[own] = replace(items[own], keys=(*items[own].keys, example.key))
+        elif own.strip():
+            items[own] = Item(example.key, own, twin_text if twin_text != own else None, (example.key,))
+    return list(items.values())
+
+
+def reference_examples(task: Task, examples: Sequence[Example], seed: int) -> list[Example]:
+    """The default reference: the examples' perturbed twins (those the perturbation changed). Their own twins
+    (their perturbation score) are then drawn with the seed moved by TWIN_OF_TWIN_SEED."""
+    twins = [twin for twin in twins_of(task, examples, seed) if twin is not None]
+    if len(twins) < len(examples):
+        warn(f"{task.name}: {len(examples) - len(twins)} of {len(examples)} items have no perturbed twin")
+    return twins
+
+
+def score_items(engine: Engine, items: Sequence[Item], k: float, description: str) -> list[ItemScores]:
+    """Each item's scores: Min-K%++ where the backend gives the next-token distribution (else absent, and
+    the summary says why), the perturbation score where the item has a twin."""
+    capabilities = engine.model.capabilities
+    if not capabilities.token_logprobs:
+        raise RuevalError(
+            f"{engine.model.identity.split(' ')[0]} gives no token log-probabilities of a text, which every "
+            "contamination score needs; use an hf: or vllm: model"
+        )
+    full = capabilities.token_distribution
+    texts = list(dict.fromkeys([item.text for item in items] + [item.twin for item in items if item.twin]))
+    results = dict(zip(texts, engine.token_logprobs([TokenLogprobs(t, full) for t in texts], description), strict=True))
+    return [_scores(item, results[item.text], results.get(item.twin or ""), k, full) for item in items]
+
+
+def _scores(item: Item, own: TokenLogprobsResult, twin: TokenLogprobsResult | None, k: float, full: bool) -> ItemScores:
+    """The item's scores; one that is not a finite number (no spread for Min-K%++, a perplexity past floats) is
+    left out as not applying."""
+    return ItemScores(
+        idx=item.idx,
+        min_k=ms.min_k(own.logprobs, k),
+        min_k_pp=_finite(ms.min_k_pp(own.logprobs, own.means, own.deviations, k) if full else math.nan),
+        zlib=_finite(ms.zlib_ratio(own.logprobs, item.text)),
+        ppl=_finite(ms.perplexity(own.logprobs)),
+        perturbation=_finite(ms.perturbation(own.logprobs, twin.logprobs) if twin is not None else math.nan),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def read_members(path: Path) -> set[str]:
+    """--members: the ids of items known to be in the model's training data, one per line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise RuevalError(f"--members {path}: cannot be read ({e})") from None
+    members = {line.strip() for line in lines if line.strip()}
+    if not members:
+        raise RuevalError(f"--members {path}: no ids in it (expected one item id per line)")
+    return members
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    split: str | None = None  # the items' split (default: test, answers or not; else val)
+    reference_split: str | None = None  # a split known to be unseen; default: the items' perturbed twins
+    text: str = "fields"
+    k: float = ms.DEFAULT_K
+    seed: int = 0
+    members: frozenset[str] | None = None
+    run: Path | None = None  # --run: a run whose scores are rescored on the unflagged items
+
+    def __post_init__(self) -> None:
+        if self.text not in TEXT_CHOICES:
+            raise RuevalError(f"--text {self.text}: expected one of {', '.join(TEXT_CHOICES)}")
+
+
+def audit_task(
+    engine: Engine, source: DataSource, task: Task, settings: AuditSettings
+) -> tuple[TaskContamination, list[ItemScores]]:
+    """One task's item scores and its summary (the reference items' scores are not written)."""
+    chosen = eval_split(source, task, settings.split, None, predict_only=True)
+    items = items_of(task, chosen.examples, settings.text, settings.seed)
+    if settings.reference_split is None:
+        reference, examples = (
+            f"perturbed twins ({REFERENCE_PERTURBATION})",
+            reference_examples(task, chosen.examples, settings.seed),
+        )
+        seed = settings.seed + TWIN_OF_TWIN_SEED
+    elif settings.reference_split == chosen.name:
+        raise RuevalError(f"--reference-split {chosen.name}: that is the split audited; name another, unseen one")
+    else:
+        reference, examples = f"split {settings.reference_split}", source.load(task, settings.reference_split).examples
+        seed = settings.seed
+    references = items_of(task, examples, settings.text, seed)
+    rows = score_items(engine, items, settings.k, f"{task.name}: scoring items")
+    reference_rows = score_items(engine, references, settings.k, f"{task.name}: scoring references")
+    tests = score_tests(rows, reference_rows)
+    primary = primary_test(tests)
+    notes = []
+    if not engine.model.capabilities.token_distribution:
+        notes.append(f"Min-K%++ not available: {_shown(engine)} does not give the whole next-token distribution")
+    if primary is None:
+        notes.append(f"no verdict: too few reference items ({len(references)})")
+    found = membership(rows, set(settings.members)) if settings.members else []
+    if settings.members and not found:
+        notes.append("--members: no AUROC (the file's ids are none or all of the items)")
+    if settings.members and (strangers := len(settings.members - {row.idx for row in rows})):
+        notes.append(f"--members: {strangers} of the file's {len(settings.members)} ids are no item of {chosen.name}")
+    summary = TaskContamination(
+        split=chosen.name,
+        items=len(rows),
+        reference=reference,
+        references=len(references),
+        tests=tuple(tests),
+        primary=primary.score if primary else "",
+        verdict=primary.verdict if primary else NO_EVIDENCE,
+        membership=tuple(found),
+        notes=tuple(notes),
+        run_scores=_run_scores(settings.run, task, items, rows, reference_rows, primary.score if primary else None),
+    )
+    return summary, rows
+
+
+def _run_scores(
+    run: Path | None,
+    task: Task,
+    items: Sequence[Item],
+    rows: Sequence[ItemScores],
+    references: Sequence[ItemScores],
+    score: str | None,
+) -> dict[str, Any]:
+    """--run: the run's scores in full and on the items its primary score does not flag (audit/unflagged.py)."""
+    if run is None:
+        return {}
+    flags = flagged(rows, references, score) if score else set()
+    keys = {key for item in items if item.idx in flags for key in item.keys}
+    return {"flagged_items": len(flags), **rescored(run, task, keys, {key for item in items for key in item.keys})}
+
+
+def _shown(engine: Engine) -> str:
+    return engine.model.identity.split(" ")[0]
+
+
+def audit_contamination(
+    engine: Engine, tasks: Sequence[Task], data: str | None, out: Path, settings: AuditSettings
+) -> ContaminationResult:
+    """Audit each task, writing OUT/contamination/<task>.jsonl as it finishes and OUT/contamination.json."""
+    source = open_data(data)
+    if settings.run is not None:  # before any work: the run has each task's predictions
+        scored = RunResult.read(settings.run).tasks
+        if missing := [task.name for task in tasks if task.name not in scored]:
+            raise RuevalError(
+                f"--run {settings.run}: the run has no {', '.join(missing)}; it scored {', '.join(scored)}"
+            )
+    summaries = {}
+    for task in tasks:
+        summaries[task.name], rows = audit_task(engine, source, task, settings)
+        write_item_scores(out, task.name, rows)
+    result = ContaminationResult(
+        model=engine.model.identity,
+        data=source.description,
+        text=settings.text,
+        k=settings.k,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        rueval_version=__version__,
+        tasks=summaries,
+    )
+    result.write(out)
+    return result

@@ -1,0 +1,96 @@
+"""`rueval contamination`: the membership audit of a language model against tasks' items (audit/contamination.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rueval.cli.app import app
+from rueval.cli.groups import GroupValues, flag, grouped
+from rueval.cli.option_types import (
+    SOLVER_OPTIONS,
+    DataOption,
+    ModelOption,
+    QuietOption,
+    SeedOption,
+    SplitOption,
+    TasksOption,
+    VerboseOption,
+    console,
+    user_errors,
+)
+from rueval.core.errors import RuevalError
+from rueval.core.progress import set_level
+from rueval.tasks import resolve_tasks
+
+TextOption = Annotated[
+    str,
+    typer.Option(
+        "--text",
+        help="What is scored of an item: fields (its record's string fields joined in order, as a dataset dump "
+        "and a training corpus hold it) or prompt (the zero-shot prompt the task builds from it).",
+    ),
+]
+
+
+@app.command()
+@user_errors
+@grouped
+def contamination(
+    model: ModelOption,
+    tasks: TasksOption = "all",
+    data: DataOption = None,
+    split: SplitOption = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for contamination.json and contamination/.")] = Path(
+        "contamination"
+    ),
+    text: TextOption = "fields",
+    reference_split: Annotated[
+        str | None,
+        typer.Option(help="A split known to be unseen by the model, as the reference. Default: perturbed twins."),
+    ] = None,
+    members: Annotated[
+        Path | None, typer.Option(help="A file of item ids known to be in training (one a line): AUROC per score.")
+    ] = None,
+    run: Annotated[
+        Path | None,
+        typer.Option(
+            help="A run directory of this model: its scores on the items no test flags, beside its full scores."
+        ),
+    ] = None,
+    k: Annotated[float, typer.Option(min=0.01, max=1.0, help="Min-K% and Min-K%++: the share of tokens.")] = 0.2,
+    seed: SeedOption = 0,
+    solver: GroupValues = SOLVER_OPTIONS,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Has this model seen the tasks' items? Min-K%, Min-K%++, zlib ratio, perplexity and perturbation scores
+    per item, each score tested against reference items; writes OUT/contamination.json and
+    OUT/contamination/<task>.jsonl (docs/contamination.md)."""
+    set_level(quiet, verbose)
+    from rueval.audit.contamination import AuditSettings, audit_contamination, read_members
+    from rueval.models.factory import ModelSpec, open_engine
+    from rueval.report.contamination import contamination_table
+    from rueval.solvers import LANGUAGE_MODEL, family_of, solver_options
+    from rueval.solvers.options import LMOptions
+
+    if family_of(model) is not LANGUAGE_MODEL:
+        raise RuevalError(f"-m {model}: the contamination audit needs a language model (BACKEND:TARGET, e.g. hf:PATH)")
+    options = solver_options(model, solver.given, seed, spell=flag)
+    assert isinstance(options, LMOptions) and options.engine is not None  # a spec's language model
+    settings = AuditSettings(
+        split=split.value if split else None,
+        reference_split=reference_split,
+        text=text,
+        k=k,
+        seed=seed,
+        members=frozenset(read_members(members)) if members else None,
+        run=run,
+    )
+    chosen = resolve_tasks(tasks)
+    engine = open_engine(ModelSpec.parse(model), options.engine)
+    result = audit_contamination(engine, chosen, data, out, settings)
+    console.print(contamination_table(result))
+    console.print(f"contamination: {out / 'contamination.json'}", highlight=False)
