@@ -13,11 +13,15 @@ import zlib
 
 import numpy as np
 import pytest
+from support import require_modules
+
+require_modules("torch", "transformers", "tokenizers", extra="lm")
+
+import torch
 
 from rueval.audit import membership_scores as ms
 from rueval.models.base import TokenLogprobs
 
-torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 TEXTS = [
