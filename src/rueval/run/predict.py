@@ -27,7 +27,7 @@ from typing import Any
 from rueval.core.errors import RuevalError
 from rueval.core.progress import detail, progress
 from rueval.data import TaskData
-from rueval.models.base import Generation, Request, prompt_text
+from rueval.models.base import Generation, Loglikelihood, Request, prompt_text
 from rueval.models.distributed import world
 from rueval.run.dialogue import answer_dialogues, is_dialogue
 from rueval.scoring.task_scores import example_metrics, is_correct
@@ -284,6 +284,8 @@ def _arguments(request: Request) -> dict[str, Any]:
             "seed": request.seed,
         }
         return {"arg_0": prompt_text(request.prompt), "arg_1": settings}
+    if not isinstance(request, Loglikelihood):  # a task's requests are log-likelihoods and generations only
+        raise TypeError(f"{type(request).__name__} has no sample-log form")
     return {"arg_0": prompt_text(request.context), "arg_1": request.continuation}
 
 
