@@ -1,0 +1,96 @@
+"""The guessing test (TS-Guessing): which option each kind of choice task hides, chance and the permutation
+p-value against their definitions, and a tiny GPT-2 trained on the items' texts guessing the hidden options
+more often than its untrained twin, asked through the engine."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from rueval.audit.guessing import MASK, Guess, masked_items, permutation_test, ts_guessing
+from rueval.core.errors import RuevalError
+from rueval.data import open_data
+from rueval.scoring.metrics import normalize_answer
+from rueval.tasks import get_task
+
+INLINE_TASKS = ("ru_openbook", "ru_worldtree")
+
+
+def examples(task: str, split: str = "test"):
+    return open_data(None).load(get_task(task), split).examples
+
+
+@pytest.mark.parametrize("task", INLINE_TASKS)
+def test_an_inline_item_hides_one_wrong_option_and_shows_the_rest(task):
+    items = masked_items(get_task(task), examples(task))
+    assert len(items) == len(examples(task))
+    for item, example in zip(items, examples(task), strict=True):
+        stem, options = get_task(task).question_options(example.fields["question"], "question")
+        assert item.letter != example.label and item.hidden == options[item.letter]
+        prompt = item.prompt()
+        assert prompt.count(MASK) == 2  # named in the instruction, and in the item
+        assert prompt.endswith(f"({item.letter})")  # the item again, up to the hidden option's mark
+        shown = [text for letter, text in options.items() if letter != item.letter]
+        assert all(text in prompt for text in shown)
+    assert masked_items(get_task(task), examples(task), seed=1) != items  # another seed, other options hidden
+
+
+def test_option_fields_and_muserc_answers_hide_a_wrong_one():
+    parus = examples("parus", "val")
+    for item, example in zip(masked_items(get_task("parus"), parus), parus, strict=True):
+        assert item.hidden == example.fields["choice1" if example.label == 1 else "choice2"]
+        assert item.prompt().endswith(f"{item.letter})")
+    muserc = examples("muserc", "val")
+    items = masked_items(get_task("muserc"), muserc)
+    wrong = {example.group: set() for example in muserc}
+    for example in muserc:
+        if example.label == 0:
+            wrong[example.group].add(example.fields["answer"])
+    assert items and all(item.hidden in wrong[item.idx] for item in items)
+    assert len(items) == sum(1 for answers in wrong.values() if answers)
+
+
+def test_unlabelled_items_and_tasks_without_options_are_left_out():
+    unlabelled = [replace(example, label=None) for example in examples("ru_openbook")]
+    assert masked_items(get_task("ru_openbook"), unlabelled) == []
+    with pytest.raises(RuevalError, match="task rucos: the guessing test hides a wrong option of a choice task"):
+        masked_items(get_task("rucos"), examples("rucos", "val"))
+
+
+def test_chance_is_the_mean_over_every_pairing_and_p_counts_pairings_as_good():
+    hidden = ["ртуть", "соль", "нет", "нет", "Соль!", "да"]
+    said = ["ртуть", "нет", "нет", "да", "соль", "кислород"]
+    guesses = [Guess(i, "B", h, g) for i, (h, g) in enumerate(zip(hidden, said, strict=True))]
+    chance, p = permutation_test(guesses, 2000, seed=0)
+    pairs = [normalize_answer(g) == normalize_answer(h) for g in said for h in hidden]
+    assert chance == pytest.approx(sum(pairs) / len(pairs))
+    assert 0 < p < 1
+    every_one_right = [Guess(i, "B", f"вариант {i}", f"Вариант {i}.") for i in range(12)]
+    chance, p = permutation_test(every_one_right, 999, seed=0)
+    assert (chance, p) == (pytest.approx(1 / 12), pytest.approx(1 / 1000))  # no re-pairing matches all 12
+    same = [Guess(i, "B", "нет", "нет") for i in range(5)]
+    assert permutation_test(same, 99, seed=0) == (1.0, 1.0)  # generic answers: as good as chance
+
+
+@pytest.mark.slow
+def test_a_model_trained_on_the_items_guesses_more_than_its_untrained_twin(tiny_gpt2_dir, tmp_path):
+    from rueval.models.backends.hf import HFCausalLM
+    from rueval.models.backends.tiny import train_tiny_model
+    from rueval.models.engine import Engine
+
+    texts = [example.fields["question"] for task in INLINE_TASKS for example in examples(task)]
+    trained = train_tiny_model(shutil.copytree(tiny_gpt2_dir, tmp_path / "trained"), texts, steps=400)
+    results = {}
+    for name, folder in (("untrained", tiny_gpt2_dir), ("trained", trained)):
+        engine = Engine(HFCausalLM(str(folder)))
+        results[name] = [ts_guessing(engine, get_task(task), examples(task), permutations=999) for task in INLINE_TASKS]
+    rate = {
+        name: sum(r.exact_matches for r in runs) / sum(len(r.guesses) for r in runs) for name, runs in results.items()
+    }
+    assert rate["trained"] >= rate["untrained"] + 0.3, rate
+    assert all(r.p_value is not None and r.p_value < 0.01 for r in results["trained"])
+    assert all(r.rate is not None and r.chance is not None and r.rate > r.chance for r in results["trained"])
+    summary = results["trained"][0].summary()
+    assert summary["items"] == len(examples(INLINE_TASKS[0])) and summary["left_out"] == 0
