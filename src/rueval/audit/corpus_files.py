@@ -18,8 +18,9 @@ import gzip
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
 from rueval.data.reading import parse_json, reading
@@ -28,6 +29,7 @@ CHUNK_BYTES = 16 * 2**20  # read at once; a Parquet batch holds about this much 
 MAX_LINE_BYTES = 256 * 2**20  # the longest JSON line read (a book-length document is a few MB)
 SEPARATOR = b"\n\xff\n"  # after each document: 0xff is no UTF-8 byte, so it is a token no text has
 ASCII_SPACES = b" \t\n\r\x0b\x0c"
+Stream = gzip.GzipFile | BufferedReader
 KINDS = {".txt": "text", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 BOM = b"\xef\xbb\xbf"
 
@@ -78,11 +80,11 @@ def pieces(file: Path, fields: Sequence[str] = ("text",)) -> Iterator[Piece]:
         yield from _text_pieces(stream, str(file)) if kind == "text" else _jsonl_pieces(stream, str(file), fields)
 
 
-def _open(file: Path) -> IO[bytes]:
+def _open(file: Path) -> Stream:
     return gzip.open(file, "rb") if file.suffix.lower() == ".gz" else file.open("rb")
 
 
-def _text_pieces(stream: IO[bytes], file: str) -> Iterator[Piece]:
+def _text_pieces(stream: Stream, file: str) -> Iterator[Piece]:
     """A text file cut after its last ASCII space or line break of each chunk, so no token is cut (a run of
     CHUNK_BYTES without one is cut between characters, and no n-gram spans that cut)."""
     rest, line, first = b"", 1, True
@@ -112,14 +114,14 @@ def _check_utf8(text: bytes, file: str, line: int) -> int:
     return line + text.count(b"\n")
 
 
-def _read(stream: IO[bytes], file: str) -> bytes:
+def _read(stream: Stream, file: str) -> bytes:
     try:
         return stream.read(CHUNK_BYTES)
     except (EOFError, gzip.BadGzipFile) as e:
         raise DataError(file, f"corrupt gzip data ({e})") from None
 
 
-def _jsonl_pieces(stream: IO[bytes], file: str, fields: Sequence[str]) -> Iterator[Piece]:
+def _jsonl_pieces(stream: Stream, file: str, fields: Sequence[str]) -> Iterator[Piece]:
     rest, line = b"", 0
     keys = [f'"{field}"'.encode() for field in fields]
     while chunk := _read(stream, file):
