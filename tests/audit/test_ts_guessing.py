@@ -1,8 +1,10 @@
 """The guessing test (TS-Guessing): which option each kind of choice task hides, chance and the permutation
-p-value against their definitions, and the guesses of a real tiny GPT-2 asked through the engine."""
+p-value against their definitions, a real tiny GPT-2's guesses asked through the engine, and a tiny GPT-2
+that has read the items writing their hidden options where its untrained twin writes none."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -85,3 +87,25 @@ def test_guesses_are_asked_through_the_engine_cut_at_their_stops_and_cached(tiny
     assert engine.computed == len(asked)  # the second time from the engine's results, none computed
     for guess, item in zip(first.guesses, masked_items(task, asked), strict=True):
         assert guess.hidden == item.hidden and not any(stop in guess.guess for stop in item.stop)
+
+
+@pytest.mark.slow
+def test_a_model_that_has_read_the_items_writes_their_hidden_options_and_its_untrained_twin_does_not(
+    tiny_gpt2_dir, tmp_path
+):
+    """The tiny GPT-2 trained on the items' own texts where the test shows them: after the backend's start
+    token and the test's instruction (a model this small, with learned positions, recalls a text only where
+    it read it), then asked through the engine."""
+    from rueval.models.backends.hf import HFCausalLM
+    from rueval.models.backends.tiny import EOS, train_tiny_model
+    from rueval.models.engine import Engine
+
+    task, asked = get_task("ru_openbook"), examples("ru_openbook")
+    items = masked_items(task, asked)
+    texts = [EOS + item.prompt() + item.text[item.span[0] :] for item in items]  # EOS: hf:'s start token
+    trained = train_tiny_model(shutil.copytree(tiny_gpt2_dir, tmp_path / "read"), texts, 400, max_length=512)
+    untrained = ts_guessing(Engine(HFCausalLM(str(tiny_gpt2_dir))), task, asked, permutations=999)
+    read = ts_guessing(Engine(HFCausalLM(str(trained))), task, asked, permutations=999)
+    assert read.rate is not None and untrained.rate is not None and read.rate >= untrained.rate + 0.5
+    assert read.chance is not None and read.rate > read.chance
+    assert read.p_value is not None and read.p_value < 0.01 and untrained.p_value == 1.0
