@@ -101,16 +101,16 @@ def build_tiny_gpt2(
     return out_dir
 
 
-def train_tiny_model(folder: Path, texts: list[str], steps: int = 200, seed: int = 0) -> Path:
+def train_tiny_model(folder: Path, texts: list[str], steps: int = 200, seed: int = 0, max_length: int = 128) -> Path:
     """Train the causal model saved in ``folder`` for ``steps`` batches of 8 of ``texts`` (each ended by
-    the end token, at most 128 tokens; AdamW, learning rate 3e-3, batches drawn with ``seed``) and save it
-    back there."""
+    the end token, at most ``max_length`` tokens; AdamW, learning rate 3e-3, batches drawn with ``seed``) and
+    save it back there."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    encoded = tokenizer([t + tokenizer.eos_token for t in texts], truncation=True, max_length=128)["input_ids"]
+    encoded = tokenizer([t + tokenizer.eos_token for t in texts], truncation=True, max_length=max_length)["input_ids"]
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
