@@ -148,3 +148,19 @@ def test_a_run_without_the_task_is_refused_before_any_work(cli, tiny_gpt2_dir, t
     result = cli("contamination", "-m", f"hf:{tiny_gpt2_dir}", "-t", TASK, "--run", tmp_path / "run", "-o", tmp_path)
     assert result.exit_code == 2 and "the run has no terra" in result.output
     assert not (tmp_path / "contamination.json").exists()
+
+
+def test_corpus_overlap_fills_each_items_ngram_overlap(cli, tiny_gpt2_dir, tmp_path):
+    """--corpus: the item a JSON Lines corpus holds word for word shares all its 13-grams with it, the others none;
+    the summary counts it as lm-eval's rule flags it."""
+    ids, texts = member_ids_and_texts()
+    corpus = tmp_path / "corpus.jsonl"
+    lines = [{"content": "Совсем другой текст о погоде и море."}, {"content": texts[0]}]
+    corpus.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    result = audit(cli, tiny_gpt2_dir, tmp_path / "out", "--corpus", corpus, "--corpus-field", "content")
+    found = result.tasks[TASK]
+    assert found.corpus["flagged"] == 1 and found.corpus["corpus_documents"] == 2
+    assert any(note.startswith("--corpus: 1 of 20 items") for note in found.notes)
+    shares = {row.idx: row.ngram_overlap for row in read_item_scores(tmp_path / "out", TASK)}
+    assert shares[ids[0]] == 1.0
+    assert all(share in (0.0, None) for idx, share in shares.items() if idx != ids[0])

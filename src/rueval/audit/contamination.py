@@ -20,6 +20,7 @@ from typing import Any
 from rueval import __version__
 from rueval.audit import membership_scores as ms
 from rueval.audit.contamination_verdict import membership, primary_test, score_tests
+from rueval.audit.ngram_overlap import CorpusOverlap, corpus_overlap
 from rueval.audit.unflagged import flagged, rescored
 from rueval.core.errors import RuevalError
 from rueval.core.progress import warn
@@ -154,6 +155,8 @@ class AuditSettings:
     seed: int = 0
     members: frozenset[str] | None = None
     run: Path | None = None  # --run: a run whose scores are rescored on the unflagged items
+    corpus: Path | None = None  # --corpus: a training corpus whose 13-grams the items are looked up in
+    corpus_fields: tuple[str, ...] = ("text",)  # the text fields of its JSON Lines and Parquet files
 
     def __post_init__(self) -> None:
         if self.text not in TEXT_CHOICES:
@@ -179,6 +182,13 @@ def audit_task(
         seed = settings.seed
     references = items_of(task, examples, settings.text, seed)
     rows = score_items(engine, items, settings.k, f"{task.name}: scoring items")
+    overlap = (
+        corpus_overlap([item.text for item in items], settings.corpus, settings.corpus_fields)
+        if settings.corpus
+        else None
+    )
+    if overlap is not None:
+        rows = [replace(row, ngram_overlap=found.share) for row, found in zip(rows, overlap.items, strict=True)]
     reference_rows = score_items(engine, references, settings.k, f"{task.name}: scoring references")
     tests = score_tests(rows, reference_rows)
     primary = primary_test(tests)
@@ -187,6 +197,8 @@ def audit_task(
         notes.append(f"Min-K%++ not available: {_shown(engine)} does not give the whole next-token distribution")
     if primary is None:
         notes.append(f"no verdict: too few reference items ({len(references)})")
+    if overlap is not None:
+        notes.append(f"--corpus: {overlap.flagged} of {len(rows)} items share a {overlap.n}-gram with the corpus")
     found = membership(rows, set(settings.members)) if settings.members else []
     if settings.members and not found:
         notes.append("--members: no AUROC (the file's ids are none or all of the items)")
@@ -202,7 +214,10 @@ def audit_task(
         verdict=primary.verdict if primary else NO_EVIDENCE,
         membership=tuple(found),
         notes=tuple(notes),
-        run_scores=_run_scores(settings.run, task, items, rows, reference_rows, primary.score if primary else None),
+        corpus=overlap.summary() if overlap is not None else {},
+        run_scores=_run_scores(
+            settings.run, task, items, rows, reference_rows, primary.score if primary else None, overlap
+        ),
     )
     return summary, rows
 
@@ -214,11 +229,15 @@ def _run_scores(
     rows: Sequence[ItemScores],
     references: Sequence[ItemScores],
     score: str | None,
+    overlap: CorpusOverlap | None,
 ) -> dict[str, Any]:
-    """--run: the run's scores in full and on the items its primary score does not flag (audit/unflagged.py)."""
+    """--run: the run's scores in full and on the items neither its primary score nor the corpus flags
+    (audit/unflagged.py)."""
     if run is None:
         return {}
     flags = flagged(rows, references, score) if score else set()
+    if overlap is not None:
+        flags |= {item.idx for item, found in zip(items, overlap.items, strict=True) if found.flagged}
     keys = {key for item in items if item.idx in flags for key in item.keys}
     return {"flagged_items": len(flags), **rescored(run, task, keys, {key for item in items for key in item.keys})}
 

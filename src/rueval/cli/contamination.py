@@ -60,6 +60,17 @@ def contamination(
             help="A run directory of this model: its scores on the items no test flags, beside its full scores."
         ),
     ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            help="A training corpus (a file or folder of text, JSON Lines or Parquet files): each item's 13-gram "
+            "overlap with it, as lm-eval's decontamination computes it (ngram_overlap)."
+        ),
+    ] = None,
+    corpus_field: Annotated[
+        list[str] | None,
+        typer.Option(help="A text field of the corpus's JSON Lines and Parquet records (repeatable). Default: text."),
+    ] = None,
     k: Annotated[float, typer.Option(min=0.01, max=1.0, help="Min-K% and Min-K%++: the share of tokens.")] = 0.2,
     seed: SeedOption = 0,
     solver: GroupValues = SOLVER_OPTIONS,
@@ -67,7 +78,8 @@ def contamination(
     verbose: VerboseOption = False,
 ) -> None:
     """Has this model seen the tasks' items? Min-K%, Min-K%++, zlib ratio, perplexity and perturbation scores
-    per item, each score tested against reference items; writes OUT/contamination.json and
+    per item, each score tested against reference items, and with --corpus the items' 13-gram overlap with a
+    training corpus; writes OUT/contamination.json and
     OUT/contamination/<task>.jsonl (docs/contamination.md)."""
     set_level(quiet, verbose)
     from rueval.audit.contamination import AuditSettings, audit_contamination, read_members
@@ -88,6 +100,8 @@ def contamination(
         seed=seed,
         members=frozenset(read_members(members)) if members else None,
         run=run,
+        corpus=corpus,
+        corpus_fields=tuple(corpus_field or ("text",)),
     )
     chosen = resolve_tasks(tasks)
     engine = open_engine(ModelSpec.parse(model), options.engine)

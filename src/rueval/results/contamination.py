@@ -81,6 +81,7 @@ class TaskContamination:
     verdict: str
     membership: tuple[MembershipAUC, ...] = ()
     notes: tuple[str, ...] = ()
+    corpus: dict[str, Any] = field(default_factory=dict)  # --corpus: the 13-gram overlap's figures
     run_scores: dict[str, Any] = field(default_factory=dict)  # --run: metric -> full and unflagged-subset values
 
     def to_json(self) -> dict[str, Any]:
