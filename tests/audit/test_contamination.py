@@ -164,3 +164,17 @@ def test_corpus_overlap_fills_each_items_ngram_overlap(cli, tiny_gpt2_dir, tmp_p
     shares = {row.idx: row.ngram_overlap for row in read_item_scores(tmp_path / "out", TASK)}
     assert shares[ids[0]] == 1.0
     assert all(share in (0.0, None) for idx, share in shares.items() if idx != ids[0])
+
+
+def test_guessing_on_a_choice_task_and_a_note_on_another(cli, tiny_gpt2_dir, tmp_path):
+    """--guessing: TS-Guessing's summary for PARus's labelled items (the val split), a note for TERRa's."""
+    result = cli(
+        "contamination", "-m", f"hf:{tiny_gpt2_dir}", "-t", "parus,terra", "--split", "val", "--guessing",
+        "-o", tmp_path, "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    tasks = ContaminationResult.read(tmp_path).tasks
+    guessing = tasks["parus"].guessing
+    assert guessing["items"] > 0 and guessing["items"] + guessing["left_out"] == tasks["parus"].items
+    assert 0 <= guessing["exact_match_rate"] <= 1 and 0 <= guessing["chance"] <= 1 and 0 < guessing["p_value"] <= 1
+    assert tasks["terra"].guessing == {} and any("no choice task" in note for note in tasks["terra"].notes)

@@ -20,11 +20,12 @@ from typing import Any
 from rueval import __version__
 from rueval.audit import membership_scores as ms
 from rueval.audit.contamination_verdict import membership, primary_test, score_tests
+from rueval.audit.guessing import GUESSED_SHAPES, ts_guessing
 from rueval.audit.ngram_overlap import CorpusOverlap, corpus_overlap
 from rueval.audit.unflagged import flagged, rescored
 from rueval.core.errors import RuevalError
 from rueval.core.progress import warn
-from rueval.data import DataSource, eval_split, open_data
+from rueval.data import DataSource, Split, eval_split, open_data
 from rueval.models.base import TokenLogprobs, TokenLogprobsResult
 from rueval.models.engine import Engine
 from rueval.results import RunResult
@@ -157,6 +158,7 @@ class AuditSettings:
     run: Path | None = None  # --run: a run whose scores are rescored on the unflagged items
     corpus: Path | None = None  # --corpus: a training corpus whose 13-grams the items are looked up in
     corpus_fields: tuple[str, ...] = ("text",)  # the text fields of its JSON Lines and Parquet files
+    guessing: bool = False  # --guessing: TS-Guessing on the audited split's labelled items of a choice task
 
     def __post_init__(self) -> None:
         if self.text not in TEXT_CHOICES:
@@ -199,6 +201,7 @@ def audit_task(
         notes.append(f"no verdict: too few reference items ({len(references)})")
     if overlap is not None:
         notes.append(f"--corpus: {overlap.flagged} of {len(rows)} items share a {overlap.n}-gram with the corpus")
+    guessing = _guessing(engine, task, chosen, settings.seed, notes) if settings.guessing else {}
     found = membership(rows, set(settings.members)) if settings.members else []
     if settings.members and not found:
         notes.append("--members: no AUROC (the file's ids are none or all of the items)")
@@ -215,6 +218,7 @@ def audit_task(
         membership=tuple(found),
         notes=tuple(notes),
         corpus=overlap.summary() if overlap is not None else {},
+        guessing=guessing,
         run_scores=_run_scores(
             settings.run, task, items, rows, reference_rows, primary.score if primary else None, overlap
         ),
@@ -240,6 +244,20 @@ def _run_scores(
         flags |= {item.idx for item, found in zip(items, overlap.items, strict=True) if found.flagged}
     keys = {key for item in items if item.idx in flags for key in item.keys}
     return {"flagged_items": len(flags), **rescored(run, task, keys, {key for item in items for key in item.keys})}
+
+
+def _guessing(engine: Engine, task: Task, chosen: Split, seed: int, notes: list[str]) -> dict[str, Any]:
+    """--guessing: TS-Guessing's summary (audit/guessing.py), or a note why the task has none."""
+    if not isinstance(task.shape, GUESSED_SHAPES):
+        notes.append("--guessing: not asked (no wrong option to hide: the task is no choice task)")
+        return {}
+    if not engine.model.capabilities.generation:
+        notes.append(f"--guessing: not asked ({_shown(engine)} generates no text)")
+        return {}
+    result = ts_guessing(engine, task, chosen.examples, seed)
+    if not result.guesses:
+        notes.append(f"--guessing: no labelled item in {chosen.name} (audit a split with answers, e.g. --split val)")
+    return result.summary()
 
 
 def _shown(engine: Engine) -> str:

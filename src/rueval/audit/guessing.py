@@ -39,6 +39,7 @@ from rueval.tasks import Example, Task
 from rueval.tasks.inline_options import option_spans
 from rueval.tasks.shapes import AnswerCheck, Choice, InlineChoice
 
+GUESSED_SHAPES = (InlineChoice, Choice, AnswerCheck)  # the task shapes with a wrong option to hide
 MASK = "[MASK]"
 MAX_GUESS_TOKENS = 48  # an option is a few words
 PERMUTATIONS = 10_000

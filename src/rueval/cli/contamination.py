@@ -71,6 +71,14 @@ def contamination(
         list[str] | None,
         typer.Option(help="A text field of the corpus's JSON Lines and Parquet records (repeatable). Default: text."),
     ] = None,
+    guessing: Annotated[
+        bool,
+        typer.Option(
+            "--guessing",
+            help="TS-Guessing: hide a wrong option of each labelled item of a choice task and ask the model to "
+            "write it; its exact-match rate against chance.",
+        ),
+    ] = False,
     k: Annotated[float, typer.Option(min=0.01, max=1.0, help="Min-K% and Min-K%++: the share of tokens.")] = 0.2,
     seed: SeedOption = 0,
     solver: GroupValues = SOLVER_OPTIONS,
@@ -102,6 +110,7 @@ def contamination(
         run=run,
         corpus=corpus,
         corpus_fields=tuple(corpus_field or ("text",)),
+        guessing=guessing,
     )
     chosen = resolve_tasks(tasks)
     engine = open_engine(ModelSpec.parse(model), options.engine)

@@ -82,6 +82,7 @@ class TaskContamination:
     membership: tuple[MembershipAUC, ...] = ()
     notes: tuple[str, ...] = ()
     corpus: dict[str, Any] = field(default_factory=dict)  # --corpus: the 13-gram overlap's figures
+    guessing: dict[str, Any] = field(default_factory=dict)  # --guessing: TS-Guessing's rate, chance and p-value
     run_scores: dict[str, Any] = field(default_factory=dict)  # --run: metric -> full and unflagged-subset values
 
     def to_json(self) -> dict[str, Any]:
