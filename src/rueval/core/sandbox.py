@@ -255,7 +255,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
 
     def compile(self, source: Any, *args: Any, **kwargs: Any) -> Any:
         """The source's code, compiled once: lm-eval compiles a task's template again for every document
-        (``from_string`` in its ``apply_template``), which took half of a 1,319-document gsm8k run's prompts."""
+        (``from_string`` in its ``apply_template``), 9 s of a 1,319-document gsm8k run in this sandbox."""
         key = (source, args, tuple(sorted(kwargs.items()))) if isinstance(source, str) else None
         if key is not None and key in self.compiled:
             self.compiled.move_to_end(key)
