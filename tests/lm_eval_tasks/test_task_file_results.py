@@ -18,6 +18,7 @@ from rueval.report.compare import compare_runs
 from rueval.report.html import write_report
 from rueval.report.leaderboard import write_leaderboard
 from rueval.results import RunResult
+from rueval.scoring.decisions import MCNEMAR, minimum_detectable_effect, paired_outcomes
 from rueval.scoring.stats import item_bootstrap_ci, paired_item_bootstrap
 
 STRICT = """\
@@ -113,12 +114,14 @@ def test_compare_pairs_two_task_file_runs_by_doc_id(runs):
     paired = paired_item_bootstrap(
         results["a"].metrics["acc"], results["b"].metrics["acc"], values["a"], values["b"], None, "reviews", 500, seed=3
     )
-    assert comparison["tasks"]["reviews"] == {
-        "n": 8,
-        "metrics": {
-            "acc": paired.as_dict(),
-            "acc_norm": comparison["tasks"]["reviews"]["metrics"]["acc_norm"],
-        },
+    right = paired_outcomes(values["a"], values["b"])  # acc is right or wrong per document: McNemar decides
+    found = comparison["tasks"]["reviews"]
+    assert found["n"] == 8 and found["repeated"] == {} and found["discordance"] == right.discordance
+    assert found["minimum_detectable_effect"] == pytest.approx(100 * minimum_detectable_effect(8, right.discordance))
+    assert found["metrics"]["acc"] == paired.as_dict() | {
+        "p_value": right.p_value,
+        "test": MCNEMAR,
+        "discordant": [right.a_only, right.b_only],
     }
     assert paired.diff == results["a"].metrics["acc"] - results["b"].metrics["acc"]
 

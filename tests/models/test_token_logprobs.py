@@ -53,19 +53,6 @@ def test_impossible_results_are_named(distribution, result, problem):
     assert found is not None and problem in found
 
 
-VLLM_SCRIPT = """
-import json, sys
-from rueval.models.base import TokenLogprobs
-from rueval.models.factory import ModelOptions, open_engine
-
-engine = open_engine("vllm:" + sys.argv[1], ModelOptions(cache="off"))
-capabilities = engine.model.capabilities
-results = engine.token_logprobs([TokenLogprobs(text) for text in json.loads(sys.argv[2])])
-found = {"distribution": capabilities.token_distribution, "logprobs": [r.logprobs for r in results]}
-open(sys.argv[3], "w").write(json.dumps(found))
-"""
-
-
 @pytest.mark.slow
 def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir, tmp_path):
     """vLLM's prompt logprobs of each text's tokens (its own engine, in vLLM's virtualenv) equal hf:'s to the
@@ -73,6 +60,7 @@ def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir, tmp_pa
     import json
     import os
     import subprocess
+    from pathlib import Path
 
     from agreement import TOLERANCE
     from support import require
@@ -84,11 +72,13 @@ def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir, tmp_pa
     missing = vllm_missing()
     require(missing is None, missing or "")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
-    env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
-    command = [str(vllm_python()), "-c", VLLM_SCRIPT, str(tiny_gpt2_dir), json.dumps(TEXTS), str(tmp_path / "out")]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+    env |= {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "RUEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    commands = [{"model": f"vllm:{tiny_gpt2_dir}", "token_texts": TEXTS, "logprobs": str(tmp_path / "out.json")}]
+    (tmp_path / "commands.json").write_text(json.dumps(commands), encoding="utf-8")
+    runner = [str(vllm_python()), str(Path(__file__).with_name("vllm_runs.py")), str(tmp_path / "commands.json")]
+    done = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-4000:]
-    found = json.loads((tmp_path / "out").read_text())  # vLLM writes its own lines to stdout
+    found = json.loads((tmp_path / "out.json").read_text())  # vLLM writes its own lines to stdout
     assert found["distribution"] is False
     ours = Engine(HFCausalLM(str(tiny_gpt2_dir))).token_logprobs([TokenLogprobs(text) for text in TEXTS])
     for theirs, result in zip(found["logprobs"], ours, strict=True):

@@ -79,8 +79,12 @@ def contamination_table(result: ContaminationResult) -> Table:
 
 
 def is_contamination_folder(folder: Path) -> bool:
-    """A folder `rueval contamination` wrote (not a run: it has no results.json)."""
-    return (folder / SUMMARY).is_file() and not (folder / "results.json").exists()
+    """A folder `rueval contamination` wrote (not a run: it has no results.json); a name the system refuses
+    (too long) is none, and the run reader says why."""
+    try:
+        return (folder / SUMMARY).is_file() and not (folder / "results.json").exists()
+    except OSError:
+        return False
 
 
 def contamination_section(result: ContaminationResult) -> str:
