@@ -54,33 +54,35 @@ def test_impossible_results_are_named(distribution, result, problem):
 
 
 @pytest.mark.slow
-def test_vllm_in_process_gives_the_token_logprobs_hf_gives(tiny_gpt2_dir, tmp_path):
-    """vLLM's prompt logprobs of each text's tokens (its own engine, in vLLM's virtualenv) equal hf:'s to the
-    tolerance the backends agree to; it declares no next-token distribution (no Min-K%++)."""
-    import json
+def test_vllm_in_process_gives_the_token_logprobs_hf_gives(cli, tiny_gpt2_dir, tmp_path):
+    """`rueval contamination -m vllm:` (a process of vLLM's own virtualenv, as a user runs it) scores TERRa's
+    items as `-m hf:` does, to the tolerance the backends agree to per token (Min-K% and the log-perplexity
+    are means of token log-probabilities); it declares no next-token distribution, so no Min-K%++."""
+    import math
     import os
     import subprocess
-    from pathlib import Path
 
     from agreement import TOLERANCE
     from support import require
     from vllm_server import REPO, vllm_missing, vllm_python
 
-    from rueval.models.backends.hf import HFCausalLM
-    from rueval.models.engine import Engine
+    from rueval.results.contamination import ContaminationResult, read_item_scores
 
     missing = vllm_missing()
     require(missing is None, missing or "")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
     env |= {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "RUEVAL_CACHE_DIR": str(tmp_path / "cache")}
-    commands = [{"model": f"vllm:{tiny_gpt2_dir}", "token_texts": TEXTS, "logprobs": str(tmp_path / "out.json")}]
-    (tmp_path / "commands.json").write_text(json.dumps(commands), encoding="utf-8")
-    runner = [str(vllm_python()), str(Path(__file__).with_name("vllm_runs.py")), str(tmp_path / "commands.json")]
-    done = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=1800)
+    audit = ["contamination", "-t", "terra", "-q", "-o"]
+    command = [str(vllm_python()), "-m", "rueval", *audit, str(tmp_path / "vllm"), "-m", f"vllm:{tiny_gpt2_dir}"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-4000:]
-    found = json.loads((tmp_path / "out.json").read_text())  # vLLM writes its own lines to stdout
-    assert found["distribution"] is False
-    ours = Engine(HFCausalLM(str(tiny_gpt2_dir))).token_logprobs([TokenLogprobs(text) for text in TEXTS])
-    for theirs, result in zip(found["logprobs"], ours, strict=True):
-        assert len(theirs) == len(result.logprobs)
-        assert max(abs(a - b) for a, b in zip(theirs, result.logprobs, strict=True)) <= TOLERANCE
+    assert cli(*audit, tmp_path / "hf", "-m", f"hf:{tiny_gpt2_dir}").exit_code == 0
+    theirs, ours = (read_item_scores(tmp_path / name, "terra") for name in ("vllm", "hf"))
+    assert [row.idx for row in theirs] == [row.idx for row in ours] and len(ours) == 20
+    for vllm_row, hf_row in zip(theirs, ours, strict=True):
+        assert vllm_row.min_k_pp is None and hf_row.min_k_pp is not None
+        assert abs(vllm_row.min_k - hf_row.min_k) <= TOLERANCE
+        assert vllm_row.ppl is not None and hf_row.ppl is not None
+        assert abs(math.log(vllm_row.ppl) - math.log(hf_row.ppl)) <= TOLERANCE
+    notes = ContaminationResult.read(tmp_path / "vllm").tasks["terra"].notes
+    assert any(note.startswith("Min-K%++ not available") for note in notes)

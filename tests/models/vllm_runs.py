@@ -1,11 +1,9 @@
 """`rueval run` commands and generations in one process of vLLM's own virtualenv, run by
 tests/models/test_vllm_in_process.py as a subprocess: `-m vllm:` starts its engine once per process for a
 spec, so the runs a test compares share one engine (each `rueval` command would start its own). Usage:
-python vllm_runs.py COMMANDS.json, a list of argument lists for `rueval`, of
+python vllm_runs.py COMMANDS.json, a list of argument lists for `rueval`, or of
 ``{"model": "vllm:FOLDER", "requests": IN.json, "texts": OUT.json}``: generation requests
-(generation_cases.save_requests) and the texts `vllm:` gives them, or of
-``{"model": "vllm:FOLDER", "token_texts": [...], "logprobs": OUT.json}``: the texts' token log-probabilities
-and whether the backend declares the next-token distribution. Stops at the first run that fails, with
+(generation_cases.save_requests) and the texts `vllm:` gives them. Stops at the first run that fails, with
 its output."""
 
 from __future__ import annotations
@@ -19,18 +17,11 @@ from typer.testing import CliRunner
 
 from rueval.cli import app
 from rueval.models.backends.vllm import open_model
-from rueval.models.base import TokenLogprobs
 from rueval.models.factory import ModelOptions, ModelSpec
 
 
 def main() -> None:
     for args in json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")):
-        if isinstance(args, dict) and "token_texts" in args:
-            model = open_model(ModelSpec.parse(args["model"]), ModelOptions())
-            results = model.token_logprobs([TokenLogprobs(text) for text in args["token_texts"]])
-            found = {"distribution": model.capabilities.token_distribution, "logprobs": [r.logprobs for r in results]}
-            Path(args["logprobs"]).write_text(json.dumps(found), encoding="utf-8")
-            continue
         if isinstance(args, dict):
             model = open_model(ModelSpec.parse(args["model"]), ModelOptions())
             texts = model.generate(load_requests(Path(args["requests"])))
