@@ -22,7 +22,7 @@ from rueval.audit import membership_scores as ms
 from rueval.audit.contamination_verdict import membership, primary_test, score_tests
 from rueval.audit.guessing import GUESSED_SHAPES, ts_guessing
 from rueval.audit.ngram_overlap import CorpusOverlap, corpus_overlap
-from rueval.audit.unflagged import flagged, rescored
+from rueval.audit.unflagged import finite_or_none, flagged, rescored
 from rueval.core.errors import RuevalError
 from rueval.core.progress import warn
 from rueval.data import DataSource, Split, eval_split, open_data
@@ -78,13 +78,13 @@ def twins_of(task: Task, examples: Sequence[Example], seed: int) -> list[Example
     return PERTURBATIONS[REFERENCE_PERTURBATION](seed=seed).perturb_batch(task, examples)
 
 
-def items_of(task: Task, examples: Sequence[Example], text: str, seed: int) -> list[Item]:
-    """The items with their texts and twins' texts; examples of one text count once, as the first of them
-    (MuSeRC's answers, where the task's text leaves the answer out of the prompt)."""
+def items_of(task: Task, examples: Sequence[Example], twins: Sequence[Example | None], text: str) -> list[Item]:
+    """The items with their texts and their ``twins``' texts (twins_of); examples of one text count once, as the
+    first of them (MuSeRC's answers, where the task's text leaves the answer out of the prompt)."""
     if text not in TEXT_CHOICES:
         raise RuevalError(f"--text {text}: expected one of {', '.join(TEXT_CHOICES)}")
     items: dict[str, Item] = {}
-    for example, twin in zip(examples, twins_of(task, examples, seed), strict=True):
+    for example, twin in zip(examples, twins, strict=True):
         own = item_text(task, example, text)
         twin_text = item_text(task, twin, text) if twin is not None else None
         if own in items:
@@ -94,13 +94,13 @@ def items_of(task: Task, examples: Sequence[Example], text: str, seed: int) -> l
     return list(items.values())
 
 
-def reference_examples(task: Task, examples: Sequence[Example], seed: int) -> list[Example]:
-    """The default reference: the examples' perturbed twins (those the perturbation changed). Their own twins
-    (their perturbation score) are then drawn with the seed moved by TWIN_OF_TWIN_SEED."""
-    twins = [twin for twin in twins_of(task, examples, seed) if twin is not None]
-    if len(twins) < len(examples):
-        warn(f"{task.name}: {len(examples) - len(twins)} of {len(examples)} items have no perturbed twin")
-    return twins
+def reference_examples(task: Task, twins: Sequence[Example | None]) -> list[Example]:
+    """The default reference: the examples' perturbed twins (twins_of; those the perturbation changed). Their
+    own twins (their perturbation score) are then drawn with the seed moved by TWIN_OF_TWIN_SEED."""
+    changed = [twin for twin in twins if twin is not None]
+    if len(changed) < len(twins):
+        warn(f"{task.name}: {len(twins) - len(changed)} of {len(twins)} items have no perturbed twin")
+    return changed
 
 
 def score_items(engine: Engine, items: Sequence[Item], k: float, description: str) -> list[ItemScores]:
@@ -109,7 +109,7 @@ def score_items(engine: Engine, items: Sequence[Item], k: float, description: st
     capabilities = engine.model.capabilities
     if not capabilities.token_logprobs:
         raise RuevalError(
-            f"{engine.model.identity.split(' ')[0]} gives no token log-probabilities of a text, which every "
+            f"{_shown(engine)} gives no token log-probabilities of a text, which every "
             "contamination score needs; use an hf: or vllm: model"
         )
     full = capabilities.token_distribution
@@ -124,15 +124,11 @@ def _scores(item: Item, own: TokenLogprobsResult, twin: TokenLogprobsResult | No
     return ItemScores(
         idx=item.idx,
         min_k=ms.min_k(own.logprobs, k),
-        min_k_pp=_finite(ms.min_k_pp(own.logprobs, own.means, own.deviations, k) if full else math.nan),
-        zlib=_finite(ms.zlib_ratio(own.logprobs, item.text)),
-        ppl=_finite(ms.perplexity(own.logprobs)),
-        perturbation=_finite(ms.perturbation(own.logprobs, twin.logprobs) if twin is not None else math.nan),
+        min_k_pp=finite_or_none(ms.min_k_pp(own.logprobs, own.means, own.deviations, k) if full else math.nan),
+        zlib=finite_or_none(ms.zlib_ratio(own.logprobs, item.text)),
+        ppl=finite_or_none(ms.perplexity(own.logprobs)),
+        perturbation=finite_or_none(ms.perturbation(own.logprobs, twin.logprobs) if twin is not None else math.nan),
     )
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def read_members(path: Path) -> set[str]:
@@ -170,20 +166,20 @@ def audit_task(
 ) -> tuple[TaskContamination, list[ItemScores]]:
     """One task's item scores and its summary (the reference items' scores are not written)."""
     chosen = eval_split(source, task, settings.split, None, predict_only=True)
-    items = items_of(task, chosen.examples, settings.text, settings.seed)
+    twins = twins_of(task, chosen.examples, settings.seed)
+    items = items_of(task, chosen.examples, twins, settings.text)
     if settings.reference_split is None:
-        reference, examples = (
-            f"perturbed twins ({REFERENCE_PERTURBATION})",
-            reference_examples(task, chosen.examples, settings.seed),
-        )
+        reference, examples = f"perturbed twins ({REFERENCE_PERTURBATION})", reference_examples(task, twins)
         seed = settings.seed + TWIN_OF_TWIN_SEED
     elif settings.reference_split == chosen.name:
         raise RuevalError(f"--reference-split {chosen.name}: that is the split audited; name another, unseen one")
     else:
         reference, examples = f"split {settings.reference_split}", source.load(task, settings.reference_split).examples
         seed = settings.seed
-    references = items_of(task, examples, settings.text, seed)
-    rows = score_items(engine, items, settings.k, f"{task.name}: scoring items")
+    references = items_of(task, examples, twins_of(task, examples, seed), settings.text)
+    # one engine call: an item's twin is the reference item of the same text when the twins are the reference
+    scored = score_items(engine, [*items, *references], settings.k, f"{task.name}: scoring items and references")
+    rows, reference_rows = scored[: len(items)], scored[len(items) :]
     overlap = (
         corpus_overlap([item.text for item in items], settings.corpus, settings.corpus_fields)
         if settings.corpus
@@ -191,7 +187,6 @@ def audit_task(
     )
     if overlap is not None:
         rows = [replace(row, ngram_overlap=found.share) for row, found in zip(rows, overlap.items, strict=True)]
-    reference_rows = score_items(engine, references, settings.k, f"{task.name}: scoring references")
     tests = score_tests(rows, reference_rows)
     primary = primary_test(tests)
     notes = []

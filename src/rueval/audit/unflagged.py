@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from rueval.audit.contamination_verdict import values_of
-from rueval.results import read_predictions
+from rueval.results import scored_examples
 from rueval.results.contamination import ItemScores
 from rueval.scoring.task_scores import score_task
-from rueval.tasks import Example, Task
+from rueval.tasks import Task
 
 FLAG_SHARE = 0.05
 
@@ -31,28 +31,28 @@ def flagged(rows: Sequence[ItemScores], references: Sequence[ItemScores], score:
     if not reference:
         return set()
     threshold = float(np.quantile(reference, 1 - FLAG_SHARE))
-    return {row.idx for row in rows if values_of([row], score) and values_of([row], score)[0] > threshold}
+    return {row.idx for row in rows if any(value > threshold for value in values_of([row], score))}
 
 
 def rescored(run_dir: Path, task: Task, flags: set[str], audited: set[str]) -> dict[str, Any]:
     """The run's metrics on every row it scored and on the rows whose item is not flagged, with the counts; a
     note where the run scored items the audit did not read (another split)."""
-    rows = read_predictions(task, run_dir / "predictions" / f"{task.name}.jsonl")
-    examples = [Example(idx=row.idx, fields={}, label=row.gold, group=row.group) for row in rows]
+    examples, predictions = scored_examples(task, run_dir)
     keys = [example.key for example in examples]
     kept = [i for i, key in enumerate(keys) if key not in flags]
-    found: dict[str, Any] = {"run": str(run_dir), "rows": len(rows), "flagged_rows": len(rows) - len(kept)}
+    found: dict[str, Any] = {"run": str(run_dir), "rows": len(keys), "flagged_rows": len(keys) - len(kept)}
     unread = sum(key not in audited for key in keys)
     if unread:
-        found["note"] = f"{unread} of the run's {len(rows)} rows are no audited item (did the run score another split?)"
-    full = score_task(task, examples, [row.prediction for row in rows]).metrics
-    subset = score_task(task, [examples[i] for i in kept], [rows[i].prediction for i in kept]).metrics if kept else {}
+        found["note"] = f"{unread} of the run's {len(keys)} rows are no audited item (did the run score another split?)"
+    full = score_task(task, examples, predictions).metrics
+    subset = score_task(task, [examples[i] for i in kept], [predictions[i] for i in kept]).metrics if kept else {}
     found["metrics"] = {
-        metric: {"full": _finite(value), "unflagged": _finite(subset.get(metric))} for metric, value in full.items()
+        metric: {"full": finite_or_none(value), "unflagged": finite_or_none(subset.get(metric))}
+        for metric, value in full.items()
     }
     return found
 
 
-def _finite(value: float | None) -> float | None:
-    """A metric as JSON holds it: None where it is undefined on the rows (NaN)."""
+def finite_or_none(value: float | None) -> float | None:
+    """A number as JSON holds it: None where it is undefined (NaN, or past floats)."""
     return value if value is not None and math.isfinite(value) else None

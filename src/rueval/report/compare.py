@@ -26,8 +26,8 @@ from rueval.results import (
     TaskResult,
     metric_names,
     predictions_file,
-    read_predictions,
     read_sample_scores,
+    scored_examples,
 )
 from rueval.results.lm_eval import sample_files
 from rueval.scoring.decisions import (
@@ -217,19 +217,6 @@ def paired_examples(task: Task, run_a: Path, run_b: Path) -> tuple[list[Example]
     pairs_a, pairs_b = [(e.idx, e.label) for e in examples], [(e.idx, e.label) for e in examples_b]
     _check_same_items(str(run_b / "predictions" / f"{task.name}.jsonl"), run_a, pairs_a, pairs_b, "examples")
     return examples, preds_a, preds_b
-
-
-def scored_examples(task: Task, run_dir: Path) -> tuple[list[Example], list[Any]]:
-    """The scored examples (idx, gold and group, as the run stored them) and the predictions of a run."""
-    path = run_dir / "predictions" / f"{task.name}.jsonl"
-    rows = read_predictions(task, path)
-    if task.nested and task.kind == "classification" and any(row.group is None for row in rows):
-        raise DataError(
-            str(path), "missing: rows need their question (written by an older rueval; run again)", field="group"
-        )
-    return [Example(idx=row.idx, fields={}, label=row.gold, group=row.group) for row in rows], [
-        row.prediction for row in rows
-    ]
 
 
 def _check_same_items(file_b: str, run_a: Path, items_a: list[Any], items_b: list[Any], unit: str) -> None:

@@ -14,6 +14,7 @@ from rueval.results.run import (
     TaskResult,
     metric_names,
     read_predictions,
+    scored_examples,
     write_predictions,
 )
 from rueval.results.scores import PromptResult, PromptScores, ShotResult
@@ -40,6 +41,7 @@ __all__ = [
     "predictions_file",
     "read_json_file",
     "read_predictions",
+    "scored_examples",
     "read_sample_scores",
     "write_predictions",
     "write_sample_scores",

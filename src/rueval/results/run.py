@@ -14,7 +14,7 @@ from rueval.data.local import decode_lines, parse_json_line
 from rueval.results.checks import Checker, read_json_file
 from rueval.results.robustness import RobustnessSummary
 from rueval.results.scores import PromptScores, ShotResult
-from rueval.tasks import TASKS, Task
+from rueval.tasks import TASKS, Example, Task
 from rueval.tasks.mera_generative import Graded
 
 INDUSTRIAL_FIELDS = ("examples_per_s", "latency_ms_per_example", "peak_rss_mb", "model_size_mb", "parameters")
@@ -106,6 +106,19 @@ def read_predictions(task: Task, path: Path) -> list[PredictionRow]:
     if not rows:
         raise DataError(str(path), "has no predictions")
     return rows
+
+
+def scored_examples(task: Task, run_dir: Path) -> tuple[list[Example], list[Any]]:
+    """The scored examples (idx, gold and group, as the run stored them) and the predictions of a run."""
+    path = run_dir / "predictions" / f"{task.name}.jsonl"
+    rows = read_predictions(task, path)
+    if task.nested and task.kind == "classification" and any(row.group is None for row in rows):
+        raise DataError(
+            str(path), "missing: rows need their question (written by an older rueval; run again)", field="group"
+        )
+    return [Example(idx=row.idx, fields={}, label=row.gold, group=row.group) for row in rows], [
+        row.prediction for row in rows
+    ]
 
 
 # ---- a task's result ----------------------------------------------------------------------------------
