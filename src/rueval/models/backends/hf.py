@@ -230,15 +230,16 @@ class HFCausalLM(LanguageModel):
         out, hidden = self._call(input_ids, cache, mask, positions)
         return hidden, [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
 
-    def _call(self, input_ids, cache, mask, positions):
-        """The model's output and its last states (the logits themselves for a model run whole)."""
+    def _call(self, input_ids, cache, mask, positions, keep_cache=True):
+        """The model's output and its last states (the logits themselves for a model run whole); with
+        ``keep_cache`` False no key/value cache is made (a forward whose past nothing reads)."""
         device = self.device
         kwargs = {
             "input_ids": input_ids.to(device),
             "attention_mask": mask.to(device),
             "position_ids": positions.to(device),
             self._cache_name: cache,
-            "use_cache": True,
+            "use_cache": keep_cache,
         }
         if self._split_head:
             out = self.model.base_model(**kwargs)

@@ -19,14 +19,15 @@ HEAD_ROWS = 256  # positions whose vocabulary-wide logits are made at a time
 class HFCausalLM(Protocol):
     """What scoring texts reads of rueval.models.backends.hf.HFCausalLM (which imports this module)."""
 
-    model: Any
     tokenizer: Any
     device: Any
     start_token: int
     max_length: int
     max_rows: int
     max_batch_tokens: int
-    _split_head: bool
+
+    def _call(self, input_ids: Any, cache: Any, mask: Any, positions: Any, keep_cache: bool = True) -> Any: ...
+    def _head(self, hidden: Any) -> Any: ...
 
 
 def text_ids(model: HFCausalLM, requests: Sequence[TokenLogprobs]) -> list[list[int]]:
@@ -70,16 +71,13 @@ def _forward_batch(model: HFCausalLM, rows: list[list[int]], distribution: list[
     import torch
 
     width = max(map(len, rows))
-    input_ids = torch.tensor([row + [model.start_token] * (width - len(row)) for row in rows], device=model.device)
-    mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows], device=model.device)
-    if model._split_head:  # the output head only where a token is scored, HEAD_ROWS positions at a time
-        states = model.model.base_model(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state
-        head = model.model.get_output_embeddings()
-    else:  # a model that post-processes its logits is run whole
-        states = model.model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits
-        head = None
+    input_ids = torch.tensor([row + [model.start_token] * (width - len(row)) for row in rows])
+    mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
+    positions = torch.arange(width).expand(len(rows), width)
+    # the model's last states (the output head then runs HEAD_ROWS positions at a time), or its logits whole
+    _, states = model._call(input_ids, None, mask, positions, keep_cache=False)
     return [
-        _row_result(states[r, : len(row) - 1], torch.tensor(row[1:], device=model.device), head, full)
+        _row_result(states[r, : len(row) - 1], torch.tensor(row[1:], device=model.device), model._head, full)
         for r, (row, full) in enumerate(zip(rows, distribution, strict=True))
     ]
 
@@ -91,7 +89,7 @@ def _row_result(states, targets, head, distribution: bool) -> TokenLogprobsResul
     logprobs, means, deviations = [], [], []
     for start in range(0, len(targets), HEAD_ROWS):
         chunk = states[start : start + HEAD_ROWS]
-        logits = (head(chunk) if head is not None else chunk).float()
+        logits = head(chunk).float()
         log_p = torch.log_softmax(logits, dim=-1)
         logprobs += log_p.gather(-1, targets[start : start + HEAD_ROWS, None])[:, 0].tolist()
         if distribution:  # in float64, the variance about the mean: sum p (log p)^2 - mu^2 cancels in float32
