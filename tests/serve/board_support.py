@@ -27,6 +27,20 @@ from rueval.tasks import RSG
 POSTGRES_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
 
 
+def head_revision() -> str:
+    """The newest migration's revision, which a migrated database records."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from rueval.serve.db import MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
 def write_gold(folder: Path, tasks: tuple[str, ...] | None = None) -> Path:
     """A gold in the RSG layout from the bundled samples: each task's train, and its val (labelled)
     as the test set; LiDiRus as it is. ``tasks``: only these."""

@@ -39,5 +39,10 @@ def test_the_responses_are_the_handlers_json(client, service, tokens, worker, su
     assert client.get(f"/api/submissions/{id}").json() == built
     board = client.get("/api/leaderboard").json()
     assert [row["id"] for row in board["rows"]] == [id] and board["references"]
-    assert board["rows"] == [json.loads(json.dumps(row.to_json())) for row in service.board_rows()]
+    assert not board["standings_current"] and board["rows"][0]["standing"] == {}  # the queue was not yet seen empty
+    assert board["rows"] == [json.loads(json.dumps(row.to_json())) for row in service.board()[0]]
+    assert not worker.score_next()  # an empty queue: the standings brought up to date
+    board = client.get("/api/leaderboard").json()
+    assert board["standings_current"] and board["rows"][0]["standing"]["rcb"] == "leader"
+    assert board["rows"] == [json.loads(json.dumps(row.to_json())) for row in service.board()[0]]
     assert board["references"] == [json.loads(json.dumps(row.to_json())) for row in service.reference_rows()]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from board_support import Server, bearer
+from board_support import Server, bearer, head_revision
 from sqlalchemy import select, text
 
 from rueval.serve import queue
@@ -39,7 +39,7 @@ def test_the_migrations_make_exactly_the_declared_tables_on_postgresql(pg_db):
     assert pg_db.postgresql
     with pg_db.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
-        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0002"
+        assert connection.execute(text("select version_num from alembic_version")).scalar() == head_revision()
 
 
 def test_a_claim_skips_a_job_another_worker_holds_instead_of_waiting(pg_db):
@@ -84,20 +84,24 @@ def test_rueval_serve_on_postgresql_with_a_second_worker_process_scores_every_up
     result = cli("serve-admin", "add-team", "alpha", "--db", url, "--store", store)  # the store's secret file
     assert result.exit_code == 0, result.output
     token = result.output.strip().splitlines()[-1]
-    servers.append(Server(gold_dir, store, url, "--workers", "2", "--daily-limit", "20"))
+    servers.append(Server(gold_dir, store, url, "--workers", "2", "--daily-limit", "20", "--min-n", "20"))
     with httpx.Client(base_url=servers[0].url, headers=bearer(token), timeout=30) as client:
         ids = [
-            client.post("/api/submissions", files={"file": ("s.zip", submission_zip(model))}).json()["id"]
-            for model in ("majority", "heuristic") * 3
+            client.post("/api/submissions", files={"file": ("s.zip", submission_zip(model))}, data=public).json()["id"]
+            for model, public in zip(("majority", "heuristic") * 3, ({"public": "true"}, {}) * 3, strict=True)
         ]
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             found = [client.get(f"/api/submissions/{id}").json() for id in ids]
-            if all(f["status"] == "done" for f in found):
+            board = client.get("/api/leaderboard").json()
+            if all(f["status"] == "done" for f in found) and board["standings_current"]:
                 break
             time.sleep(0.3)
     assert [f["status"] for f in found] == ["done"] * 6
     assert found[0]["total"] == found[2]["total"] and found[1]["total"] > found[0]["total"]
+    # the workers stored the tied-with-leader marks of the three public (identical) zips on PostgreSQL
+    assert board["standings_current"] and [row["id"] for row in board["rows"]] == ids[::2]
+    assert [row["standing"]["lidirus"] for row in board["rows"]] == ["leader", "tied", "tied"]
     db = Database(database_url(url, None))
     with db.session() as session:
         assert session.scalars(select(Job)).all() == []

@@ -14,13 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from rueval.core.errors import RuevalError
 from rueval.report.compare import paired_examples
 from rueval.report.reference import ScoreRow
-from rueval.scoring.decisions import ALPHA, holm
-from rueval.scoring.stats import difference_of, paired_draws
+from rueval.scoring.decisions import ALPHA, holm, total_difference
+from rueval.scoring.stats import paired_draws
 from rueval.tasks import TASKS, Total
 
 
@@ -57,22 +55,8 @@ def ties_with_leader(ranked: Sequence[ScoreRow], total: Total) -> Ties:
 
 def _total_p_value(total: Total, leader: Path, other: Path) -> float:
     """The paired-bootstrap p-value of the leader's total minus the other run's."""
-    points: list[dict[str, list[float]]] = [{}, {}]
-    draws: dict[str, list[np.ndarray]] = {}
+    paired = []
     for name in total.tasks:
         task = TASKS[name]
-        examples, preds_a, preds_b = paired_examples(task, leader, other)
-        paired = paired_draws(task, examples, preds_a, preds_b)
-        points[0][name] = [paired.a[m] for m in task.metrics]
-        points[1][name] = [paired.b[m] for m in task.metrics]
-        draws[name] = [paired.draws[m] for m in task.metrics]  # each resamples x (leader, other)
-    resamples = len(draws[total.tasks[0]][0])
-    diffs = np.empty(resamples)
-    for r in range(resamples):
-        of_leader = total.of({name: [float(d[r, 0]) for d in metrics] for name, metrics in draws.items()})
-        of_other = total.of({name: [float(d[r, 1]) for d in metrics] for name, metrics in draws.items()})
-        assert of_leader is not None and of_other is not None  # every task of the total is there
-        diffs[r] = of_leader[0] - of_other[0]
-    at_leader, at_other = total.of(points[0]), total.of(points[1])
-    assert at_leader is not None and at_other is not None
-    return difference_of(at_leader[0], at_other[0], diffs).p_value
+        paired.append((task, paired_draws(task, *paired_examples(task, leader, other))))
+    return total_difference(total, paired).p_value

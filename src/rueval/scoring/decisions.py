@@ -37,8 +37,8 @@ import numpy as np
 from scipy.stats import binomtest, norm
 
 from rueval.scoring.metrics import metric
-from rueval.scoring.stats import Difference
-from rueval.tasks import Example, Task
+from rueval.scoring.stats import Difference, PairedDraws, difference_of
+from rueval.tasks import Example, Task, Total
 
 ALPHA = 0.05  # two-sided significance level of every test and power figure
 POWER = 0.80
@@ -185,3 +185,48 @@ def decide(difference: Difference, values_a: Sequence[float] | None, values_b: S
     if values_a is None or values_b is None or not all(v in (0, 1) for v in (*values_a, *values_b)):
         return Decision(difference)
     return Decision(difference, paired_outcomes(values_a, values_b))
+
+
+def score_p_value(
+    task: Task, examples: Sequence[Example], preds_a: Sequence[Any], preds_b: Sequence[Any], paired: PairedDraws
+) -> float:
+    """The p-value of A's task score minus B's (``paired``: their draws on these examples): McNemar's where the
+    score is one metric whose every item is right or wrong, else the paired bootstrap's of the score (the
+    metrics' mean)."""
+    if len(task.metrics) == 1:
+        outcomes = [binary_outcomes(task, examples, preds, task.metrics[0]) for preds in (preds_a, preds_b)]
+        if outcomes[0] is not None and outcomes[1] is not None:
+            return paired_outcomes(outcomes[0], outcomes[1]).p_value
+    diffs = np.mean([pair[:, 0] - pair[:, 1] for pair in paired.draws.values()], axis=0)
+    return difference_of(
+        float(np.mean(list(paired.a.values()))), float(np.mean(list(paired.b.values()))), diffs
+    ).p_value
+
+
+def total_difference(total: Total, paired: Sequence[tuple[Task, PairedDraws]]) -> Difference:
+    """A minus B of a benchmark's total (its first column), with the paired-bootstrap interval and p-value: the
+    total computed on each of the resamples its tasks' paired draws share, each task resampled over its own
+    items, both runs on the same resamples."""
+
+    def total_of(run: int, resample: int | None) -> float:
+        """Run A's (0) or B's (1) total on one resample, or on the whole sample (None)."""
+        values = {
+            task.name: [
+                (draws.a, draws.b)[run][m] if resample is None else float(draws.draws[m][resample, run])
+                for m in task.metrics
+            ]
+            for task, draws in paired
+        }
+        found = total.of(values)
+        if found is None:
+            raise ValueError(f"the total needs {', '.join(total.tasks)}; paired: {', '.join(values)}")
+        return found[0]
+
+    resamples = len(next(iter(paired[0][1].draws.values())))
+    diffs = np.array([total_of(0, r) - total_of(1, r) for r in range(resamples)])
+    return difference_of(total_of(0, None), total_of(1, None), diffs)
+
+
+def tied_with_leader(p_values: Sequence[float]) -> list[bool]:
+    """Which entries the leader, compared with each of them, does not beat beyond chance: Holm-adjusted p >= ALPHA."""
+    return [p >= ALPHA for p in holm(p_values)] if p_values else []

@@ -100,9 +100,11 @@ def update_submission(
 @router.get("/leaderboard", response_model=responses.Leaderboard, response_model_exclude_unset=True)
 def leaderboard(request: Request) -> dict[str, Any]:
     service = service_of(request)
+    rows, current = service.board()
     return {
         "tasks": list(service.gold.tasks),
-        "rows": [row.to_json() for row in service.board_rows()],
+        "rows": [row.to_json() for row in rows],
+        "standings_current": current,
         "references": [row.to_json() for row in service.reference_rows()],
     }
 

@@ -3,23 +3,29 @@ the reference models computed by rueval on this gold (majority, heuristics) and 
 (RSG Table 2, the heuristics paper's Table 8, scored on the official test set).
 
 A submission's cells are its task scores; a cell whose score the paired bootstrap cannot tell from
-the majority class's or the heuristics' on the same items carries that mark (rueval.serve.grading).
-Every number is as the board prints it, and marks only on tasks of enough items
-(rueval.serve.disclosure); rows are ranked on the printed numbers, so equal ones keep their age order.
+the majority class's or the heuristics' on the same items carries that mark (rueval.serve.grading), and
+a cell whose ranking's leader does not beat it beyond chance the tied-with-leader mark
+(rueval.serve.standings). Every number is as the board prints it, and marks only on tasks of enough
+items (rueval.serve.disclosure); rows are ranked on the printed numbers, so equal ones keep their age order.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, NamedTuple
 
+from sqlalchemy import select
+
 from rueval.report.reference import references
 from rueval.serve.baselines import HEURISTIC, MAJORITY, TITLES, Baselines
+from rueval.serve.db import Database, Submission, Team
 from rueval.serve.disclosure import Disclosure, shown
 from rueval.tasks import RSG
+
+TOTAL = "total"  # the ranking by the total; the others are by a task's score
 
 
 class Ranked(NamedTuple):
@@ -31,6 +37,7 @@ class Ranked(NamedTuple):
     total: float | None
     partial: bool
     summary: str | None  # JSON, summary_of
+    upload: str  # its zip's SHA-256 in the store (rueval.serve.store), never shown
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class Row:
     partial: bool = False
     source: str = ""
     alike: Mapping[str, Sequence[str]] = field(default_factory=dict)  # task -> baselines it cannot be told from
+    standing: Mapping[str, str] = field(default_factory=dict)  # ranking -> "leader" | "tied" (rueval.serve.standings)
 
     def to_json(self) -> dict[str, Any]:
         if self.id is not None:
@@ -57,6 +65,7 @@ class Row:
                 "partial": self.partial,
                 "tasks": dict(self.tasks),
                 "not_distinguishable_from": {task: list(models) for task, models in self.alike.items() if models},
+                "standing": dict(self.standing),
             }
         return {
             "name": self.name,
@@ -66,14 +75,15 @@ class Row:
             "tasks": dict(self.tasks),
         }
 
-    def cells(self, tasks: Sequence[str]) -> list[tuple[str, str]]:
+    def cells(self, tasks: Sequence[str]) -> list[tuple[str, str, str]]:
         """The row's task cells as the page shows them: the score to one decimal ("–" where there is
-        none), and the initials of the baselines it cannot be told from ("MH", "M", "")."""
+        none), the initials of the baselines it cannot be told from ("MH", "M", ""), and its standing in
+        the task's ranking ("leader", "tied", "")."""
         shown = []
         for task in tasks:
             score = self.tasks.get(task)
             mark = "".join(model[0].upper() for model in self.alike.get(task, ()))
-            shown.append(("–" if score is None else f"{score:.1f}", mark))
+            shown.append(("–" if score is None else f"{score:.1f}", mark, self.standing.get(task, "")))
         return shown
 
 
@@ -89,15 +99,48 @@ def summary_of(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def submission_rows(ranked: Sequence[Ranked], disclosure: Disclosure, sizes: Mapping[str, int]) -> list[Row]:
-    """The submissions' rows as published; ``sizes``: the gold's items per task."""
+def public_ranked(db: Database) -> list[Ranked]:
+    """The public scored submissions, oldest first (sorted_rows ranks them on the printed numbers). Only
+    the columns the board needs are read (not the full results), as plain rows: a board of thousands reads
+    little."""
+    with db.session(read_only=True) as session:
+        rows = session.execute(
+            select(
+                Submission.id,
+                Submission.name,
+                Team.name,
+                Submission.total,
+                Submission.partial,
+                Submission.summary,
+                Submission.upload,
+            )
+            .join(Team, Team.id == Submission.team_id)
+            .where(Submission.public.is_(True), Submission.status == "done")
+            .order_by(Submission.id)
+        ).all()
+    return [Ranked(*row) for row in rows]
+
+
+def submission_rows(
+    ranked: Sequence[Ranked],
+    disclosure: Disclosure,
+    sizes: Mapping[str, int],
+    standing: Callable[[int], Mapping[str, str]] | None = None,
+) -> list[Row]:
+    """The submissions' rows as published; ``sizes``: the gold's items per task; ``standing``: a submission's
+    tied-with-leader marks by ranking (rueval.serve.standings.Standings.marks)."""
     rows = []
     for found in ranked:
         summary = json.loads(found.summary or "{}")
         tasks = {task: shown(score) for task, score in summary.get("tasks", {}).items()}
         alike = disclosure.alike(summary.get("alike", {}), sizes)
+        marks = {
+            ranking: mark
+            for ranking, mark in (standing(found.id) if standing else {}).items()
+            if disclosure.marked(list(sizes) if ranking == TOTAL else [ranking], sizes)
+        }
         total = shown(found.total)
-        rows.append(Row(found.name, "submission", tasks, total, found.team, found.id, found.partial, "", alike))
+        rows.append(Row(found.name, "submission", tasks, total, found.team, found.id, found.partial, "", alike, marks))
     return rows
 
 
@@ -122,9 +165,9 @@ def sorted_rows(rows: Sequence[Row], key: str, descending: bool = True) -> list[
     complete ones when ordering by the total. The order among equals is kept (best first, then oldest)."""
 
     def value(row: Row) -> float | None:
-        return row.total if key == "total" else row.tasks.get(key)
+        return row.total if key == TOTAL else row.tasks.get(key)
 
     present = [(row, v) for row in rows if (v := value(row)) is not None]
     absent = [row for row in rows if value(row) is None]
-    present.sort(key=lambda pair: (pair[0].partial if key == "total" else False, -pair[1] if descending else pair[1]))
+    present.sort(key=lambda pair: (pair[0].partial if key == TOTAL else False, -pair[1] if descending else pair[1]))
     return [row for row, _ in present] + absent

@@ -130,6 +130,14 @@ class Reference(Base):
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
+class Standing(Base):
+    """The board's tied-with-leader marks on one gold (rueval.serve.standings), as a worker last computed them."""
+
+    __tablename__ = "standings"
+    gold: Mapped[str] = mapped_column(String(64), primary_key=True)
+    standings: Mapped[str] = mapped_column(Text)  # JSON: Standings.to_json
+
+
 def database_url(db: str | None, store: Path) -> str:
     """--db as given (postgresql:// runs on psycopg 3), or SQLite in the store."""
     if db is None:

@@ -23,7 +23,7 @@ test that replays the enumeration attack (tests/serve/test_disclosure.py) checks
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, overload
 
@@ -96,9 +96,13 @@ class Disclosure:
     def results(self, results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         return {name: self.task(entry) for name, entry in results.items()}
 
+    def marked(self, tasks: Sequence[str], sizes: Mapping[str, int]) -> bool:
+        """Whether a mark decided on these tasks' items is published: each has at least min_n items."""
+        return all(sizes.get(task, 0) >= self.min_n for task in tasks)
+
     def alike(self, alike: Mapping[str, list[str]], sizes: Mapping[str, int]) -> dict[str, list[str]]:
         """The board's marks (task -> the baselines a score cannot be told from) for tasks of at least min_n items."""
-        return {task: list(models) for task, models in alike.items() if sizes.get(task, 0) >= self.min_n}
+        return {task: list(models) for task, models in alike.items() if self.marked([task], sizes)}
 
     def run(self, run: RunResult) -> RunResult:
         """A submission's run results as its public report draws them."""

@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from rueval.serve.api import client_address
 from rueval.serve.auth import SESSION_S, SignedIn, new_form_token, same_token
+from rueval.serve.board import TOTAL
 from rueval.serve.disclosure import shown
 from rueval.serve.service import Service
 
@@ -67,11 +68,12 @@ def error_page(request: Request, status: int, message: str, headers: Mapping[str
 
 
 @router.get("/", response_class=HTMLResponse)
-def board(request: Request, sort: Annotated[str, Query(max_length=40)] = "total", order: str = "desc") -> Response:
+def board(request: Request, sort: Annotated[str, Query(max_length=40)] = TOTAL, order: str = "desc") -> Response:
     service = _service(request)
-    key = sort if sort in ("total", *service.gold.tasks) else "total"
-    rows = service.board_rows(key, descending=order != "asc")
-    return _page(request, "board.html", rows=rows, references=service.reference_rows(), sort=key, order=order)
+    key = sort if sort in (TOTAL, *service.gold.tasks) else TOTAL
+    rows, current = service.board(key, descending=order != "asc")
+    references = service.reference_rows()
+    return _page(request, "board.html", rows=rows, current=current, references=references, sort=key, order=order)
 
 
 @router.get("/submissions/{id}", response_class=HTMLResponse)

@@ -67,6 +67,10 @@ class SubmissionRow(ApiModel):
     partial: bool
     tasks: dict[str, float]
     not_distinguishable_from: dict[str, list[str]] = Field(description="task -> the baselines it cannot be told from")
+    standing: dict[str, str] = Field(
+        description='ranking ("total" or a task) -> "leader", or "tied": its leader does not beat it beyond chance '
+        "(Holm-corrected paired tests, p >= 0.05); absent: neither, few items, or the marks are being recomputed"
+    )
 
 
 class ReferenceRow(ApiModel):
@@ -80,4 +84,7 @@ class ReferenceRow(ApiModel):
 class Leaderboard(ApiModel):
     tasks: list[str]
     rows: list[SubmissionRow] = Field(description="the public scored submissions, best first")
+    standings_current: bool = Field(
+        description="whether the rows' standing marks were computed for these public submissions (else none is shown)"
+    )
     references: list[ReferenceRow]

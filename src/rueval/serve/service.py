@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from rueval.core.errors import RuevalError
 from rueval.results import RunResult
-from rueval.serve import baselines, queue
+from rueval.serve import baselines, queue, standings
 from rueval.serve.auth import Auth, RateLimited
-from rueval.serve.board import Ranked, Row, reference_rows, sorted_rows, submission_rows
+from rueval.serve.board import TOTAL, Row, public_ranked, reference_rows, sorted_rows, submission_rows
 from rueval.serve.db import Database, Submission, Team, Upload
 from rueval.serve.disclosure import MIN_N, Disclosure, shown
 from rueval.serve.gold import Gold
@@ -75,10 +75,15 @@ class Service:
     def disclosure(self) -> Disclosure:
         return Disclosure(self.config.min_n)
 
-    def board_rows(self, key: str = "total", descending: bool = True) -> list[Row]:
-        """The public scored submissions as published, ordered by the total or a task's score."""
+    def board(self, key: str = TOTAL, descending: bool = True) -> tuple[list[Row], bool]:
+        """The public scored submissions as published, ordered by the total or a task's score, and whether their
+        tied-with-leader marks are current (else none are shown: a worker is recomputing them)."""
+        ranked = public_ranked(self.db)
+        stored = standings.load(self.db, self.gold)
+        current = stored is not None and stored.signature == standings.signature(self.gold, [r.id for r in ranked])
         sizes = {name: len(task.examples) for name, task in self.gold.tasks.items()}
-        return sorted_rows(submission_rows(self.ranked(), self.disclosure, sizes), key, descending)
+        rows = submission_rows(ranked, self.disclosure, sizes, stored.marks if stored is not None and current else None)
+        return sorted_rows(rows, key, descending), current
 
     def reference_rows(self) -> list[Row]:
         return reference_rows(list(self.gold.tasks), self.references)
@@ -159,21 +164,6 @@ class Service:
         if team is None:
             raise NotFound(f"no team {name!r:.120}")
         return team
-
-    def ranked(self) -> list[Ranked]:
-        """The public scored submissions, oldest first (board_rows ranks them on the printed
-        numbers). Only the columns the board shows are read (not the full results), as plain rows:
-        a board of thousands reads little."""
-        with self.db.session(read_only=True) as session:
-            rows = session.execute(
-                select(
-                    Submission.id, Submission.name, Team.name, Submission.total, Submission.partial, Submission.summary
-                )
-                .join(Team, Team.id == Submission.team_id)
-                .where(Submission.public.is_(True), Submission.status == "done")
-                .order_by(Submission.id)
-            ).all()
-        return [Ranked(*row) for row in rows]
 
 
 def _clean_name(name: str | None) -> str:

@@ -4,7 +4,8 @@ results (and its run results, from which the web application draws the report). 
 workers, on this machine or others sharing the database and the store, run side by side
 (rueval.serve.queue). A fault of the storage (rueval.serve.faults: the database locked, the disk
 full) gives the job back and the worker tries again, waiting longer each time, instead of stopping
-or failing the submission.
+or failing the submission. A worker whose queue is empty brings the board's tied-with-leader marks up
+to date (rueval.serve.standings).
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ import uuid
 from pathlib import Path
 
 from rueval.core.errors import RuevalError
-from rueval.serve import baselines, queue
-from rueval.serve.board import summary_of
+from rueval.serve import baselines, queue, standings
+from rueval.serve.board import public_ranked, submission_rows, summary_of
 from rueval.serve.db import Database, Submission, Team
+from rueval.serve.disclosure import Disclosure
 from rueval.serve.faults import Backoff, described, is_storage_fault
 from rueval.serve.gold import Gold
 from rueval.serve.grading import score_submission
 from rueval.serve.logs import configure_logging
 from rueval.serve.queue import Claim
 from rueval.serve.secret import load_secret
+from rueval.serve.standings import Predictions
 from rueval.serve.store import Store
 from rueval.serve.upload import DEFAULT_LIMITS, UploadLimits, check_submission
 
@@ -76,9 +79,10 @@ class Worker:
         return self.parent is None or os.getppid() == self.parent
 
     def score_next(self) -> bool:
-        """Claim and score one job; False if the queue was empty."""
+        """Claim and score one job; False if the queue was empty (the board's marks then brought up to date)."""
         claim = queue.claim(self.db, self.name, self.lease_s)
         if claim is None:
+            self.refresh_standings()
             return False
         done = threading.Event()
         renewing = threading.Thread(target=self._renew, args=(claim, done), daemon=True)
@@ -93,6 +97,33 @@ class Worker:
             done.set()
             renewing.join()
         return True
+
+    def refresh_standings(self) -> None:
+        """Recompute the tied-with-leader marks if the public scored submissions changed since they were computed."""
+        ranked = public_ranked(self.db)
+        stored = standings.load(self.db, self.gold)
+        if stored is not None and stored.signature == standings.signature(self.gold, [r.id for r in ranked]):
+            return
+        uploads = {found.id: found.upload for found in ranked}
+        rows = submission_rows(ranked, Disclosure(), {})  # the rankings read no marks
+        started = time.monotonic()
+        computed = standings.compute(self.gold, rows, lambda id: self._predictions(id, uploads[id]), self.secret)
+        standings.store(self.db, self.gold, computed)
+        log.info(
+            "worker %s: the board's standings of %d submissions in %.1f s",
+            self.name,
+            len(rows),
+            time.monotonic() - started,
+        )
+
+    def _predictions(self, id: int, upload: str) -> Predictions | None:
+        """A scored submission's predictions, read again from its stored upload; None if it no longer reads (the
+        gold changed since, the store lost the file)."""
+        try:
+            return check_submission(self.store.upload(upload), self.gold, self.limits).predictions
+        except RuevalError as e:
+            log.warning("worker %s: submission %s takes no part in the standings: %s", self.name, id, e)
+            return None
 
     def _renew(self, claim: Claim, done: threading.Event) -> None:
         while not done.wait(self.lease_s / 3):
