@@ -121,3 +121,24 @@ def test_a_submission_whose_upload_no_longer_reads_takes_no_part(
     assert rows["majority"]["standing"] == {} and rows["heuristic"]["standing"]["rcb"] == "leader"
     assert rows["again"]["standing"]["rcb"] == "tied"  # the same predictions as the leader
     assert f"submission {lost} takes no part in the standings" in caplog.text
+
+
+def test_a_failure_of_the_standings_leaves_scoring_going_and_is_not_retried_for_the_same_set(
+    client, tokens, worker, submission_zip, monkeypatch, caplog
+):
+    calls = []
+
+    def failing(*args):  # fault injection: a bug in the standings' computation
+        calls.append(args)
+        raise ValueError("injected")
+
+    monkeypatch.setattr(standings, "compute", failing)
+    upload(client, tokens["alpha"], submission_zip("heuristic"), "heuristic")
+    with caplog.at_level(logging.ERROR, "rueval.serve.worker"):
+        settled(worker)
+        assert not worker.score_next()  # the same public set: not tried again
+    assert len(calls) == 1 and "the board's standings could not be computed" in caplog.text
+    second = upload(client, tokens["beta"], submission_zip("majority"), "majority")
+    settled(worker)
+    assert client.get(f"/api/submissions/{second}", headers=bearer(tokens["beta"])).json()["status"] == "done"
+    assert len(calls) == 2 and not client.get("/api/leaderboard").json()["standings_current"]

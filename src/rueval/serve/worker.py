@@ -55,6 +55,7 @@ class Worker:
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.parent = parent  # started by `rueval serve`: stop when it is gone
         self.references = baselines.ensure(db, gold)
+        self.failed_standings = ""  # the public set whose standings failed (a bug's), not tried again
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Score jobs until ``stop`` is set (or the parent process is gone), polling when idle."""
@@ -102,12 +103,21 @@ class Worker:
         """Recompute the tied-with-leader marks if the public scored submissions changed since they were computed."""
         ranked = public_ranked(self.db)
         stored = standings.load(self.db, self.gold)
-        if stored is not None and stored.signature == standings.signature(self.gold, [r.id for r in ranked]):
+        current = standings.signature(self.gold, [r.id for r in ranked])
+        if current in (self.failed_standings, stored.signature if stored else None):
             return
         uploads = {found.id: found.upload for found in ranked}
         rows = submission_rows(ranked, Disclosure(), {})  # the rankings read no marks
         started = time.monotonic()
-        computed = standings.compute(self.gold, rows, lambda id: self._predictions(id, uploads[id]), self.secret)
+        try:
+            computed = standings.compute(self.gold, rows, lambda id: self._predictions(id, uploads[id]), self.secret)
+        except Exception as e:
+            if is_storage_fault(e):
+                raise
+            # the marks are the board's extra: scoring goes on, and this set is not tried again
+            log.exception("worker %s: the board's standings could not be computed", self.name)
+            self.failed_standings = current
+            return
         standings.store(self.db, self.gold, computed)
         log.info(
             "worker %s: the board's standings of %d submissions in %.1f s",
