@@ -9,11 +9,12 @@ import json
 import random
 
 import pytest
-from task_files import task_file
+from task_files import CHOICE, task_file
 
 from rueval.audit import corpus_files
-from rueval.audit.ngram_overlap import NGRAM, UNICODE_SPACES, corpus_overlap, task_file_queries, words
+from rueval.audit.ngram_overlap import NGRAM, UNICODE_SPACES, corpus_overlap, words
 from rueval.core.errors import DataError, RuevalError
+from rueval.results.contamination import ContaminationResult, read_item_scores
 
 janitor = pytest.importorskip("lm_eval.decontamination.janitor")
 WORDS = "Кошка кот Москва дом река солнце лес поле небо город Мир ветер ночь день школа книга".split()
@@ -184,20 +185,55 @@ def test_bad_parquet_columns_and_paths(tmp_path):
         corpus_overlap(item, tmp_path / "empty")
 
 
-def test_task_files_are_searched_by_their_decontamination_query(tmp_path):
+def test_task_files_are_audited_and_searched_by_their_decontamination_query(cli, tiny_gpt2_dir, tmp_path):
+    """`rueval contamination` on lm-eval task files: each evaluation document scored against its perturbed twin,
+    and the corpus searched by the task's doc_to_decontamination_query (a field, a template, or doc_to_text
+    when it declares none), flagged as lm-eval's own Janitor flags the same queries."""
     records = [{"text": f"{' '.join(WORDS[i : i + 13])} отзыв {i}", "topic": " ".join(WORDS[i:])} for i in range(3)]
     body = 'output_type: generate_until\ndoc_to_text: "Тема: {{topic}}"\ndoc_to_target: "x"\n'
     body += "generation_kwargs: {until: ['\\n']}\nmetric_list:\n  - metric: exact_match\n"
     task_file(tmp_path, "by_field", body + "should_decontaminate: true\ndoc_to_decontamination_query: text\n", records)
     task_file(tmp_path, "by_template", body + 'doc_to_decontamination_query: "Отзыв: {{text}}"\n', records)
     task_file(tmp_path, "by_prompt", body, records)
-    queries = task_file_queries(["by_field", "by_template", "by_prompt"], [str(tmp_path)])
-    assert queries == {
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(f"... {records[1]['text']} ...", encoding="utf-8")
+    out = tmp_path / "out"
+    names = "by_field,by_template,by_prompt"
+    result = cli(
+        "contamination",
+        "-m",
+        f"hf:{tiny_gpt2_dir}",
+        "-t",
+        names,
+        "--include-path",
+        tmp_path,
+        "--corpus",
+        corpus,
+        "-o",
+        out,
+        "-q",
+    )
+    assert result.exit_code == 0, result.output
+    queries = {
         "by_field": [record["text"] for record in records],
         "by_template": [f"Отзыв: {record['text']}" for record in records],
         "by_prompt": [f"Тема: {record['topic']}" for record in records],
     }
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(f"... {records[1]['text']} ...", encoding="utf-8")
-    flags = [item.flagged for item in corpus_overlap(queries["by_field"], corpus).items]
-    assert flags == [False, True, False]
+    summary = ContaminationResult.read(out)
+    for name, texts in queries.items():
+        rows = read_item_scores(out, name)
+        expected = lm_eval_overlap(texts, [corpus.read_text(encoding="utf-8")])
+        assert [row.idx for row in rows] == ["0", "1", "2"]  # lm-eval's doc_id
+        assert [(row.ngram_overlap or 0.0) > 0 for row in rows] == [flag for flag, _ in expected], name
+        assert [row.ngram_overlap for row in rows] == [share for _, share in expected], name
+        assert all(row.min_k is not None for row in rows) and any(row.perturbation is not None for row in rows)
+        assert summary.tasks[name].split == "test" and summary.tasks[name].reference.startswith("perturbed twins")
+    assert summary.tasks["by_field"].corpus["flagged"] == 1
+
+
+def test_options_of_rueval_s_own_tasks_are_refused_for_task_files_in_one_line(cli, tiny_gpt2_dir, tmp_path):
+    task_file(tmp_path, "reviews", CHOICE)
+    for option in (["--guessing"], ["--split", "val"], ["--reference-split", "val"]):
+        result = cli("contamination", "-m", f"hf:{tiny_gpt2_dir}", "-t", "reviews", "--include-path", tmp_path, *option)
+        assert result.exit_code == 2 and result.output.startswith(f"error: {option[0]}: for rueval's own tasks")
+        assert len(result.output.strip().splitlines()) == 1, result.output  # before the model is loaded

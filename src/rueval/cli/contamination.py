@@ -16,11 +16,11 @@ from rueval.cli.option_types import (
     QuietOption,
     SeedOption,
     SplitOption,
-    TasksOption,
     VerboseOption,
     console,
     user_errors,
 )
+from rueval.cli.task_file_options import IncludePathOption, RunTasksOption, TrustTaskCodeOption
 from rueval.core.errors import RuevalError
 from rueval.core.progress import set_level
 from rueval.tasks import resolve_tasks
@@ -40,7 +40,7 @@ TextOption = Annotated[
 @grouped
 def contamination(
     model: ModelOption,
-    tasks: TasksOption = "all",
+    tasks: RunTasksOption = "all",
     data: DataOption = None,
     split: SplitOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for contamination.json and contamination/.")] = Path(
@@ -79,6 +79,8 @@ def contamination(
             "write it; its exact-match rate against chance.",
         ),
     ] = False,
+    include_path: IncludePathOption = None,
+    trust_task_code: TrustTaskCodeOption = False,
     k: Annotated[float, typer.Option(min=0.01, max=1.0, help="Min-K% and Min-K%++: the share of tokens.")] = 0.2,
     seed: SeedOption = 0,
     solver: GroupValues = SOLVER_OPTIONS,
@@ -87,14 +89,17 @@ def contamination(
 ) -> None:
     """Has this model seen the tasks' items? Min-K%, Min-K%++, zlib ratio, perplexity and perturbation scores
     per item, each score tested against reference items, and with --corpus the items' 13-gram overlap with a
-    training corpus; writes OUT/contamination.json and
-    OUT/contamination/<task>.jsonl (docs/contamination.md)."""
+    training corpus; of rueval's tasks or lm-eval's task files (their evaluation documents, the corpus searched
+    by their decontamination queries); writes OUT/contamination.json and OUT/contamination/<task>.jsonl
+    (docs/contamination.md)."""
     set_level(quiet, verbose)
-    from rueval.audit.contamination import AuditSettings, audit_contamination, read_members
+    from rueval.audit.contamination import AuditSettings, audit_contamination, check_task_file_options, read_members
     from rueval.models.factory import ModelSpec, open_engine
     from rueval.report.contamination import contamination_table
+    from rueval.run.spec import RunSpec
     from rueval.solvers import LANGUAGE_MODEL, family_of, solver_options
     from rueval.solvers.options import LMOptions
+    from rueval.tasks.lm_eval_tasks import task_file_names
 
     if family_of(model) is not LANGUAGE_MODEL:
         raise RuevalError(f"-m {model}: the contamination audit needs a language model (BACKEND:TARGET, e.g. hf:PATH)")
@@ -111,9 +116,15 @@ def contamination(
         corpus=corpus,
         corpus_fields=tuple(corpus_field or ("text",)),
         guessing=guessing,
+        include_path=RunSpec.include_folders(include_path or ()),
+        trust_task_code=trust_task_code,
     )
-    chosen = resolve_tasks(tasks)
+    asked = [name.strip() for name in tasks.split(",") if name.strip()]
+    task_files = task_file_names(asked, settings.include_path)
+    own = [name for name in asked if name not in task_files]
+    chosen = resolve_tasks(",".join(own)) if own or not task_files else []
+    check_task_file_options(settings, task_files)
     engine = open_engine(ModelSpec.parse(model), options.engine)
-    result = audit_contamination(engine, chosen, data, out, settings)
+    result = audit_contamination(engine, chosen, data, out, settings, task_files)
     console.print(contamination_table(result))
     console.print(f"contamination: {out / 'contamination.json'}", highlight=False)

@@ -71,6 +71,13 @@ class Perturbation:
         edits = self.rewrite_examples(split, rngs)
         return [_assemble(task, *args) for args in zip(examples, split, edits, protected, strict=True)]
 
+    def perturb_text(self, text: str, rng: random.Random) -> str | None:
+        """A free text perturbed as one piece with nothing protected (a text with no task fields behind it: a
+        task file's document), or None if nothing could change."""
+        edits = self.rewrite_examples([[Piece("text", 0, len(text), text)]], [rng])[0][0]
+        perturbed, _ = apply_edits(text, edits, [])
+        return None if perturbed == text else perturbed
+
     def rewrite_examples(self, examples: list[list[Piece]], rngs: Sequence[random.Random]) -> list[list[list[Edit]]]:
         """Edits (relative to each piece) for every piece of every example."""
         return [[self.rewrite(piece, rng) for piece in example] for example, rng in zip(examples, rngs, strict=True)]
