@@ -1,12 +1,14 @@
 """`openai:`'s token log-probabilities of a text (TokenLogprobs) against a real vLLM server (the session's
 ``vllm_server``, tests/models/vllm_server.py) serving the tiny GPT-2 that `hf:` loads from the same folder:
 `rueval contamination -m openai:` scores TERRa's items as `-m hf:` does, to the tolerance the backends agree to
-per token; token-id prompts equal `hf:` token by token (a text longer than the window cut one token shorter),
-text prompts are the plain model's tokens after the first. `openai-chat:` gives none."""
+per token; token-id prompts equal `hf:` token by token (a text longer than the window cut one token shorter:
+vLLM needs room for the token it generates, a long context's log-likelihood too), text prompts are the plain
+model's tokens after the first. `openai-chat:` gives none."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -16,7 +18,7 @@ from rueval.core.errors import RuevalError
 from rueval.models.backends.hf import HFCausalLM
 from rueval.models.backends.openai import OpenAICompletionsModel
 from rueval.models.backends.openai_chat import OpenAIChatModel
-from rueval.models.base import TokenLogprobs
+from rueval.models.base import Loglikelihood, TokenLogprobs
 from rueval.results.contamination import ContaminationResult, read_item_scores
 
 pytestmark = pytest.mark.slow
@@ -93,3 +95,20 @@ def test_openai_chat_gives_no_token_logprobs_and_the_audit_says_so_in_one_line(c
     assert refused.exit_code == 2
     assert "gives no token log-probabilities of a text" in refused.stderr and "openai:" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_context_longer_than_the_window_is_scored_leaving_room_for_the_generated_token(vllm_server, plain):
+    """vLLM refuses a prompt as long as its max_model_len even with max_tokens 0: the oldest context tokens are
+    dropped until one token of room is left, and the rest is scored as the plain model scores those ids."""
+    from text_prompts import reference
+
+    from rueval.models.backends.token_ids import local_tokens
+
+    model, tokenizer = plain
+    request = Loglikelihood(" ".join(["Кошка спала на окне."] * 600), " А собака лаяла.")
+    tokens = replace(local_tokens(tokenizer, "the test"), window=vllm_server.max_model_len - 1)
+    ids, first = tokens.pair(request)
+    assert len(tokenizer(request.context)["input_ids"]) > vllm_server.max_model_len == len(ids) + 1
+    (result,) = OpenAICompletionsModel(vllm_server.name, vllm_server.url).loglikelihood([request])
+    logprob, n_tokens, _ = reference(model, ids, first)
+    assert (result.logprob, result.n_tokens) == (pytest.approx(logprob, abs=TOLERANCE), n_tokens)
