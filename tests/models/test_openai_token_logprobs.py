@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import pytest
 import torch
-from agreement import TOLERANCE
+from agreement import LONG_PAIR, LONG_TEXT, TOLERANCE
 
 from rueval.core.errors import RuevalError
 from rueval.models.backends.hf import HFCausalLM
 from rueval.models.backends.openai import OpenAICompletionsModel
 from rueval.models.backends.openai_chat import OpenAIChatModel
-from rueval.models.base import Loglikelihood, TokenLogprobs
+from rueval.models.base import TokenLogprobs
 from rueval.results.contamination import ContaminationResult, read_item_scores
 
 pytestmark = pytest.mark.slow
@@ -56,11 +56,10 @@ def test_token_id_prompts_give_hfs_token_logprobs_and_cut_a_long_text_at_the_win
     (even with max_tokens 0), so the served prompt holds one token fewer than hf:'s, and its logprobs are hf:'s
     but the last."""
     hf = HFCausalLM(str(chat_model))
-    long_text = " ".join(["Кошка спала на окне, а собака лаяла во дворе."] * 300)
-    requests = [TokenLogprobs(text) for text in (*TEXTS, long_text)]
+    requests = [TokenLogprobs(text) for text in (*TEXTS, LONG_TEXT)]
     served = OpenAICompletionsModel(vllm_server.name, vllm_server.url, prompts_per_request=2).token_logprobs(requests)
     expected = [r.logprobs for r in hf.token_logprobs(requests)]
-    assert len(hf.tokenizer(long_text)["input_ids"]) > hf.max_length == vllm_server.max_model_len
+    assert len(hf.tokenizer(LONG_TEXT)["input_ids"]) > hf.max_length == vllm_server.max_model_len
     assert len(expected[-1]) == hf.max_length - 1  # after the start token, the text's first tokens
     expected[-1] = expected[-1][:-1]
     assert [len(r.logprobs) for r in served] == [len(e) for e in expected]
@@ -105,10 +104,9 @@ def test_a_context_longer_than_the_window_is_scored_leaving_room_for_the_generat
     from rueval.models.backends.token_ids import local_tokens
 
     model, tokenizer = plain
-    request = Loglikelihood(" ".join(["Кошка спала на окне."] * 600), " А собака лаяла.")
     tokens = replace(local_tokens(tokenizer, "the test"), window=vllm_server.max_model_len - 1)
-    ids, first = tokens.pair(request)
-    assert len(tokenizer(request.context)["input_ids"]) > vllm_server.max_model_len == len(ids) + 1
-    (result,) = OpenAICompletionsModel(vllm_server.name, vllm_server.url).loglikelihood([request])
+    ids, first = tokens.pair(LONG_PAIR)
+    assert len(tokenizer(LONG_PAIR.context)["input_ids"]) > vllm_server.max_model_len == len(ids) + 1
+    (result,) = OpenAICompletionsModel(vllm_server.name, vllm_server.url).loglikelihood([LONG_PAIR])
     logprob, n_tokens, _ = reference(model, ids, first)
     assert (result.logprob, result.n_tokens) == (pytest.approx(logprob, abs=TOLERANCE), n_tokens)

@@ -43,7 +43,6 @@ from rueval.models.backends.token_ids import (
     SERVER,
     TEXT,
     NoServedTokenizer,
-    PromptTokens,
     load_tokenizer,
     local_tokens,
     say_how_prompts_go,
@@ -215,7 +214,7 @@ class OpenAICompletionsModel(LanguageModel):
 
     # -- log-likelihood ------------------------------------------------------------------------
     def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
-        tokens = self._echo_tokens()
+        tokens = self.prompt_tokens.scoring() if self.prompt_tokens is not None else None
         encoded = [tokens.pair(r) for r in requests] if tokens is not None else None
         return [
             LoglikelihoodResult(sum(values), len(values), greedy)
@@ -223,15 +222,9 @@ class OpenAICompletionsModel(LanguageModel):
         ]
 
     def _texts_chunk(self, url: str, texts: list[Loglikelihood]) -> list[TokenLogprobsResult]:
-        tokens = self._echo_tokens()
+        tokens = self.prompt_tokens.scoring() if self.prompt_tokens is not None else None
         encoded = [(tokens.text(t.continuation), 1) for t in texts] if tokens is not None else None
         return [TokenLogprobsResult(tuple(values)) for values, _ in self._echo(url, texts, encoded)]
-
-    def _echo_tokens(self) -> PromptTokens | None:
-        """The token-id prompts of scoring, their window leaving room for the one token vLLM generates even with
-        max_tokens 0 (it refuses a prompt as long as its max_model_len)."""
-        tokens = self.prompt_tokens
-        return tokens if tokens is None or tokens.window is None else replace(tokens, window=tokens.window - 1)
 
     def _echo(
         self, url: str, requests: list[Loglikelihood], encoded: list[tuple[list[int], int]] | None

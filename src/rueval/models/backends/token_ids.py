@@ -61,6 +61,11 @@ class PromptTokens:
         ids = [self.start_token, *self.tokens(text)]
         return ids if self.window is None else ids[: self.window]
 
+    def scoring(self) -> PromptTokens:
+        """For scoring by vLLM's prompt logprobs, served or in process: the window less the one token vLLM generates
+        even when none is asked for (it refuses a prompt as long as its max_model_len)."""
+        return self if self.window is None else replace(self, window=self.window - 1)
+
     def prompt(self, request: Generation) -> list[int]:
         """A generation prompt: the start token and the prompt's tokens, the oldest cut to leave room."""
         ids = [self.start_token, *self.tokens(text_of(request.prompt))]
