@@ -22,7 +22,7 @@ from fault_server import FaultServer
 
 from rueval.models.backends.openai import OpenAICompletionsModel
 from rueval.models.backends.openai_chat import OpenAIChatModel
-from rueval.models.base import ImpossibleAnswer, Loglikelihood, Message
+from rueval.models.base import ImpossibleAnswer, Loglikelihood, Message, TokenLogprobs
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
 
@@ -66,6 +66,17 @@ def test_an_impossible_logprob_from_a_server_names_the_server_and_the_request_an
     message = str(caught.value)
     assert message.startswith(f"the server at {server.url} answered {said} for a token of the request")
     assert "'Кошка сидит на' + ' окне'" in message
+    assert rows(tmp_path / "cache.sqlite") == 0
+
+
+def test_a_texts_impossible_token_logprob_is_refused_alike(server, tmp_path):
+    server.fault_logprob = math.inf
+    engine = Engine(OpenAICompletionsModel("tiny-gpt2", server.url), RequestCache(tmp_path / "cache.sqlite"))
+    with pytest.raises(ImpossibleAnswer) as caught:
+        engine.token_logprobs([TokenLogprobs("Мама мыла раму.")])
+    message = str(caught.value)
+    assert message.startswith(f"the server at {server.url} answered a log-probability of inf for a token of")
+    assert "'Мама мыла раму.'" in message
     assert rows(tmp_path / "cache.sqlite") == 0
 
 

@@ -18,7 +18,7 @@ from text_prompts import PAIRS, text_reference
 from rueval.core.errors import RuevalError
 from rueval.models.backends.openai import OpenAICompletionsModel
 from rueval.models.backends.serving import Waiting
-from rueval.models.base import Generation, Loglikelihood
+from rueval.models.base import Generation, Loglikelihood, TokenLogprobs
 from rueval.models.cache import RequestCache
 from rueval.models.engine import Engine
 
@@ -114,6 +114,31 @@ def test_a_server_without_prompt_logprobs_is_named_in_a_clear_error(server):
     with pytest.raises(RuevalError, match=f"the server at {server.url} returned no prompt logprobs .*vLLM"):
         backend.loglikelihood(PAIRS[:1])
     assert backend.generate([Generation("Кошка", 3)])[0]  # generation needs no logprobs
+
+
+def test_texts_token_logprobs_come_through_503s_and_a_server_refusing_max_tokens_zero(server, tiny_gpt2_dir):
+    """The texts' token log-probabilities (the contamination audit's) go the log-likelihoods' way: retried, and
+    asked again with max_tokens 1 where 0 is refused; they are hf:'s on the same weights."""
+    from rueval.models.backends.hf import HFCausalLM
+
+    requests = [TokenLogprobs(r.continuation) for r in PAIRS] + [TokenLogprobs("Мама мыла раму. 🙂")]
+    expected = HFCausalLM(str(tiny_gpt2_dir)).token_logprobs(requests)
+    server.refuse_zero_max_tokens, server.fail_next = True, 2
+    backend = OpenAICompletionsModel("tiny-gpt2", server.url, max_retries=3, retry_delay=0.01, prompts_per_request=4)
+    results = backend.token_logprobs(requests)
+    assert server.failures_served == 2 and backend._scoring_max_tokens == 1
+    for ours, theirs in zip(results, expected, strict=True):
+        assert list(ours.logprobs) == pytest.approx(theirs.logprobs, abs=1e-4)
+
+
+def test_a_contamination_audit_against_a_server_without_prompt_logprobs_is_one_error(cli, server, tmp_path):
+    server.logprobs_supported = False
+    model = ("-m", "openai:tiny-gpt2", "--base-url", server.url)
+    result = cli("contamination", *model, "-t", "terra", "-q", "-o", tmp_path / "audit")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: the server at {server.url} returned no prompt logprobs")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "audit" / "contamination.json").exists()
 
 
 def test_nothing_listening_fails_fast_with_a_clear_error():

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from agreement import TOLERANCE, disagreements, plan_requests, run_args, samples
+from agreement import LONG_PAIR, LONG_TEXT, TOLERANCE, disagreements, plan_requests, run_args, samples
 from generation_cases import cut_problems, save_requests
 from support import read_samples, require
 from vllm_server import REPO, vllm_missing, vllm_python
@@ -19,20 +20,23 @@ from vllm_server import REPO, vllm_missing, vllm_python
 from rueval.api import evaluate
 from rueval.models.backends.hf import HFCausalLM
 from rueval.models.backends.openai import OpenAICompletionsModel
-from rueval.models.base import Loglikelihood
+from rueval.models.backends.token_ids import local_tokens
+from rueval.models.base import Loglikelihood, TokenLogprobs
 
 pytestmark = pytest.mark.slow
 
 GREEDY = ("-t", "chegeka,multiq", "--shots", "1", "--limit", "3", "--gen_kwargs", "temperature=0,max_gen_toks=120")
 SAMPLED = ("-t", "chegeka", "--limit", "3")
+SHORT_TEXT = "Мама мыла раму. 🙂"
 
 
 @pytest.fixture(scope="module")
 def vllm_runs(chat_model, trained_gpt2, cut_cases, tie_cases, tmp_path_factory) -> Path:
     """`rueval run -m vllm:FOLDER` on the served folder: the choice tasks by log-likelihood and (in lm-eval's
-    spelling, --model vllm) perplexity, greedy and sampled generation; OUT/<run>/; and the texts of the
-    generation cases on that folder and on the trained model (OUT/<cases>.json). vLLM's threads are not
-    bound to a core (the session's server holds the first)."""
+        spelling, --model vllm) perplexity, greedy and sampled generation; OUT/<run>/; and the texts of the
+        generation cases on that folder and on the trained model (OUT/<cases>.json); token log-probabilities and a
+    long context's log-likelihood (OUT/scored.json). vLLM's threads are not
+        bound to a core (the session's server holds the first)."""
     missing = vllm_missing()
     require(missing is None, missing or "")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
@@ -52,6 +56,9 @@ def vllm_runs(chat_model, trained_gpt2, cut_cases, tie_cases, tmp_path_factory) 
     for name, folder, cases in (("cut", chat_model, cut_cases), ("tie", trained_gpt2, tie_cases)):
         requests = save_requests(cases.requests, out / f"{name}-requests.json")
         commands.append({"model": f"vllm:{folder}", "requests": str(requests), "texts": str(out / f"{name}.json")})
+    scored = {"texts": [SHORT_TEXT, LONG_TEXT], "pairs": [[LONG_PAIR.context, LONG_PAIR.continuation]]}
+    (out / "scored-asked.json").write_text(json.dumps(scored), encoding="utf-8")
+    commands.append({"model": model, "scored": str(out / "scored-asked.json"), "out": str(out / "scored.json")})
     (out / "commands.json").write_text(json.dumps(commands), encoding="utf-8")
     runner = [str(vllm_python()), str(Path(__file__).with_name("vllm_runs.py")), str(out / "commands.json")]
     done = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=3600)
@@ -95,6 +102,22 @@ def test_in_process_vllm_samples_what_a_vllm_server_samples(vllm_runs, vllm_serv
     evaluate(served, ["chegeka"], limit=3, log_samples=True, out=tmp_path)
     ours, theirs = (read_samples(run, "chegeka") for run in (vllm_runs / "sampled", tmp_path))
     assert [line["resps"] for line in ours] == [line["resps"] for line in theirs]
+
+
+def test_in_process_vllm_scores_past_its_window_leaving_room_for_the_token_it_generates(vllm_runs, chat_model):
+    """vLLM refuses a prompt as long as its max_model_len even when it is asked for prompt logprobs only: a longer
+    text keeps its first tokens, one fewer than hf: keeps (the rest hf:'s), a longer context its last ones."""
+    from text_prompts import reference
+
+    hf = HFCausalLM(str(chat_model))
+    found = json.loads((vllm_runs / "scored.json").read_text(encoding="utf-8"))
+    short, long = (r.logprobs for r in hf.token_logprobs([TokenLogprobs(SHORT_TEXT), TokenLogprobs(LONG_TEXT)]))
+    assert len(long) == hf.max_length - 1 and len(found["texts"][1]) == len(long) - 1
+    for ours, theirs in zip(found["texts"], (short, long[:-1]), strict=True):
+        assert len(ours) == len(theirs) and max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) <= TOLERANCE
+    ids, first = replace(local_tokens(hf.tokenizer, "the test"), window=hf.max_length - 1).pair(LONG_PAIR)
+    logprob, n_tokens, _ = reference(hf.model, ids, first)
+    assert found["pairs"] == [[pytest.approx(logprob, abs=TOLERANCE), n_tokens]]
 
 
 # -- what vLLM does, which the serving path builds on -----------------------------------------------

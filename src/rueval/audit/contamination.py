@@ -111,7 +111,7 @@ def score_items(engine: Engine, items: Sequence[Item], k: float, description: st
     if not capabilities.token_logprobs:
         raise RuevalError(
             f"{_shown(engine)} gives no token log-probabilities of a text, which every "
-            "contamination score needs; use an hf: or vllm: model"
+            "contamination score needs; use an hf:, vllm: or openai: model"
         )
     full = capabilities.token_distribution
     texts = list(dict.fromkeys([item.text for item in items] + [item.twin for item in items if item.twin]))

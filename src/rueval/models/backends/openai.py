@@ -1,8 +1,9 @@
 """OpenAI-compatible completion servers (`-m openai:MODEL --base-url URL`): vLLM, llama.cpp
 server, TGI. This is how large models on GPU servers and clusters are evaluated.
 
-Log-likelihoods come from the prompt's own token logprobs (``echo=true, logprobs=1``), so the server must return
-logprobs for prompt tokens; generation uses the server's sampling.
+Log-likelihoods, and the token log-probabilities of a whole text the contamination audit reads, come from the
+prompt's own token logprobs (``echo=true, logprobs=1``, read by rueval.models.backends.openai_echo), so the server must
+return logprobs for prompt tokens; generation uses the server's sampling.
 
 Several servers (``base_url`` a list, or comma-separated) share the work: see rueval.models.backends.serving. The
 cache identity is the model name and what the servers say about the weights (their `/v1/models` entry and
@@ -26,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from rueval.core.errors import RuevalError
-from rueval.models.backends.char_boundary import continuation_positions
+from rueval.models.backends.openai_echo import Scored, scored_ids, scored_text
 from rueval.models.backends.serving import (
     ClientError,
     Dispatcher,
@@ -55,14 +56,13 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     OnDone,
-    checked_logprob,
+    TokenLogprobs,
+    TokenLogprobsResult,
     cut_at_stop,
     prompt_text,
     text_of,
 )
 from rueval.models.factory import ModelOptions, ModelSpec
-
-GREEDY_TOLERANCE = 1e-6  # logprobs of the chosen and the top token arrive as rounded JSON floats
 
 
 class OpenAICompletionsModel(LanguageModel):
@@ -103,7 +103,9 @@ class OpenAICompletionsModel(LanguageModel):
         given = not (isinstance(self._tokenizer, str) and self._tokenizer in MODES)
         self.tokenizer = load_tokenizer(tokenizer) if given else None
         self.prompt_tokens = local_tokens(self.tokenizer, f"openai:{model}") if given else None
-        self._capabilities = Capabilities(loglikelihood=True, generation=True, tokenizer=self.tokenizer)
+        self._capabilities = Capabilities(
+            loglikelihood=True, generation=True, token_logprobs=True, tokenizer=self.tokenizer
+        )
         self._scoring_max_tokens = 0  # echo without generation; 1 for servers that refuse 0
         self._dispatcher = Dispatcher(self.urls, self.concurrency)
         self._card: dict[str, Any] | None = None  # the served weights, as every server describes them
@@ -142,7 +144,8 @@ class OpenAICompletionsModel(LanguageModel):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Log-likelihoods (the server must return prompt logprobs: checked when it scores) and generation."""
+        """Log-likelihoods and texts' token log-probabilities (the server must return prompt logprobs: checked when
+        it scores), and generation."""
         return self._capabilities
 
     # -- requests ------------------------------------------------------------------------------
@@ -154,12 +157,21 @@ class OpenAICompletionsModel(LanguageModel):
             if not r.continuation:
                 raise ValueError("a log-likelihood request needs a non-empty continuation")
         chunks = self._chunks(list(range(len(requests))))
-        homes = [
-            route(prompt_text(requests[c[0]].context) + requests[c[0]].continuation, len(self.urls)) for c in chunks
-        ]
-        return self._run(
-            chunks, homes, lambda url, c: self._score_chunk(url, [requests[i] for i in c]), len(requests), on_done
+        return self._spread(
+            requests, chunks, lambda r: prompt_text(r.context) + r.continuation, self._score_chunk, on_done
         )
+
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
+    ) -> list[TokenLogprobsResult]:
+        """Each text's tokens' prompt logprobs after the start token, read as a log-likelihood of the text after an
+        empty context is. A token-id prompt holds the text's first tokens where it is longer than the server's
+        window (less the token vLLM generates: one token fewer than hf: scores of such a text). The server's top
+        logprobs are not the whole next-token distribution: no Min-K%++ statistics (token_distribution is not
+        declared)."""
+        texts = [Loglikelihood("", r.text) for r in requests]
+        chunks = self._chunks(list(range(len(texts))))
+        return self._spread(texts, chunks, lambda r: r.continuation, self._texts_chunk, on_done)
 
     def generate(self, requests: Sequence[Generation], on_done: OnDone | None = None) -> list[str]:
         """Generated texts, cut at the first stop sequence. Prompts with the same sampling
@@ -168,29 +180,26 @@ class OpenAICompletionsModel(LanguageModel):
         for i, r in enumerate(requests):
             groups.setdefault((r.max_new_tokens, r.stop, r.top_p, r.temperature, r.seed), []).append(i)
         chunks = [chunk for indices in groups.values() for chunk in self._chunks(indices)]
-        homes = [route(prompt_text(requests[c[0]].prompt), len(self.urls)) for c in chunks]
-        return self._run(
-            chunks, homes, lambda url, c: self._generate_chunk(url, [requests[i] for i in c]), len(requests), on_done
-        )
+        return self._spread(requests, chunks, lambda r: prompt_text(r.prompt), self._generate_chunk, on_done)
 
     def _chunks(self, indices: list[int]) -> list[list[int]]:
         """Request indices in groups of ``prompts_per_request``: one HTTP request each."""
         return [indices[i : i + self.prompts_per_request] for i in range(0, len(indices), self.prompts_per_request)]
 
-    def _run(
+    def _spread(
         self,
+        requests: Sequence[Any],
         chunks: list[list[int]],
-        homes: list[int],
-        compute: Callable[[str, list[int]], list],
-        total: int,
+        prompt_of: Callable[[Any], str],
+        compute: Callable[[str, list], list],
         on_done: OnDone | None,
     ) -> list:
-        """Compute chunks over the servers, each reported to ``on_done`` as it comes back;
-        results in the requests' order."""
+        """Compute chunks of requests over the servers (each sent to the home of its first prompt), each reported
+        to ``on_done`` as it comes back; results in the requests' order."""
         if not chunks:
             return []
         self._check_servers()
-        results: list = [None] * total
+        results: list = [None] * len(requests)
 
         def finished(c: int, values: list) -> None:
             pairs = list(zip(chunks[c], values, strict=True))
@@ -199,16 +208,34 @@ class OpenAICompletionsModel(LanguageModel):
             if on_done is not None:
                 on_done(pairs)
 
-        self._dispatcher.run(chunks, homes, compute, finished)
+        homes = [route(prompt_of(requests[c[0]]), len(self.urls)) for c in chunks]
+        self._dispatcher.run(chunks, homes, lambda url, c: compute(url, [requests[i] for i in c]), finished)
         return results
 
     # -- log-likelihood ------------------------------------------------------------------------
     def _score_chunk(self, url: str, requests: list[Loglikelihood]) -> list[LoglikelihoodResult]:
-        if self.prompt_tokens is not None:
-            encoded = [self.prompt_tokens.pair(r) for r in requests]
-            prompts: list = [ids for ids, _ in encoded]
-        else:
-            prompts = [text_of(r.context) + r.continuation for r in requests]
+        tokens = self.prompt_tokens.scoring() if self.prompt_tokens is not None else None
+        encoded = [tokens.pair(r) for r in requests] if tokens is not None else None
+        return [
+            LoglikelihoodResult(sum(values), len(values), greedy)
+            for values, greedy in self._echo(url, requests, encoded)
+        ]
+
+    def _texts_chunk(self, url: str, texts: list[Loglikelihood]) -> list[TokenLogprobsResult]:
+        tokens = self.prompt_tokens.scoring() if self.prompt_tokens is not None else None
+        encoded = [(tokens.text(t.continuation), 1) for t in texts] if tokens is not None else None
+        return [TokenLogprobsResult(tuple(values)) for values, _ in self._echo(url, texts, encoded)]
+
+    def _echo(
+        self, url: str, requests: list[Loglikelihood], encoded: list[tuple[list[int], int]] | None
+    ) -> list[Scored]:
+        """The requests' prompts echoed with their logprobs (token ids ``encoded``: the sequence and its first scored
+        token; else text), each continuation's tokens read (openai_echo)."""
+        prompts = (
+            [ids for ids, _ in encoded]
+            if encoded is not None
+            else [text_of(r.context) + r.continuation for r in requests]
+        )
         while True:
             max_tokens = self._scoring_max_tokens
             payload = {"prompt": prompts, "max_tokens": max_tokens, "echo": True, "logprobs": 1, "temperature": 0}
@@ -220,57 +247,11 @@ class OpenAICompletionsModel(LanguageModel):
                     self._scoring_max_tokens = 1
                     continue
                 raise
-        if self.prompt_tokens is not None:
-            return [self._score_ids(url, c, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)]
-        return [self._score_text(url, c, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
-
-    def _score_text(self, url: str, choice: dict, request: Loglikelihood, generated: int) -> LoglikelihoodResult:
-        """The character-boundary rule (rueval.models.backends.char_boundary) on one echoed prompt; its last
-        ``generated`` tokens are the ones the server generated after it."""
-        logprobs = found if isinstance(found := choice.get("logprobs"), dict) else {}
-        tokens = logprobs.get("tokens") or []
-        values, tops = logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or []
-        n_prompt = len(tokens) - generated
-        echoed = n_prompt > 0 and values and tops and len(values) == len(tops) == len(tokens)
-        if echoed and not all(isinstance(token, str) for token in tokens):
-            raise RuevalError(f"the server at {url} answered token texts that are not text: {tokens[:5]!r:.80}")
-        if not echoed:
-            raise self._no_logprobs(url)
-        scored = continuation_positions(tokens[:n_prompt], request, url)
-        return self._sum(url, scored, values, tops, request)
-
-    def _score_ids(
-        self, url: str, choice: dict, request: Loglikelihood, ids: list[int], first: int
-    ) -> LoglikelihoodResult:
-        logprobs = found if isinstance(found := choice.get("logprobs"), dict) else {}
-        values, tops = logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
-        if not values or not tops or len(values) < len(ids):
-            raise self._no_logprobs(url)
-        return self._sum(url, list(range(first, len(ids))), values, tops, request)
-
-    def _sum(
-        self, url: str, scored: list[int], values: list, tops: list, request: Loglikelihood
-    ) -> LoglikelihoodResult:
-        """Add up the scored tokens' logprobs; greedy if each was the server's top choice."""
-        total, greedy, n = 0.0, True, 0
-        source = f"the server at {url}"
-        for i in scored:
-            if values[i] is None and i == 0:  # the first prompt token: nothing predicts it
-                continue
-            if values[i] is None or not tops[i] or not isinstance(tops[i], dict):
-                raise self._no_logprobs(url)
-            value = checked_logprob(values[i], source, request)
-            top = max(checked_logprob(v, source, request) for v in tops[i].values())
-            greedy = greedy and value >= top - GREEDY_TOLERANCE
-            total += value
-            n += 1
-        if n == 0:
-            raise RuevalError(
-                f"the server at {url} gave no logprob for any token of the continuation "
-                f"{request.continuation!r} after {request.context!r}: its first token starts the prompt; "
-                "pass the model's tokenizer to score by token ids"
-            )
-        return LoglikelihoodResult(total, n, greedy)
+        if encoded is not None:
+            return [
+                scored_ids(c, url, self.model, r, *pair) for c, r, pair in zip(choices, requests, encoded, strict=True)
+            ]
+        return [scored_text(c, url, self.model, r, max_tokens) for c, r in zip(choices, requests, strict=True)]
 
     # -- generation ----------------------------------------------------------------------------
     def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:
@@ -378,13 +359,6 @@ class OpenAICompletionsModel(LanguageModel):
                     raise
                 reason = e.reason
         say_how_prompts_go(f"openai:{self.model}", self.prompt_tokens, reason, quietly=self._tokenizer == TEXT)
-
-    def _no_logprobs(self, url: str) -> RuevalError:
-        return RuevalError(
-            f"the server at {url} returned no prompt logprobs for '{self.model}' (asked with echo=true, "
-            "logprobs=1), which scoring needs; vLLM returns them on /v1/completions (keep --max-logprobs >= 1); "
-            "a server without them can run generation tasks only"
-        )
 
 
 def open_model(spec: ModelSpec, options: ModelOptions) -> OpenAICompletionsModel:

@@ -18,6 +18,10 @@ declares ``chat_logprobs=None`` and asks its first server once, when the solver 
   as MERA does; servers without prompt logprobs (hosted APIs, llama.cpp) can only be used so.
 
 The two give different scores: the protocol is written to results.json per task.
+
+A text's token log-probabilities (TokenLogprobs, the contamination audit's) are not given: the chat endpoint
+scores a text only inside the model's template, after its role markers, so they would not be the text's own
+after the start token, which `openai:` gives from the same server's ``/v1/completions``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from rueval.core.errors import RuevalError
-from rueval.models.backends.openai import GREEDY_TOLERANCE, OpenAICompletionsModel, sampling_fields, served_at
+from rueval.models.backends.openai import OpenAICompletionsModel, sampling_fields, served_at
+from rueval.models.backends.openai_echo import GREEDY_TOLERANCE
 from rueval.models.backends.serving import ClientError
 from rueval.models.base import (
     Capabilities,
@@ -36,7 +41,10 @@ from rueval.models.base import (
     Loglikelihood,
     LoglikelihoodResult,
     Message,
+    OnDone,
     Prompt,
+    TokenLogprobs,
+    TokenLogprobsResult,
     checked_logprob,
     cut_at_stop,
 )
@@ -145,6 +153,16 @@ class OpenAIChatModel(OpenAICompletionsModel):
                 "use --chat-scoring generate"
             )
         return LoglikelihoodResult(total, n, greedy)
+
+    def token_logprobs(
+        self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
+    ) -> list[TokenLogprobsResult]:
+        """Not given (token_logprobs is not declared): the chat endpoint scores a text only inside the model's chat
+        template, after its role markers, not after the start token as hf: and openai: score it."""
+        raise RuevalError(
+            f"openai-chat:{self.model} gives no token log-probabilities of a text: {CHAT_PATH} scores a text only "
+            "inside the chat template; use -m openai: on the server's /v1/completions"
+        )
 
     # -- generation ----------------------------------------------------------------------------
     def _generate_chunk(self, url: str, requests: list[Generation]) -> list[str]:

