@@ -12,7 +12,7 @@ import httpx
 import pytest
 from board_support import Server
 
-from rueval.serve.logs import RepeatFilter
+from rueval.serve.logs import RepeatFilter, configure_logging
 
 # a multipart upload that declares 1,000 bytes of body and sends 100, as the flood's did
 HALF_UPLOAD = (
@@ -153,3 +153,16 @@ def test_repeated_lines_are_held_back_and_counted_a_traceback_of_a_kind_written_
     ]
     assert lines.count("accept failed") == 1 and written.getvalue().count("Traceback") == 1
     assert "another kind of line" in lines
+
+
+def test_each_handler_of_the_service_s_log_counts_its_own_lines(monkeypatch):
+    """configure_logging's filters are one per handler: a traceback written to one is not held back from the next."""
+    outputs = [io.StringIO(), io.StringIO()]
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [logging.StreamHandler(output) for output in outputs])
+    configure_logging()
+    try:
+        raise ValueError("once")
+    except ValueError:
+        logging.getLogger("rueval.test.handlers").exception("a failure")
+    assert [output.getvalue().count("Traceback") for output in outputs] == [1, 1]

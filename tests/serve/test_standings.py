@@ -110,13 +110,14 @@ def test_a_submission_whose_upload_no_longer_reads_takes_no_part(
     client, tokens, worker, service, submission_zip, caplog
 ):
     upload(client, tokens["alpha"], submission_zip("heuristic"), "heuristic")
-    lost = upload(client, tokens["beta"], submission_zip("majority"), "majority")
     settled(worker)
+    lost = upload(client, tokens["beta"], submission_zip("majority"), "majority")
+    upload(client, tokens["beta"], submission_zip("heuristic"), "again")
+    assert worker.score_next() and worker.score_next()  # both scored; the queue not yet seen empty
     (sha256,) = [found.upload for found in public_ranked(service.db) if found.id == lost]
     service.store.upload_path(sha256).unlink()
-    upload(client, tokens["beta"], submission_zip("heuristic"), "again")
     with caplog.at_level(logging.WARNING, "rueval.serve.worker"):
-        settled(worker)
+        assert not worker.score_next()
     rows = board_rows(client)
     assert rows["majority"]["standing"] == {} and rows["heuristic"]["standing"]["rcb"] == "leader"
     assert rows["again"]["standing"]["rcb"] == "tied"  # the same predictions as the leader
@@ -142,3 +143,24 @@ def test_a_failure_of_the_standings_leaves_scoring_going_and_is_not_retried_for_
     settled(worker)
     assert client.get(f"/api/submissions/{second}", headers=bearer(tokens["beta"])).json()["status"] == "done"
     assert len(calls) == 2 and not client.get("/api/leaderboard").json()["standings_current"]
+
+
+def test_a_new_public_submission_is_compared_alone_while_the_leaders_stay(
+    client, tokens, worker, service, gold, submission_zip, monkeypatch
+):
+    upload(client, tokens["alpha"], submission_zip("heuristic"), "heuristic")
+    upload(client, tokens["beta"], submission_zip("majority"), "majority")
+    follower = upload(client, tokens["beta"], submission_zip("majority"), "majority again")  # leads nothing
+    settled(worker)
+    before = standings.load(service.db, gold)
+    read = []
+    reading = worker._predictions
+    monkeypatch.setattr(worker, "_predictions", lambda id, uploads: read.append(id) or reading(id, uploads))
+    new = upload(client, tokens["alpha"], submission_zip("heuristic"), "heuristic again")
+    settled(worker)
+    after = standings.load(service.db, gold)
+    assert after.leaders == before.leaders and follower not in read
+    assert sorted(read) == sorted({*before.leaders.values(), new})  # each leader once, then the new row
+    for ranking, found in before.p_values.items():
+        assert {id: p for id, p in after.p_values[ranking].items() if id != new} == found
+        assert new in after.p_values[ranking]

@@ -54,8 +54,8 @@ class RepeatFilter(logging.Filter):
 
 
 def configure_logging() -> None:
-    """The service's processes log at INFO to standard error, each handler behind a RepeatFilter."""
+    """The service's processes log at INFO to standard error, each handler behind a RepeatFilter of its own (a
+    shared one would count a line written by one handler against the next, which would then hold it back)."""
     logging.basicConfig(level=logging.INFO, format=FORMAT)
-    repeats = RepeatFilter()
     for handler in logging.getLogger().handlers:
-        handler.addFilter(repeats)
+        handler.addFilter(RepeatFilter())

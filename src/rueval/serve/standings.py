@@ -40,12 +40,21 @@ LEADER, TIED = "leader", "tied"
 
 @dataclass(frozen=True)
 class Standings:
-    """Per ranking (TOTAL or a task): its leader's submission id and the ids tied with it; ``signature``: the
-    public submissions they were computed for."""
+    """Per ranking (TOTAL or a task): its leader's submission id, each other row's p-value against the leader
+    (kept in the database, never published) and the ids tied with it; ``signature``: the public submissions
+    they were computed for."""
 
     signature: str
     leaders: Mapping[str, int]
-    tied: Mapping[str, frozenset[int]]
+    p_values: Mapping[str, Mapping[int, float]]
+    tied: Mapping[str, frozenset[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        tied = {}
+        for ranking, found in self.p_values.items():
+            ids, p_values = list(found), list(found.values())
+            tied[ranking] = frozenset(id for id, tie in zip(ids, tied_with_leader(p_values), strict=True) if tie)
+        object.__setattr__(self, "tied", tied)
 
     def marks(self, id: int) -> dict[str, str]:
         """The rankings a submission leads or is tied with the leader in: {ranking: LEADER | TIED}."""
@@ -53,14 +62,14 @@ class Standings:
         return marks | {ranking: LEADER for ranking, leader in self.leaders.items() if leader == id}
 
     def to_json(self) -> str:
-        tied = {ranking: sorted(ids) for ranking, ids in self.tied.items()}
-        return json.dumps({"signature": self.signature, "leaders": dict(self.leaders), "tied": tied})
+        p_values = {ranking: {str(id): p for id, p in found.items()} for ranking, found in self.p_values.items()}
+        return json.dumps({"signature": self.signature, "leaders": dict(self.leaders), "p_values": p_values})
 
     @classmethod
     def from_json(cls, text: str) -> Standings:
         found = json.loads(text)
-        tied = {ranking: frozenset(ids) for ranking, ids in found["tied"].items()}
-        return cls(found["signature"], found["leaders"], tied)
+        p_values = {ranking: {int(id): p for id, p in of.items()} for ranking, of in found["p_values"].items()}
+        return cls(found["signature"], found["leaders"], p_values)
 
 
 def signature(gold: Gold, public: Sequence[int]) -> str:
@@ -72,34 +81,46 @@ Predictions = Mapping[str, Sequence[Any]]  # task -> predictions in the order of
 
 
 def compute(
-    gold: Gold, rows: Sequence[Row], predictions: Callable[[int], Predictions | None], secret: bytes
+    gold: Gold,
+    rows: Sequence[Row],
+    predictions: Callable[[int], Predictions | None],
+    secret: bytes,
+    previous: Standings | None = None,
 ) -> Standings:
     """The standings of the board's submission rows (as published). ``predictions`` reads a submission's (None:
-    unreadable, and the row takes no part); each row's are read once, and only the leaders' are kept meanwhile."""
+    unreadable, and the row takes no part); each row's are read once, and only the leaders' are kept meanwhile.
+    A ranking whose leader is ``previous``'s keeps its p-values (the same pair, the same resamples): only new
+    rows are compared."""
     ranked = {
         ranking: [row for row in sorted_rows(rows, ranking) if _value(row, ranking) is not None]
         for ranking in (TOTAL, *gold.tasks)
     }
     leaders = {ranking: _id(found[0]) for ranking, found in ranked.items() if found}
-    of_leader = {id: predictions(id) for id in set(leaders.values())}
-    leaders = {ranking: id for ranking, id in leaders.items() if of_leader[id] is not None}
-    p_values: dict[str, list[tuple[int, float]]] = {ranking: [] for ranking in leaders}
+    kept = {
+        ranking: dict(previous.p_values.get(ranking, {}))
+        for ranking, leader in leaders.items()
+        if previous is not None and previous.leaders.get(ranking) == leader
+    }
+    p_values: dict[str, dict[int, float]] = {}
+    wanted: dict[str, list[int]] = {}
+    for ranking, in_order in ranked.items():
+        if ranking in leaders:
+            others = [_id(row) for row in in_order[1:]]
+            p_values[ranking] = {id: kept[ranking][id] for id in others if id in kept.get(ranking, {})}
+            wanted[ranking] = [id for id in others if id not in p_values[ranking]]
+    of_leader = {id: predictions(id) for id in {leaders[ranking] for ranking, ids in wanted.items() if ids}}
+    for ranking in [ranking for ranking, ids in wanted.items() if ids and of_leader[leaders[ranking]] is None]:
+        del leaders[ranking], p_values[ranking], wanted[ranking]  # its leader cannot be read: no marks
     for row in rows:
         id = _id(row)
-        joined = [ranking for ranking, leader in leaders.items() if leader != id and _value(row, ranking) is not None]
-        found = of_leader[id] if id in of_leader else predictions(id) if joined else None
+        joined = [ranking for ranking, ids in wanted.items() if id in ids]
+        found = (of_leader[id] if id in of_leader else predictions(id)) if joined else None
         if found is None:
             continue
         pair = _Pair(gold, of_leader, found, id, secret)
         for ranking in joined:
-            p_values[ranking].append((id, pair.p_value(ranking, leaders[ranking])))
-    tied = {
-        ranking: frozenset(
-            id for (id, _), tie in zip(compared, tied_with_leader([p for _, p in compared]), strict=True) if tie
-        )
-        for ranking, compared in p_values.items()
-    }
-    return Standings(signature(gold, [_id(row) for row in rows]), leaders, tied)
+            p_values[ranking][id] = pair.p_value(ranking, leaders[ranking])
+    return Standings(signature(gold, [_id(row) for row in rows]), leaders, p_values)
 
 
 @dataclass

@@ -17,6 +17,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from rueval.core.errors import RuevalError
@@ -110,7 +112,9 @@ class Worker:
         rows = submission_rows(ranked, Disclosure(), {})  # the rankings read no marks
         started = time.monotonic()
         try:
-            computed = standings.compute(self.gold, rows, lambda id: self._predictions(id, uploads[id]), self.secret)
+            computed = standings.compute(
+                self.gold, rows, partial(self._predictions, uploads=uploads), self.secret, stored
+            )
         except Exception as e:
             if is_storage_fault(e):
                 raise
@@ -126,11 +130,11 @@ class Worker:
             time.monotonic() - started,
         )
 
-    def _predictions(self, id: int, upload: str) -> Predictions | None:
+    def _predictions(self, id: int, uploads: Mapping[int, str]) -> Predictions | None:
         """A scored submission's predictions, read again from its stored upload; None if it no longer reads (the
         gold changed since, the store lost the file)."""
         try:
-            return check_submission(self.store.upload(upload), self.gold, self.limits).predictions
+            return check_submission(self.store.upload(uploads[id]), self.gold, self.limits).predictions
         except RuevalError as e:
             log.warning("worker %s: submission %s takes no part in the standings: %s", self.name, id, e)
             return None
