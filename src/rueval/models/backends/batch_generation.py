@@ -10,6 +10,10 @@ shared instruction), each run's prefix is forwarded once (or cut from a small ca
 prefixes) and its members' own tails are forwarded on top of it, left-padded, in one pass; the group
 then takes idle rows' places if they fit, else one new cache holds the live rows (the columns they use)
 and the group's, the shorter left-padded, with room for the next groups to take idle places again.
+With cascade attention (``cascade``: the model's attention can be swapped), a run's shared prefix of at
+least ``CASCADE_MIN`` tokens is not copied into its rows: it is held once (``Row.shared``) and every
+forward reads it once for the rows that share it (rueval.models.backends.cascade_attention); the cache
+then holds only each row's own tail and generated tokens.
 
 Each row checks its own stop sequences and budget and samples from its own generator (seeded as in
 one-prompt-at-a-time mode), so a text never depends on its batch-mates beyond the last bits of the

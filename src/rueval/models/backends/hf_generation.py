@@ -1,9 +1,10 @@
 """Generation for `hf:`, in one of two modes, recorded in run.json and in the request cache key:
 
 - "batched" (the default): continuous batching, shared prefixes prefilled once
-  (rueval.models.backends.batch_generation). A greedy text may differ from the one-prompt-at-a-time
-  text only where the model's top two logits are within float rounding of each other (a batch's shape
-  changes the logits in their last bits); docs/benchmarks.md measures how often.
+  (rueval.models.backends.batch_generation) and, for the known architectures, held once and read once
+  per step for all their rows (rueval.models.backends.cascade_attention). A greedy text may differ from
+  the one-prompt-at-a-time text only where the model's top two logits are within float rounding of each
+  other (a batch's shape changes the logits in their last bits); docs/benchmarks.md measures how often.
 - "one-at-a-time" (``--batch-size 1``, and models the batched mode cannot serve exactly: see
   ``batched_mode_fits``): transformers' own ``generate`` on each prompt alone, so a text never depends on
   the batch size or on the prompts beside it, to the last bit.
