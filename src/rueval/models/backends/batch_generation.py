@@ -10,6 +10,10 @@ shared instruction), each run's prefix is forwarded once (or cut from a small ca
 prefixes) and its members' own tails are forwarded on top of it, left-padded, in one pass; the group
 then takes idle rows' places if they fit, else one new cache holds the live rows (the columns they use)
 and the group's, the shorter left-padded, with room for the next groups to take idle places again.
+With cascade attention (``cascade``: the model's attention can be swapped), a run's shared prefix of at
+least ``CASCADE_MIN`` tokens is not copied into its rows: it is held once (``Row.shared``) and every
+forward reads it once for the rows that share it (rueval.models.backends.cascade_attention); the cache
+then holds only each row's own tail and generated tokens.
 
 Each row checks its own stop sequences and budget and samples from its own generator (seeded as in
 one-prompt-at-a-time mode), so a text never depends on its batch-mates beyond the last bits of the
@@ -27,16 +31,19 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from rueval.models.backends.cascade_attention import shared_prefixes
 from rueval.models.backends.prefix_tree import stack_pasts
 from rueval.models.backends.sampling import draw, request_seed
 from rueval.models.base import Generation
 
 MIN_SHARED = 8  # a run shares a prefix only if it is at least this many tokens (else each tail is whole)
+# a shared prefix at least this long is kept once, read by cascade attention (shorter: copied into each row)
+CASCADE_MIN = 64
 PREFIXES_KEPT = 8  # recent prefixes' caches kept for later groups of the same episode
 JOIN_SHARE = 4  # rows join when a quarter of the places are free (each join copies the running cache)
 
-# (input_ids, cache, 2D mask, position_ids) -> the logits after each row's last column (float32)
-Step = Callable[[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor], torch.Tensor]
+# (input_ids, cache, 2D mask, position_ids, **attention arguments) -> each row's last logits (float32)
+Step = Callable[..., torch.Tensor]
 Past = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values): rows x heads x columns x size
 
 
@@ -110,6 +117,7 @@ class Row:
     generator: torch.Generator | None  # a sampled request's own stream
     generated: list[int] = field(default_factory=list)
     done: bool = False  # finished: its place is idle until the batch is next compacted
+    shared: Past | None = None  # its prompt's start, kept once for the rows that share it (not in the cache)
 
 
 @dataclass
@@ -132,9 +140,10 @@ class BatchGenerator:
         decode: Callable[[list[int]], str],
         stopped: Callable[[list[Row]], list[bool]],
         device: torch.device,
+        cascade: bool = False,
     ):
         self.step, self.budget, self.eos, self.decode, self.stopped = step, budget, eos, decode, stopped
-        self.device = device
+        self.device, self.cascade = device, cascade  # cascade: long shared prefixes kept once (cascade_attention)
         self.prefixes: OrderedDict[tuple[int, ...], Past] = OrderedDict()
         self.rows: list[Row] = []
         self.cache: DynamicCache | None = None
@@ -179,29 +188,33 @@ class BatchGenerator:
                 break
             group.append(waiting.pop())
             remaining = max(remaining, row.request.max_new_tokens)
-        runs = shared_runs([row.prompt for row in group])
-        prefixes = [self._prefix(tuple(group[start].prompt[:shared])) for start, _, shared in runs]
-        tails = [(row, shared) for (start, end, shared) in runs for row in group[start:end]]
-        past_width = max((shared for _, _, shared in runs), default=0)
-        tail_width = max(len(row.prompt) - shared for row, shared in tails)
+        tails = []  # (row, its tokens before its own tail, that prefix's past if copied into its columns)
+        in_use = {tuple(row.prompt[: row.shared[0][0].shape[2]]): row.shared for row in live if row.shared}
+        for start, end, shared in shared_runs([row.prompt for row in group]):
+            tokens = tuple(group[start].prompt[:shared])
+            prefix = in_use.get(tokens) or self._prefix(tokens)
+            kept = prefix is not None and self.cascade and shared >= CASCADE_MIN
+            for row in group[start:end]:
+                row.shared = prefix if kept else None
+                tails.append((row, shared, None if kept else prefix))
+        past_width = max((shared for _, shared, past in tails if past), default=0)
+        tail_width = max(len(row.prompt) - shared for row, shared, _ in tails)
         rows = len(group)
         input_ids = torch.zeros(rows, tail_width, dtype=torch.long)
         positions = torch.zeros(rows, tail_width, dtype=torch.long)
         mask = torch.zeros(rows, past_width + tail_width, dtype=torch.long)
-        pasts: list[Past | None] = []
-        for r, (row, shared) in enumerate(tails):
+        for r, (row, shared, past) in enumerate(tails):
             own = row.prompt[shared:]
             input_ids[r, tail_width - len(own) :] = torch.tensor(own)
             positions[r, tail_width - len(own) :] = torch.arange(shared, len(row.prompt))
-            mask[r, :shared] = 1
+            mask[r, : shared if past else 0] = 1
             mask[r, past_width + tail_width - len(own) :] = 1
-        for (start, end, _), prefix in zip(runs, prefixes, strict=True):
-            pasts += [prefix] * (end - start)
+        pasts = [past for _, _, past in tails]
         budget = max(row.request.max_new_tokens for row in group)
         stacked = stack_pasts(pasts, past_width) if any(pasts) else []
         cache = growing_cache(stacked, past_width + tail_width + budget)
-        logits = self.step(input_ids, cache, mask, positions)
-        self.prefilled += sum(len(row.prompt) - shared for row, shared in tails)
+        logits = self.step(input_ids, cache, mask, positions, **self._attention(group))
+        self.prefilled += sum(len(row.prompt) - shared for row, shared, _ in tails)
         self._append(group, logits)
         self._merge(group, cache, mask)
 
@@ -263,8 +276,15 @@ class BatchGenerator:
         input_ids = torch.tensor([[row.generated[-1]] for row in rows])
         positions = torch.tensor([[len(row.prompt) + len(row.generated) - 1] for row in rows])
         self.mask = torch.cat([self.mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
-        logits = self.step(input_ids, self.cache, self.mask, positions)
+        logits = self.step(input_ids, self.cache, self.mask, positions, **self._attention(rows))
         self._append(rows, logits)
+
+    def _attention(self, rows: list[Row]) -> dict:
+        """The forward's cascade-attention arguments: each live row's shared prefix (none for a model whose
+        attention is its own)."""
+        if not self.cascade:
+            return {}
+        return shared_prefixes([own_columns(row) for row in rows], self.device)
 
     def _append(self, rows: list[Row], logits: torch.Tensor) -> None:
         """Each row's next token: the argmax, or a sampled request's draw from its own generator."""
@@ -354,6 +374,14 @@ def common_length(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
+
+
+def own_columns(row: Row) -> tuple[Past, int] | None:
+    """A live row's shared prefix and how many columns its own tokens take in the batch cache after this
+    step's (its prompt's tail and its tokens generated, the last being forwarded now)."""
+    if row.done or row.shared is None:
+        return None
+    return row.shared, len(row.prompt) - row.shared[0][0].shape[2] + len(row.generated)
 
 
 def new_rows(requests: Sequence[Generation], prompts: Sequence[list[int]], device: torch.device) -> list[Row]:

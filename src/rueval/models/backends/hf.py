@@ -111,6 +111,7 @@ class HFCausalLM(LanguageModel):
         self.stats = TreeStats()
         self.window = _sliding_window(self.model.config)  # before the probes: their forward passes read it
         known = _known_architecture(self.model)
+        self.cascade_attention = known  # batched generation reads shared prefixes once (cascade_attention.py)
         self._split_head = known or self._head_matches_full_forward()
         self.pack_tokens = PACK_TOKENS if known or self._packing_matches_plain() else 0
         self._capabilities = Capabilities(
@@ -230,9 +231,10 @@ class HFCausalLM(LanguageModel):
         out, hidden = self._call(input_ids, cache, mask, positions)
         return hidden, [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
 
-    def _call(self, input_ids, cache, mask, positions, keep_cache=True):
+    def _call(self, input_ids, cache, mask, positions, keep_cache=True, **attention):
         """The model's output and its last states (the logits themselves for a model run whole); with
-        ``keep_cache`` False no key/value cache is made (a forward whose past nothing reads)."""
+        ``keep_cache`` False no key/value cache is made (a forward whose past nothing reads); ``attention``:
+        arguments for the attention function (rueval.models.backends.cascade_attention)."""
         device = self.device
         kwargs = {
             "input_ids": input_ids.to(device),
@@ -240,6 +242,7 @@ class HFCausalLM(LanguageModel):
             "position_ids": positions.to(device),
             self._cache_name: cache,
             "use_cache": keep_cache,
+            **attention,
         }
         if self._split_head:
             out = self.model.base_model(**kwargs)
@@ -323,9 +326,9 @@ class HFCausalLM(LanguageModel):
     def _generate_one(self, request: Generation) -> str:
         return generate_one(self, request)
 
-    def _generation_step(self, input_ids, cache, mask, positions):
+    def _generation_step(self, input_ids, cache, mask, positions, **attention):
         """The logits after each row's last token (float32), the cache grown in place."""
-        out, hidden = self._call(input_ids, cache, mask, positions)
+        out, hidden = self._call(input_ids, cache, mask, positions, **attention)
         return self._head(hidden[:, -1]).float()
 
 

@@ -1,9 +1,10 @@
 """Generation for `hf:`, in one of two modes, recorded in run.json and in the request cache key:
 
 - "batched" (the default): continuous batching, shared prefixes prefilled once
-  (rueval.models.backends.batch_generation). A greedy text may differ from the one-prompt-at-a-time
-  text only where the model's top two logits are within float rounding of each other (a batch's shape
-  changes the logits in their last bits); docs/benchmarks.md measures how often.
+  (rueval.models.backends.batch_generation) and, for the known architectures, held once and read once
+  per step for all their rows (rueval.models.backends.cascade_attention). A greedy text may differ from
+  the one-prompt-at-a-time text only where the model's top two logits are within float rounding of each
+  other (a batch's shape changes the logits in their last bits); docs/benchmarks.md measures how often.
 - "one-at-a-time" (``--batch-size 1``, and models the batched mode cannot serve exactly: see
   ``batched_mode_fits``): transformers' own ``generate`` on each prompt alone, so a text never depends on
   the batch size or on the prompts beside it, to the last bit.
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 from rueval.models.backends.generated_text import answer_text
@@ -32,10 +34,11 @@ class HFCausalLM(Protocol):
     device: Any
     pack_tokens: int
     window: int | None
+    cascade_attention: bool
 
     def _tokens(self, text: str) -> list[int]: ...
     def _fitting(self, compute: Callable[[int, int], Any]) -> Any: ...
-    def _generation_step(self, input_ids: Any, cache: Any, mask: Any, positions: Any) -> Any: ...
+    def _generation_step(self, input_ids: Any, cache: Any, mask: Any, positions: Any, **attention: Any) -> Any: ...
 
 
 STOP_MARGIN = 4  # tokens decoded beyond a stop sequence's bytes to find it (a character spans up to 4 bytes)
@@ -134,6 +137,7 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
     import torch
 
     from rueval.models.backends.batch_generation import BatchGenerator, Budget, Row, new_rows
+    from rueval.models.backends.cascade_attention import swapped
 
     texts: dict[int, str] = {}
     prompts = [prompt_ids(model, request) for request in requests]
@@ -159,9 +163,10 @@ def generate_batched(model: HFCausalLM, requests: Sequence[Generation], on_done:
 
     def compute(rows: int, tokens: int) -> None:
         budget = Budget(rows, tokens, _cache_tokens(model))
-        generator = BatchGenerator(model._generation_step, budget, eos, decode, stopped, model.device)
+        step, cascade = model._generation_step, model.cascade_attention
+        generator = BatchGenerator(step, budget, eos, decode, stopped, model.device, cascade)
         waiting = new_rows(requests, prompts, model.device)
-        with torch.inference_mode():
+        with torch.inference_mode(), swapped(model.model) if cascade else nullcontext():
             generator.run([row for row in waiting if row.index not in texts], finish)
 
     model._fitting(compute)
