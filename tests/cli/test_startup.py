@@ -1,6 +1,7 @@
-"""The command line as a process: its help and the classical baselines never import torch or
-transformers (only a language model's run does); freed memory is kept for reuse; the process ends
-with its exit handlers run and its output flushed, without tearing its objects down one by one."""
+"""The command line as a process: its help and the classical baselines never import torch, transformers,
+datasets, lm-eval, matplotlib nor the service's database (only a run that needs them does); freed memory is
+kept for reuse; the process ends with its exit handlers run and its output flushed, without tearing its
+objects down one by one."""
 
 import json
 import subprocess
@@ -15,7 +16,8 @@ from rueval.cli import main
 exit_now = os._exit
 
 def report(status):
-    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "httpx", "jinja2", "yaml"))
+    named = ("torch", "transformers", "httpx", "jinja2", "yaml", "datasets", "lm_eval", "matplotlib", "sqlalchemy")
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in named)
     print(json.dumps({"code": status, "heavy": heavy}), flush=True)
     exit_now(status)
 

@@ -195,21 +195,23 @@ def test_a_regex_that_backtracks_without_end_is_stopped():
     assert "\n" not in str(refused.value)
 
 
-def test_a_template_is_compiled_once_and_the_kept_code_is_bounded():
-    """lm-eval compiles a task's template again for every document: the sandbox compiles each source once
-    (the same code object serves every later from_string), keeps at most COMPILED_KEPT sources, and a
-    template that is no template fails every time."""
-    from rueval.core.sandbox import COMPILED_KEPT, Sandbox
+def test_a_template_is_made_once_and_the_kept_templates_are_bounded():
+    """lm-eval makes a task's template again for every document: the sandbox makes each source's template
+    once (the same template serves every later from_string, each rendering with its own values), keeps at
+    most TEMPLATES_KEPT sources, and a template that is no template fails every time."""
+    from rueval.core.sandbox import TEMPLATES_KEPT, Sandbox
 
     sandbox = Sandbox(loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined)
     source = "Вопрос: {{question}}\nОтвет:"
     first, again = sandbox.from_string(source), sandbox.from_string(source)
-    assert first.root_render_func.__code__ is again.root_render_func.__code__
-    assert again.render(RECORD) == first.render(RECORD) == f"Вопрос: {RECORD['question']}\nОтвет:"
-    for n in range(COMPILED_KEPT):
+    assert first is again
+    assert first.render(RECORD) == f"Вопрос: {RECORD['question']}\nОтвет:"
+    assert again.render(question="другой") == "Вопрос: другой\nОтвет:"
+    assert sandbox.from_string(source, globals={"question": "свой"}) is not first  # a template of its own
+    for n in range(TEMPLATES_KEPT):
         sandbox.from_string(f"{{{{ question }}}} {n}")
-    assert len(sandbox.compiled) == COMPILED_KEPT
-    assert sandbox.from_string(source).root_render_func.__code__ is not first.root_render_func.__code__
+    assert len(sandbox.templates) == TEMPLATES_KEPT
+    assert sandbox.from_string(source) is not first
     for _ in range(2):
         with pytest.raises(jinja2.TemplateSyntaxError):
             sandbox.from_string("{{ question ")

@@ -46,6 +46,13 @@ def test_a_run_of_task_files_writes_lm_eval_s_results_and_samples_and_resumes_fr
     assert len(samples["reviews"]) == 8 and len(samples["sums"]) == 6
     assert all(len(sample["resps"]) == 2 for sample in samples["reviews"])  # one log-likelihood per choice
     assert read(out / "run.json")["task_files"] == ["suite"]
+    import lm_eval.evaluator
+    from lm_eval.loggers.utils import add_env_info
+
+    environment: dict = {}
+    add_env_info(environment)  # the machine and versions, computed while the model loaded
+    assert environment["pretty_env_info"] and {key: document[key] for key in environment} == environment
+    assert lm_eval.evaluator.add_env_info is add_env_info
     again = cli("run", "--resume", "-o", out, "-v")
     assert again.exit_code == 0, again.output
     assert "0 to compute" in again.stderr and "to compute" in again.stderr

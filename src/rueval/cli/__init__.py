@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from rueval.cli import contamination, evaluate, inspect, serve  # noqa: F401 - importing them registers their commands
 from rueval.cli.app import app
+from rueval.core.memory import freeze_imports
 
 # Collections of the youngest objects, per this many more allocations than frees; older generations
 # after this many of the younger one's. Python's defaults (700, 10, 10) make a process that imports
@@ -39,9 +40,10 @@ def main() -> NoReturn:
 
 
 def set_up_process() -> None:
-    """The collector runs rarely (GC_THRESHOLDS); freed memory is kept for reuse (MALLOC_SETTINGS, where
-    the C library is glibc)."""
+    """The collector runs rarely (GC_THRESHOLDS) and never walks what large libraries' imports built
+    (freeze_imports); freed memory is kept for reuse (MALLOC_SETTINGS, where the C library is glibc)."""
     gc.set_threshold(*GC_THRESHOLDS)
+    freeze_imports()
     if sys.platform == "linux":
         libc = ctypes.CDLL(None)
         if hasattr(libc, "gnu_get_libc_version"):  # the parameter numbers are glibc's

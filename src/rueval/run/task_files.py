@@ -18,11 +18,16 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rueval.core.background import in_background
 from rueval.core.errors import RuevalError
+from rueval.core.memory import import_libraries
 from rueval.core.progress import detail
 from rueval.results import predictions_file, write_sample_scores
 from rueval.results.lm_eval import FILE_NAME, SAMPLES_DIR, date_id, sample_files
@@ -44,13 +49,14 @@ def run_task_files(spec: RunSpec, out: Path, force: bool = False) -> dict[str, A
     files.check(spec.task_files, spec.trust_task_code, spec.confirm_run_unsafe_code)
     store = RunStore(out)
     store.check_folder()
+    environment = environment_info()
     solver = spec.solver(store.out.resolve() / "finetune")
     assert isinstance(solver, LMSolver)  # RunSpec refuses task files for any other model
     settings = resolved_settings(spec, solver)
     store.claim(settings, spec.task_files, force)
     store.save_spec(settings)
     try:
-        document, tasks = evaluate(spec, files, solver)
+        document, tasks = evaluate(spec, files, solver, environment)
     except RuevalError:
         store.withdraw()
         raise
@@ -76,9 +82,46 @@ class KeepingTasks:
         return getattr(self.manager, name)
 
 
-def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """lm-eval's simple_evaluate over rueval's engine: its results, and the tasks it built; whatever
-    lm-eval raises about a task file (a template, its data, a metric) is one line."""
+def environment_info() -> Future[dict[str, Any]]:
+    """What lm-eval's ``add_env_info`` adds to its results (torch's report of the machine, with pip's package
+    list: half a second of commands), started now in a thread of its own, so that its commands run while
+    the model loads. The libraries it reports on are imported here first: the thread then imports no module
+    that this thread may be importing."""
+    from lm_eval.loggers.utils import add_env_info
+
+    for library in ("torch.utils.collect_env", "transformers"):
+        try:
+            import_libraries(library)
+        except ImportError:  # lm-eval reports the machine without it
+            pass
+
+    def added() -> dict[str, Any]:
+        info: dict[str, Any] = {}
+        add_env_info(info)
+        return info
+
+    return in_background(added, "rueval-environment")
+
+
+@contextmanager
+def environment_given(info: Future[dict[str, Any]]) -> Iterator[None]:
+    """lm-eval's simple_evaluate adds ``info``'s values to its results where it would compute them."""
+    import lm_eval.evaluator
+
+    computing = lm_eval.evaluator.add_env_info
+    lm_eval.evaluator.add_env_info = lambda storage: storage.update(info.result())
+    try:
+        yield
+    finally:
+        lm_eval.evaluator.add_env_info = computing
+
+
+def evaluate(
+    spec: RunSpec, files: TaskFiles, solver: Any, environment: Future[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """lm-eval's simple_evaluate over rueval's engine: its results (``environment``: its add_env_info's
+    values), and the tasks it built; whatever lm-eval raises about a task file (a template, its data, a
+    metric) is one line."""
     import jinja2
     from lm_eval import simple_evaluate
 
@@ -88,20 +131,21 @@ def evaluate(spec: RunSpec, files: TaskFiles, solver: Any) -> tuple[dict[str, An
     seeds = LM_EVAL_SEEDS if spec.seed == 0 else (spec.seed,) * 4
     manager = KeepingTasks(files.manager)
     try:
-        results = simple_evaluate(
-            model=RuevalLM(solver.engine),
-            tasks=list(spec.task_files),
-            task_manager=manager,
-            num_fewshot=spec.shots[0] if spec.shots else None,
-            limit=spec.limit,
-            log_samples=True,
-            predict_only=spec.predict_only,
-            confirm_run_unsafe_code=spec.confirm_run_unsafe_code,
-            random_seed=seeds[0],
-            numpy_random_seed=seeds[1],
-            torch_random_seed=seeds[2],
-            fewshot_random_seed=seeds[3],
-        )
+        with environment_given(environment):
+            results = simple_evaluate(
+                model=RuevalLM(solver.engine),
+                tasks=list(spec.task_files),
+                task_manager=manager,
+                num_fewshot=spec.shots[0] if spec.shots else None,
+                limit=spec.limit,
+                log_samples=True,
+                predict_only=spec.predict_only,
+                confirm_run_unsafe_code=spec.confirm_run_unsafe_code,
+                random_seed=seeds[0],
+                numpy_random_seed=seeds[1],
+                torch_random_seed=seeds[2],
+                fewshot_random_seed=seeds[3],
+            )
     except RuevalError:
         raise
     except jinja2.TemplateError as e:  # what the sandbox refuses when a record fills a template

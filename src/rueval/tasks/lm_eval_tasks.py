@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rueval.core.errors import DataError, RuevalError
+from rueval.core.memory import import_libraries
 from rueval.core.progress import warn
 from rueval.core.yaml_files import composed, is_special
 from rueval.tasks import get_task, is_known
@@ -46,6 +47,7 @@ TEMPLATE_KEYS = (
 def lm_eval_module() -> Any:
     """lm-eval, its templates rendering in rueval's sandbox from here on; one line naming the extra without it."""
     try:
+        import_libraries("datasets", "lm_eval.utils")
         import datasets
         import lm_eval.utils
     except ImportError:

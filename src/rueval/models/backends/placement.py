@@ -9,12 +9,13 @@ import hashlib
 import importlib.util
 import json
 import os
-import threading
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from rueval.core.background import in_background
 from rueval.core.errors import RuevalError
+from rueval.core.memory import import_libraries
 from rueval.core.paths import cache_dir
 
 TORCH_INSTALL = "pip install torch==2.13.0 (a CPU build; see pytorch.org for CUDA builds)"
@@ -89,16 +90,19 @@ def load_weights(
 
 
 def require_libraries(path: str) -> None:
+    """torch and transformers imported, with the base of every transformers model (its modeling_utils: most
+    of the import's time, whichever model loads) kept out of the cyclic collector's way (import_libraries)."""
     try:
-        import torch  # noqa: F401
+        import_libraries("torch")
     except ImportError:
         raise RuevalError(f"-m hf:{path} needs PyTorch, which is not installed: {TORCH_INSTALL}") from None
     try:
-        import transformers  # noqa: F401
+        import_libraries("transformers")
     except ImportError:
         raise RuevalError(
             f"-m hf:{path} needs transformers, which is not installed: pip install 'rueval[lm]'"
         ) from None
+    import_libraries("transformers.modeling_utils")
 
 
 def check_device(device: str):
@@ -129,16 +133,7 @@ def hash_while_loading(path: str, revision: str | None) -> Future[str] | None:
     if not Path(path).is_dir():
         return None
     check_no_revision(path, revision)  # before the weights load
-    future: Future[str] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(content_hash(Path(path)))
-        except BaseException as e:  # noqa: BLE001 - handed to whoever asks for the result
-            future.set_exception(e)
-
-    threading.Thread(target=run, name="rueval-hash", daemon=True).start()
-    return future
+    return in_background(lambda: content_hash(Path(path)), "rueval-hash")
 
 
 def check_no_revision(folder: str, revision: str | None) -> None:
