@@ -92,7 +92,9 @@ class RequestCache:
             return
         try:
             with self._db:  # one transaction per finished batch
-                self._db.execute("BEGIN")
+                # IMMEDIATE: the write lock is waited for up front; a deferred transaction that waits for it
+                # after reading fails at once in WAL mode when another process commits meanwhile
+                self._db.execute("BEGIN IMMEDIATE")
                 self._db.executemany(
                     "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
                     [(key, _stored(value)) for key, value in items.items()],
