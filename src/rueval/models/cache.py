@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -28,6 +29,7 @@ from rueval.models.base import Generation, Request
 # depend on how it generates names its mode in the key (hf:'s "batched"; one at a time is keyed as before).
 VERSIONS = {"Loglikelihood": 1, "Generation": 4, "TokenLogprobs": 1}
 KEYED_MODES = ("batched",)
+WAIT_S = 60  # how long a process waits for another's lock on the cache
 # fields added to a request type later, left out of its key at their default so that older keys stay valid
 ADDED = {"rolling": False}
 FORMAT = 1  # the file's layout, in SQLite's user_version; a newer rueval that changes it raises it
@@ -55,17 +57,13 @@ class RequestCache:
         self._db: sqlite3.Connection | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version > FORMAT:
-                self._give_up(f"it was written by a newer rueval (format {version}, this one reads {FORMAT})")
-                return
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crashed process loses no commit
-            self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            self._db.execute(f"PRAGMA user_version = {FORMAT}")
+            self._db = sqlite3.connect(path, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
+            version = _opened(self._db)
         except (sqlite3.Error, OSError) as e:
             self._give_up(f"it cannot be read ({e})")
+            return
+        if version > FORMAT:
+            self._give_up(f"it was written by a newer rueval (format {version}, this one reads {FORMAT})")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The stored results of the keys that have one; a damaged row counts as missing."""
@@ -112,6 +110,27 @@ class RequestCache:
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
+
+
+def _opened(db: sqlite3.Connection) -> int:
+    """Set the file up (WAL, the table, the format; a file of a newer format is left as it is) and give its
+    format. Processes that open one new cache at once (a launch's) meet SQLite's "database is locked" where its
+    busy wait does not apply (turning the file to WAL while another process does): set up again until WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > FORMAT:
+                return int(version)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crashed process loses no commit
+            db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute(f"PRAGMA user_version = {FORMAT}")
+            return FORMAT
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _stored(value: Any) -> str:
