@@ -17,7 +17,7 @@ from pathlib import Path
 from generation_cases import load_requests
 from typer.testing import CliRunner
 
-from rueval.cli import app
+from rueval.cli import app, end_process
 from rueval.models.backends.vllm import open_model
 from rueval.models.base import Loglikelihood, TokenLogprobs
 from rueval.models.factory import ModelOptions, ModelSpec
@@ -48,4 +48,10 @@ def score(spec: str, asked: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":  # vLLM starts its engine in spawned processes, which import this module again
-    main()
+    # ended as the command line ends (rueval.cli.main): past the interpreter's teardown, in which vLLM's engine
+    # threads now and then abort the process ("terminate called without an active exception") after its work
+    try:
+        main()
+    except SystemExit as stop:
+        end_process(stop.code)
+    end_process(0)
