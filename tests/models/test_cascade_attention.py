@@ -13,6 +13,8 @@ from support import require_modules
 require_modules("torch", "transformers", "tokenizers", extra="lm")
 
 import torch
+from tiny_models import tiny_of
+from transformers import AutoTokenizer
 
 from rueval.models.backends import cascade_attention
 from rueval.models.backends.batch_generation import CASCADE_MIN, BatchGenerator, Budget, new_rows
@@ -71,24 +73,12 @@ def generate(model: HFCausalLM, cascade: bool) -> tuple[Recorded, list]:
 
 
 @pytest.fixture(scope="module")
-def llama_style(tiny_gpt2_dir) -> HFCausalLM:
+def llama_style(tiny_gpt2_dir, tmp_path_factory) -> HFCausalLM:
     """A random Llama (rotary positions, 4 query heads over 2 key/value heads) with the tiny GPT-2's tokenizer."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
     tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-    )
-    return HFCausalLM.from_loaded(LlamaForCausalLM(config), tokenizer)
+    folder = tmp_path_factory.mktemp("llama")
+    eos = tokenizer.eos_token_id
+    return HFCausalLM(str(tiny_of("llama", tiny_gpt2_dir, folder, max_position_embeddings=1024, bos_token_id=eos)))
 
 
 @pytest.mark.parametrize(

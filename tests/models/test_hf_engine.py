@@ -9,6 +9,7 @@ from support import require_modules
 require_modules("torch", "transformers", extra="lm")
 
 import torch
+from tiny_models import tiny_of
 from transformers import AutoModelForCausalLM
 
 from rueval.models.backends import hf
@@ -132,24 +133,7 @@ def test_a_model_that_ignores_or_refuses_tree_masks_is_scored_without_packing(
 
 
 def test_a_sliding_window_shorter_than_the_sequences_scores_each_whole(tiny_gpt2_dir, tmp_path):
-    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
-    config = MistralConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        sliding_window=8,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    MistralForCausalLM(config).save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
+    tiny_of("mistral", tiny_gpt2_dir, tmp_path, max_position_embeddings=512, sliding_window=8)
     model, reference = HFCausalLM(str(tmp_path)), AutoModelForCausalLM.from_pretrained(tmp_path).eval()
     assert model.window == 8
     long_requests = REQUESTS[:4]  # the demonstrations alone are far longer than 8 tokens

@@ -10,7 +10,8 @@ require_modules("torch", "transformers", extra="lm")
 
 import torch
 from generation_cases import Cases, cut_problems, prompts
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from tiny_models import tiny_of
+from transformers import AutoModelForCausalLM
 
 from rueval.models.backends.hf import KNOWN_ARCHITECTURES, HFCausalLM, _known_architecture
 from rueval.models.backends.prefix_tree import PACK_TOKENS
@@ -74,27 +75,6 @@ def test_texts_are_tokenized_in_one_call_as_they_are_one_by_one(tiny_gpt2_dir):
     model = HFCausalLM(str(tiny_gpt2_dir))
     requests = [*FEW_SHOT, Loglikelihood("", "Ёжик"), Loglikelihood("Контекст ", "с пробелом")]
     assert model._encode_all(requests) == [model.encode(r) for r in requests]
-
-
-def tiny_of(architecture: str, tokenizer_dir, folder):
-    """A tiny random model of the architecture, saved with the tiny GPT-2's tokenizer."""
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    config = AutoConfig.for_model(
-        architecture,
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.mark.parametrize("architecture", sorted(KNOWN_ARCHITECTURES))
