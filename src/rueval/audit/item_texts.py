@@ -40,9 +40,7 @@ def task_file_tasks(names: Sequence[str], include_path: Sequence[str] = (), trus
     """lm-eval's tasks (ConfigurableTask) of these names by task name, a group's or tag's each."""
     from rueval.tasks.lm_eval_tasks import TaskFiles
 
-    files = TaskFiles.finding(names, include_path)
-    files.check_names(names)
-    files.check(names, trusted, confirmed=True)  # unsafe_code runs a model's answers; none are made here
+    files = TaskFiles.checked(names, include_path, trusted, confirmed=True)  # unsafe_code runs answers; none made here
     try:
         tasks: dict[str, Any] = files.manager.load(list(names))["tasks"]
     except RuevalError:

@@ -44,9 +44,8 @@ def run_task_files(spec: RunSpec, out: Path, force: bool = False) -> dict[str, A
     from rueval.solvers.lm import LMSolver
 
     started = time.perf_counter()
-    files = TaskFiles.finding(spec.task_files, spec.include_path)
-    files.check_names(spec.task_files)  # a resumed run's too: its folder may have changed
-    files.check(spec.task_files, spec.trust_task_code, spec.confirm_run_unsafe_code)
+    # a resumed run's names are checked too: its folder may have changed
+    files = TaskFiles.checked(spec.task_files, spec.include_path, spec.trust_task_code, spec.confirm_run_unsafe_code)
     store = RunStore(out)
     store.check_folder()
     environment = environment_info()

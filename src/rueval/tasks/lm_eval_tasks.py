@@ -115,6 +115,14 @@ class TaskFiles:
                 return declared
         return indexed(tuple(include_path), True, _signature(include_path))
 
+    @classmethod
+    def checked(cls, names: Sequence[str], include_path: Sequence[str], trusted: bool, confirmed: bool) -> TaskFiles:
+        """The index that has the names (finding), each name known (check_names) and their files checked (check)."""
+        files = cls.finding(names, include_path)
+        files.check_names(names)
+        files.check(names, trusted, confirmed)
+        return files
+
     def knows(self, name: str) -> bool:
         return name in self.manager.task_index
 
