@@ -37,7 +37,7 @@ import numpy as np
 from scipy.stats import binomtest, norm
 
 from rueval.scoring.metrics import metric
-from rueval.scoring.stats import Difference, PairedDraws, difference_of
+from rueval.scoring.stats import Difference, PairedDraws, difference_of, score_difference
 from rueval.tasks import Example, Task, Total
 
 ALPHA = 0.05  # two-sided significance level of every test and power figure
@@ -197,10 +197,7 @@ def score_p_value(
         outcomes = [binary_outcomes(task, examples, preds, task.metrics[0]) for preds in (preds_a, preds_b)]
         if outcomes[0] is not None and outcomes[1] is not None:
             return paired_outcomes(outcomes[0], outcomes[1]).p_value
-    diffs = np.mean([pair[:, 0] - pair[:, 1] for pair in paired.draws.values()], axis=0)
-    return difference_of(
-        float(np.mean(list(paired.a.values()))), float(np.mean(list(paired.b.values()))), diffs
-    ).p_value
+    return score_difference(paired).p_value
 
 
 def total_difference(total: Total, paired: Sequence[tuple[Task, PairedDraws]]) -> Difference:

@@ -93,10 +93,17 @@ def paired_bootstrap(
     level at which the percentile interval of the difference excludes zero. Identical runs give 1.
     """
     paired = paired_draws(task, examples, preds_a, preds_b, resamples, seed)
-    diffs = {name: pair[:, 0] - pair[:, 1] for name, pair in paired.draws.items()}
-    diffs["score"] = np.mean(list(diffs.values()), axis=0)
-    point_a, point_b = _point(paired.a), _point(paired.b)
-    return {name: difference_of(point_a[name], point_b[name], d, confidence) for name, d in diffs.items()}
+    found = {
+        name: difference_of(paired.a[name], paired.b[name], pair[:, 0] - pair[:, 1], confidence)
+        for name, pair in paired.draws.items()
+    }
+    return {**found, "score": score_difference(paired, confidence)}
+
+
+def score_difference(paired: PairedDraws, confidence: float = DEFAULT_CONFIDENCE) -> Difference:
+    """A minus B of the task score (its metrics' mean) on two runs' paired draws."""
+    diffs = np.mean([pair[:, 0] - pair[:, 1] for pair in paired.draws.values()], axis=0)
+    return difference_of(_point(paired.a)["score"], _point(paired.b)["score"], diffs, confidence)
 
 
 def paired_draws(
