@@ -60,3 +60,30 @@ def generation_requests(hf: HFCausalLM, name: str, k: int) -> list[Generation]:
     data = load_task_data(open_data(None), task, None, 3)
     solver = LMSolver(Engine(hf), "hf", generation=GenerationSettings(temperature=0, max_gen_toks=120))
     return list(dict.fromkeys(solver.plan(task, data.train.examples, data.eval.examples, Setting(k)).requests))
+
+
+def assert_audits_agree(audit: Path, reference: Path, task: str) -> None:
+    """Two `rueval contamination` folders of one task on the same weights, a backend's without the next-token
+    distribution (``audit``) and hf:'s (``reference``): the same items; Min-K% and the log-perplexity, means of
+    token log-probabilities, within the per-token tolerance; the zlib ratio (the log-perplexity over the text's
+    compressed bytes) so once scaled back; the perturbation score, a difference of two means, within twice it;
+    no Min-K%++, and a note that says so."""
+    import math
+
+    from rueval.results.contamination import ContaminationResult, read_item_scores
+
+    theirs, ours = read_item_scores(audit, task), read_item_scores(reference, task)
+    assert [row.idx for row in theirs] == [row.idx for row in ours] and ours
+    for row, hf_row in zip(theirs, ours, strict=True):
+        assert row.min_k_pp is None and hf_row.min_k_pp is not None
+        assert abs(row.min_k - hf_row.min_k) <= TOLERANCE
+        assert row.ppl is not None and hf_row.ppl is not None
+        assert abs(math.log(row.ppl) - math.log(hf_row.ppl)) <= TOLERANCE
+        assert row.zlib is not None and hf_row.zlib is not None
+        compressed_bytes = math.log(hf_row.ppl) / hf_row.zlib
+        assert abs(row.zlib - hf_row.zlib) * compressed_bytes <= TOLERANCE
+        assert (row.perturbation is None) == (hf_row.perturbation is None)
+        if hf_row.perturbation is not None:
+            assert abs(row.perturbation - hf_row.perturbation) <= 2 * TOLERANCE
+    notes = ContaminationResult.read(audit).tasks[task].notes
+    assert any(note.startswith("Min-K%++ not available") for note in notes)
