@@ -135,6 +135,7 @@ class Standing(Base):
 
     __tablename__ = "standings"
     gold: Mapped[str] = mapped_column(String(64), primary_key=True)
+    signature: Mapped[str] = mapped_column(String(64))  # the public submissions they were computed for
     standings: Mapped[str] = mapped_column(Text)  # JSON: Standings.to_json
 
 

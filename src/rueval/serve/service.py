@@ -79,8 +79,12 @@ class Service:
         """The public scored submissions as published, ordered by the total or a task's score, and whether their
         tied-with-leader marks are current (else none are shown: a worker is recomputing them)."""
         ranked = public_ranked(self.db)
-        stored = standings.load(self.db, self.gold)
-        current = stored is not None and stored.signature == standings.signature(self.gold, [r.id for r in ranked])
+        public = standings.signature(self.gold, [r.id for r in ranked])
+        # read only when of these submissions, and checked again: a worker may store newer ones meanwhile
+        stored = (
+            standings.load(self.db, self.gold) if standings.stored_signature(self.db, self.gold) == public else None
+        )
+        current = stored is not None and stored.signature == public
         sizes = {name: len(task.examples) for name, task in self.gold.tasks.items()}
         rows = submission_rows(ranked, self.disclosure, sizes, stored.marks if stored is not None and current else None)
         return sorted_rows(rows, key, descending), current

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -62,14 +63,15 @@ class Standings:
         return marks | {ranking: LEADER for ranking, leader in self.leaders.items() if leader == id}
 
     def to_json(self) -> str:
+        """The leaders and p-values (the signature has a column of its own)."""
         p_values = {ranking: {str(id): p for id, p in found.items()} for ranking, found in self.p_values.items()}
-        return json.dumps({"signature": self.signature, "leaders": dict(self.leaders), "p_values": p_values})
+        return json.dumps({"leaders": dict(self.leaders), "p_values": p_values})
 
     @classmethod
-    def from_json(cls, text: str) -> Standings:
+    def from_json(cls, signature: str, text: str) -> Standings:
         found = json.loads(text)
         p_values = {ranking: {int(id): p for id, p in of.items()} for ranking, of in found["p_values"].items()}
-        return cls(found["signature"], found["leaders"], p_values)
+        return cls(signature, found["leaders"], p_values)
 
 
 def signature(gold: Gold, public: Sequence[int]) -> str:
@@ -167,11 +169,18 @@ def _id(row: Row) -> int:
     return row.id
 
 
+def stored_signature(db: Database, gold: Gold) -> str | None:
+    """The public submissions the stored standings of this gold were computed for (their signature alone: an idle
+    worker asks for it at every poll, the board at every request)."""
+    with db.session(read_only=True) as session:
+        return session.scalar(select(Standing.signature).where(Standing.gold == gold.fingerprint))
+
+
 def load(db: Database, gold: Gold) -> Standings | None:
     """The last standings a worker stored for this gold."""
     with db.session(read_only=True) as session:
         stored = session.get(Standing, gold.fingerprint)
-        return None if stored is None else Standings.from_json(stored.standings)
+        return None if stored is None else Standings.from_json(stored.signature, stored.standings)
 
 
 def store(db: Database, gold: Gold, standings: Standings) -> None:
@@ -181,6 +190,6 @@ def store(db: Database, gold: Gold, standings: Standings) -> None:
     with db.session() as session:
         session.execute(
             insert(Standing)
-            .values(gold=gold.fingerprint, standings=text)
-            .on_conflict_do_update(index_elements=["gold"], set_={"standings": text})
+            .values(gold=gold.fingerprint, signature=standings.signature, standings=text)
+            .on_conflict_do_update(index_elements=["gold"], set_={"signature": standings.signature, "standings": text})
         )

@@ -104,10 +104,10 @@ class Worker:
     def refresh_standings(self) -> None:
         """Recompute the tied-with-leader marks if the public scored submissions changed since they were computed."""
         ranked = public_ranked(self.db)
-        stored = standings.load(self.db, self.gold)
         current = standings.signature(self.gold, [r.id for r in ranked])
-        if current in (self.failed_standings, stored.signature if stored else None):
+        if current in (self.failed_standings, standings.stored_signature(self.db, self.gold)):
             return
+        stored = standings.load(self.db, self.gold)  # its p-values serve again where a leader stays
         uploads = {found.id: found.upload for found in ranked}
         rows = submission_rows(ranked, Disclosure(), {})  # the rankings read no marks
         started = time.monotonic()

@@ -16,6 +16,7 @@ def upgrade() -> None:
     op.create_table(
         "standings",
         sa.Column("gold", sa.String(64), primary_key=True),
+        sa.Column("signature", sa.String(64), nullable=False),
         sa.Column("standings", sa.Text(), nullable=False),
     )
 
